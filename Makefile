@@ -1,0 +1,38 @@
+# The two set-up commands of the README are `make serve` and `make test`; both start from nothing.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+
+.PHONY: serve test test-fast services lint bench clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+	$(PIP) install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-dev: $(VENV)/.installed pyproject.toml
+	$(PIP) install --quiet -e '.[dev]'
+	touch $@
+
+## install, apply migrations to the embedded SQLite default and serve on 127.0.0.1:8000
+serve: $(VENV)/.installed
+	$(VENV)/bin/crowdqrels serve --host 127.0.0.1 --port 8000
+
+services:
+	./scripts/start-services.sh
+
+## install the dev extras and run the whole suite (slow tests included) on SQLite, PostgreSQL, Redis
+test: $(VENV)/.installed-dev services
+	$(PY) -m pytest -q
+
+## the suite without the tests marked slow
+test-fast: $(VENV)/.installed-dev services
+	$(PY) -m pytest -q -m "not slow"
+
+lint: $(VENV)/.installed-dev
+	$(VENV)/bin/ruff check app models tests bench
+
+clean:
+	rm -rf $(VENV) crowdqrels.db crowdqrels.db-*

@@ -1,0 +1,39 @@
+"""Typed dependencies shared by the routers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Annotated
+
+from fastapi import Depends, Path, Request
+from sqlalchemy.orm import Session
+
+from app.collections import service as collections_service
+from app.collections.tables import Collection
+from app.core.config import Settings
+from app.core.db import get_sessionmaker
+
+
+def get_settings_dep(request: Request) -> Settings:
+    return request.app.state.settings  # type: ignore[no-any-return]
+
+
+SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
+
+
+def get_session(settings: SettingsDep) -> Iterator[Session]:
+    with get_sessionmaker(settings.database_url)() as session:
+        yield session
+
+
+SessionDep = Annotated[Session, Depends(get_session)]
+
+
+def load_collection(
+    session: SessionDep,
+    c: Annotated[str, Path(description="the collection's id or name")],
+) -> Collection:
+    return collections_service.get_collection(session, key=c)
+
+
+CollectionDep = Annotated[Collection, Depends(load_collection)]

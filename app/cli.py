@@ -1,0 +1,65 @@
+"""The ``crowdqrels`` command: the service (serve, worker, migrate) and the offline tools
+(aggregate, synth). Heavy imports happen inside each command so ``--help`` stays instant."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from app.core.db import upgrade_database
+
+    upgrade_database()
+    uvicorn.run("app.main:create_app", factory=True, host=args.host, port=args.port,
+                log_level=args.log_level)
+    return 0
+
+
+def _migrate(args: argparse.Namespace) -> int:
+    from app.core.db import upgrade_database
+
+    upgrade_database()
+    return 0
+
+
+def _worker(args: argparse.Namespace) -> int:
+    from app.jobs.celery_app import run_worker
+
+    run_worker(concurrency=args.concurrency)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="crowdqrels", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="apply migrations and serve the HTTP API")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--log-level", default="info")
+    serve.set_defaults(func=_serve)
+
+    migrate = sub.add_parser("migrate", help="apply database migrations (alembic upgrade head)")
+    migrate.set_defaults(func=_migrate)
+
+    worker = sub.add_parser("worker", help="start a Celery worker (CROWDQRELS_JOBS=celery)")
+    worker.add_argument("--concurrency", type=int, default=1)
+    worker.set_defaults(func=_worker)
+
+    from app.offline import add_offline_commands
+
+    add_offline_commands(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

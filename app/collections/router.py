@@ -1,0 +1,46 @@
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from app.api.deps import CollectionDep, SessionDep
+from app.collections import service
+from app.collections.schemas import (
+    CollectionCreate,
+    CollectionPublic,
+    CollectionsPublic,
+    CollectionStats,
+)
+
+router = APIRouter(prefix="/collections", tags=["collections"])
+
+
+@router.post("", status_code=201, response_model=CollectionPublic)
+def create_collection(session: SessionDep, body: CollectionCreate) -> CollectionPublic:
+    collection = service.create_collection(session, spec=body)
+    public = CollectionPublic.model_validate(collection)
+    public.counts = service.collection_counts(session, collection=collection)
+    return public
+
+
+@router.get("", response_model=CollectionsPublic)
+def list_collections(
+    session: SessionDep,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> CollectionsPublic:
+    rows, total = service.list_collections(session, limit=limit, offset=offset)
+    return CollectionsPublic(data=[CollectionPublic.model_validate(r) for r in rows], count=total)
+
+
+@router.get("/{c}", response_model=CollectionPublic)
+def get_collection(session: SessionDep, collection: CollectionDep) -> CollectionPublic:
+    public = CollectionPublic.model_validate(collection)
+    public.counts = service.collection_counts(session, collection=collection)
+    return public
+
+
+@router.get("/{c}/stats", response_model=CollectionStats)
+def collection_stats(session: SessionDep, collection: CollectionDep) -> CollectionStats:
+    return service.collection_stats(session, collection=collection)

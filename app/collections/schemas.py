@@ -1,0 +1,84 @@
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+
+class CollectionCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$",
+                      description="unique; letters, digits, '.', '_', '-'; not all digits")
+    description: str | None = None
+    labels: list[int] = Field(default=[0, 1], min_length=2, description="the label scale")
+    relevant_from: int = Field(default=1, description="labels >= this count as relevant")
+    ignore: list[int] = Field(default=[], description="'could not judge' values, e.g. -2")
+
+    @field_validator("name")
+    @classmethod
+    def _not_numeric(cls, value: str) -> str:
+        # A path segment {c} is an id when it is all digits, so names cannot be.
+        if value.isdigit():
+            raise ValueError("a collection name cannot be all digits (it would read as an id)")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent_scale(self) -> CollectionCreate:
+        if len(set(self.labels)) != len(self.labels):
+            raise ValueError("labels must be distinct")
+        self.labels = sorted(self.labels)
+        if set(self.ignore) & set(self.labels):
+            raise ValueError("a value cannot be both a label and an ignore value")
+        if not self.labels[0] < self.relevant_from <= self.labels[-1]:
+            raise ValueError(
+                "relevant_from must be above the lowest label and at most the highest, "
+                "so that both relevant and non-relevant labels exist"
+            )
+        self.ignore = sorted(set(self.ignore))
+        return self
+
+
+class DistributionSummary(BaseModel):
+    """Judgments per task or per annotator: summary and a histogram {count: how many}."""
+
+    min: int
+    max: int
+    mean: float
+    median: float
+    histogram: dict[int, int]
+
+
+class CollectionCounts(BaseModel):
+    topics: int
+    documents: int
+    tasks: int
+    annotators: int
+    judgments: int
+    tasks_with_gold: int  # gold on the label scale
+    tasks_with_unjudgeable_gold: int  # gold that is an ignore value (e.g. -2, broken link)
+
+
+class CollectionPublic(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: int
+    name: str
+    description: str | None
+    labels: list[int]
+    relevant_from: int
+    ignore: list[int]
+    created_at: datetime
+    counts: CollectionCounts | None = None
+
+
+class CollectionsPublic(BaseModel):
+    data: list[CollectionPublic]
+    count: int
+
+
+class CollectionStats(BaseModel):
+    counts: CollectionCounts
+    judgments_per_task: DistributionSummary | None
+    judgments_per_annotator: DistributionSummary | None
+    label_distribution: dict[int, int]

@@ -1,0 +1,103 @@
+"""Collections: create, find by id or name, counts and statistics."""
+
+from __future__ import annotations
+
+import statistics
+
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from app.collections.schemas import (
+    CollectionCounts,
+    CollectionCreate,
+    CollectionStats,
+    DistributionSummary,
+)
+from app.collections.tables import Collection
+from app.core.errors import Conflict, NotFound
+from app.judgments.tables import Annotator, Document, Judgment, Task, Topic
+
+
+def create_collection(session: Session, *, spec: CollectionCreate) -> Collection:
+    collection = Collection(**spec.model_dump())
+    session.add(collection)
+    try:
+        session.commit()
+    except IntegrityError:
+        session.rollback()
+        raise Conflict(
+            f"a collection named {spec.name!r} already exists", code="collection_exists"
+        ) from None
+    return collection
+
+
+def list_collections(session: Session, *, limit: int, offset: int) -> tuple[list[Collection], int]:
+    total = session.scalar(select(func.count()).select_from(Collection)) or 0
+    rows = session.scalars(select(Collection).order_by(Collection.id).limit(limit).offset(offset))
+    return list(rows), total
+
+
+def get_collection(session: Session, *, key: str) -> Collection:
+    """By id when ``key`` is all digits, else by name (names cannot be all digits)."""
+    if key.isdigit():
+        collection = session.get(Collection, int(key))
+    else:
+        collection = session.scalar(select(Collection).where(Collection.name == key))
+    if collection is None:
+        raise NotFound(f"no collection {key!r}", code="collection_not_found")
+    return collection
+
+
+def _count(session: Session, table: type, collection_id: int, *where: object) -> int:
+    query = select(func.count()).select_from(table).where(
+        table.collection_id == collection_id, *where  # type: ignore[attr-defined]
+    )
+    return session.scalar(query) or 0
+
+
+def collection_counts(session: Session, *, collection: Collection) -> CollectionCounts:
+    cid = collection.id
+    scale = collection.labels
+    return CollectionCounts(
+        topics=_count(session, Topic, cid),
+        documents=_count(session, Document, cid),
+        tasks=_count(session, Task, cid),
+        annotators=_count(session, Annotator, cid),
+        judgments=_count(session, Judgment, cid),
+        tasks_with_gold=_count(session, Task, cid, Task.gold.in_(scale)),
+        tasks_with_unjudgeable_gold=_count(session, Task, cid, Task.gold.in_(collection.ignore))
+        if collection.ignore else 0,
+    )
+
+
+def _summary(counts: list[int]) -> DistributionSummary | None:
+    if not counts:
+        return None
+    histogram: dict[int, int] = {}
+    for c in counts:
+        histogram[c] = histogram.get(c, 0) + 1
+    return DistributionSummary(
+        min=min(counts), max=max(counts), mean=statistics.fmean(counts),
+        median=statistics.median(counts), histogram=dict(sorted(histogram.items())),
+    )
+
+
+def collection_stats(session: Session, *, collection: Collection) -> CollectionStats:
+    cid = collection.id
+    per_task = session.scalars(
+        select(func.count()).where(Judgment.collection_id == cid).group_by(Judgment.task_id)
+    ).all()
+    per_annotator = session.scalars(
+        select(func.count()).where(Judgment.collection_id == cid).group_by(Judgment.annotator_id)
+    ).all()
+    labels = session.execute(
+        select(Judgment.label, func.count()).where(Judgment.collection_id == cid)
+        .group_by(Judgment.label).order_by(Judgment.label)
+    ).all()
+    return CollectionStats(
+        counts=collection_counts(session, collection=collection),
+        judgments_per_task=_summary(list(per_task)),
+        judgments_per_annotator=_summary(list(per_annotator)),
+        label_distribution={int(label): int(n) for label, n in labels},
+    )

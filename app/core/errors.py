@@ -1,0 +1,87 @@
+"""Domain errors raised by services, and the one place that maps them to HTTP.
+
+Every error body is ``{"code": <stable machine-readable>, "detail": <human>, ...}``; file errors
+add ``line`` (1-based, the header is line 1) and ``column``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from app.formats.errors import FileFormatError
+
+
+class DomainError(Exception):
+    status_code = 400
+    code = "bad_request"
+
+    def __init__(self, detail: str, *, code: str | None = None, **extra: Any) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        if code is not None:
+            self.code = code
+        self.extra = {k: v for k, v in extra.items() if v is not None}
+
+    def body(self) -> dict[str, Any]:
+        return {"code": self.code, "detail": self.detail, **self.extra}
+
+
+class NotFound(DomainError):
+    status_code = 404
+    code = "not_found"
+
+
+class Conflict(DomainError):
+    status_code = 409
+    code = "conflict"
+
+
+class InvalidInput(DomainError):
+    status_code = 422
+    code = "invalid_input"
+
+
+class PayloadTooLarge(DomainError):
+    status_code = 413
+    code = "payload_too_large"
+
+
+def invalid_file(error: FileFormatError) -> InvalidInput:
+    return InvalidInput(error.detail, code=error.code, line=error.line, column=error.column)
+
+
+def register_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(DomainError)
+    async def _domain(_: Request, exc: DomainError) -> JSONResponse:
+        return JSONResponse(exc.body(), status_code=exc.status_code)
+
+    @app.exception_handler(FileFormatError)
+    async def _file(_: Request, exc: FileFormatError) -> JSONResponse:
+        err = invalid_file(exc)
+        return JSONResponse(err.body(), status_code=err.status_code)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = [
+            {"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
+            for e in exc.errors()
+        ]
+        first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
+        where = ".".join(str(p) for p in first["loc"])
+        return JSONResponse(
+            {"code": "invalid_body", "detail": f"{where}: {first['msg']}", "errors": errors},
+            status_code=422,
+        )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        codes = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}
+        return JSONResponse(
+            {"code": codes.get(exc.status_code, "http_error"), "detail": str(exc.detail)},
+            status_code=exc.status_code,
+        )

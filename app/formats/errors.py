@@ -1,0 +1,27 @@
+"""The one error a parser raises: where in the file, and what is wrong."""
+
+from __future__ import annotations
+
+
+class FileFormatError(ValueError):
+    """A bad file: ``line`` is the 1-based line number in the file (the header is line 1)."""
+
+    def __init__(self, detail: str, *, code: str, line: int | None = None,
+                 column: str | None = None) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.code = code
+        self.line = line
+        self.column = column
+
+
+def decode_text(raw: bytes | str) -> str:
+    """UTF-8 text without a byte-order mark; refuse other encodings with a clear error."""
+    if isinstance(raw, str):
+        return raw.removeprefix("\ufeff")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise FileFormatError(
+            f"file is not UTF-8 text (byte {exc.start})", code="invalid_encoding"
+        ) from exc

@@ -1,0 +1,60 @@
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+def _as_id(value: object) -> object:
+    # Ids are strings; accept JSON numbers too (TREC topic ids are often numeric).
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return value
+
+
+class JudgmentIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    topic: str = Field(min_length=1)
+    doc: str = Field(min_length=1)
+    annotator: str = Field(min_length=1)
+    label: int
+    gold: int | None = Field(default=None, description="the task's expert label, if known")
+
+    _ids = field_validator("topic", "doc", "annotator", mode="before")(_as_id)
+
+
+class JudgmentsCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    judgments: list[JudgmentIn] = Field(min_length=1)
+
+
+class IngestPublic(BaseModel):
+    batch_id: int
+    judgments: int
+    new_topics: int
+    new_documents: int
+    new_tasks: int
+    new_annotators: int
+    gold_labels: int
+
+
+class JudgmentPublic(BaseModel):
+    id: int
+    topic: str
+    doc: str
+    annotator: str
+    label: int
+    batch_id: int
+    received_at: datetime
+
+
+class JudgmentsPublic(BaseModel):
+    data: list[JudgmentPublic]
+    count: int
+
+
+class GoldReport(BaseModel):
+    gold_labels: int
+    new_tasks: int

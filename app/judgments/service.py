@@ -1,0 +1,194 @@
+"""Ingestion (append-only, one transaction per request), gold labels and reading back."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import func, insert, select, update
+from sqlalchemy.orm import Session
+
+from app.collections.tables import Collection
+from app.core.errors import InvalidInput
+from app.formats.judgments_file import JudgmentRows
+from app.judgments.ids import ensure_external_ids, ensure_tasks
+from app.judgments.tables import Annotator, Batch, Document, Judgment, Task, Topic
+
+MAX_ID_LENGTH = {"topic": 200, "doc": 500, "annotator": 200}
+
+
+@dataclass(frozen=True)
+class IngestReport:
+    batch_id: int
+    judgments: int
+    new_topics: int
+    new_documents: int
+    new_tasks: int
+    new_annotators: int
+    gold_labels: int  # tasks whose gold this request set
+
+
+def _where(rows: JudgmentRows, i: int, *, source: str) -> dict[str, int]:
+    """Error location: the file line, or the index in the JSON array."""
+    return {"line": rows.lines[i]} if source == "file" else {"index": rows.lines[i]}
+
+
+def validate_rows(rows: JudgmentRows, *, collection: Collection, source: str) -> list[int | None]:
+    """Check labels against the scale and id lengths; return each row's usable gold (or None).
+
+    Gold: a scale value or an ignore value is kept; other negative values mean "no gold" (the RF10
+    file writes -1); any other value is refused like a bad label.
+    """
+    allowed = set(collection.labels) | set(collection.ignore)
+    for i, label in enumerate(rows.labels):
+        if label not in allowed:
+            raise InvalidInput(
+                f"{'line' if source == 'file' else 'judgment'} {rows.lines[i]}: label {label} is "
+                f"outside the collection's scale {sorted(collection.labels)} "
+                f"(ignore values: {sorted(collection.ignore)})",
+                code="label_out_of_scale", column="label", **_where(rows, i, source=source),
+            )
+    for column, values in (("topic", rows.topics), ("doc", rows.docs),
+                           ("annotator", rows.annotators)):
+        limit = MAX_ID_LENGTH[column]
+        for i, value in enumerate(values):
+            if len(value) > limit:
+                raise InvalidInput(
+                    f"{'line' if source == 'file' else 'judgment'} {rows.lines[i]}: {column} id "
+                    f"is longer than {limit} characters", code="invalid_row", column=column,
+                    **_where(rows, i, source=source),
+                )
+    golds: list[int | None] = []
+    if rows.golds is not None:
+        for i, gold in enumerate(rows.golds):
+            if gold is None or (gold < 0 and gold not in allowed):
+                golds.append(None)
+            elif gold in allowed:
+                golds.append(gold)
+            else:
+                raise InvalidInput(
+                    f"{'line' if source == 'file' else 'judgment'} {rows.lines[i]}: gold {gold} "
+                    f"is outside the collection's scale {sorted(collection.labels)}",
+                    code="gold_out_of_scale", column="gold", **_where(rows, i, source=source),
+                )
+    return golds
+
+
+def ingest(
+    session: Session,
+    *,
+    collection: Collection,
+    rows: JudgmentRows,
+    source: str,
+    filename: str | None = None,
+) -> IngestReport:
+    """Store every row or none: validation first, then one transaction with bulk statements."""
+    golds = validate_rows(rows, collection=collection, source=source)
+    cid = collection.id
+    topic_ids, new_topics = ensure_external_ids(
+        session, Topic.__table__, collection_id=cid, external_ids=rows.topics)
+    doc_ids, new_docs = ensure_external_ids(
+        session, Document.__table__, collection_id=cid, external_ids=rows.docs)
+    annotator_ids, new_annotators = ensure_external_ids(
+        session, Annotator.__table__, collection_id=cid, external_ids=rows.annotators)
+    pairs = [(topic_ids[t], doc_ids[d]) for t, d in zip(rows.topics, rows.docs, strict=True)]
+    task_ids, new_tasks = ensure_tasks(session, Task.__table__, collection_id=cid, pairs=pairs)
+    task_of_row = [task_ids[p] for p in pairs]
+
+    gold_updates: dict[int, int] = {}
+    for task_id, gold in zip(task_of_row, golds, strict=False):
+        if gold is not None:
+            gold_updates[task_id] = gold  # the last gold seen for a task wins
+    if gold_updates:
+        session.execute(update(Task), [{"id": t, "gold": g} for t, g in gold_updates.items()])
+
+    batch = Batch(collection_id=cid, source=source, filename=filename, n_judgments=len(rows))
+    session.add(batch)
+    session.flush()
+    annotator_of_row = [annotator_ids[a] for a in rows.annotators]
+    _insert_judgments(session, cid, batch.id, task_of_row, annotator_of_row, rows.labels)
+    session.commit()
+    return IngestReport(batch.id, len(rows), new_topics, new_docs, new_tasks, new_annotators,
+                        len(gold_updates))
+
+
+def _insert_judgments(session: Session, collection_id: int, batch_id: int, tasks: list[int],
+                      annotators: list[int], labels: list[int]) -> None:
+    connection = session.connection()
+    if connection.dialect.name == "postgresql":
+        # COPY streams every row in one statement: ~10x faster than batched INSERTs.
+        raw = connection.connection.driver_connection
+        with raw.cursor() as cursor, cursor.copy(
+            "COPY judgments (collection_id, task_id, annotator_id, label, batch_id) FROM STDIN"
+        ) as copy:
+            for t, a, y in zip(tasks, annotators, labels, strict=True):
+                copy.write_row((collection_id, t, a, y, batch_id))
+        return
+    table = Judgment.__table__
+    chunk = 20_000
+    for start in range(0, len(labels), chunk):
+        session.execute(insert(table), [
+            {"collection_id": collection_id, "task_id": t, "annotator_id": a, "label": y,
+             "batch_id": batch_id}
+            for t, a, y in zip(tasks[start:start + chunk], annotators[start:start + chunk],
+                               labels[start:start + chunk], strict=True)
+        ])
+
+
+def set_gold(
+    session: Session, *, collection: Collection, qrels: dict[tuple[str, str], int],
+    lines: dict[tuple[str, str], int], replace: bool,
+) -> dict[str, int]:
+    """Set expert labels from qrels; with ``replace`` every other task's gold is cleared."""
+    allowed = set(collection.labels) | set(collection.ignore)
+    for key, value in qrels.items():
+        if value not in allowed:
+            raise InvalidInput(
+                f"line {lines[key]}: relevance {value} is outside the collection's scale "
+                f"{sorted(collection.labels)}", code="gold_out_of_scale", line=lines[key],
+                column="relevance",
+            )
+    cid = collection.id
+    keys = list(qrels)
+    topic_ids, _ = ensure_external_ids(session, Topic.__table__, collection_id=cid,
+                                       external_ids=[t for t, _ in keys])
+    doc_ids, _ = ensure_external_ids(session, Document.__table__, collection_id=cid,
+                                     external_ids=[d for _, d in keys])
+    pairs = [(topic_ids[t], doc_ids[d]) for t, d in keys]
+    task_ids, new_tasks = ensure_tasks(session, Task.__table__, collection_id=cid, pairs=pairs)
+    if replace:
+        session.execute(update(Task).where(Task.collection_id == cid).values(gold=None))
+    session.execute(update(Task), [
+        {"id": task_ids[p], "gold": qrels[k]} for p, k in zip(pairs, keys, strict=True)
+    ])
+    session.commit()
+    return {"gold_labels": len(keys), "new_tasks": new_tasks}
+
+
+def list_judgments(
+    session: Session, *, collection: Collection, topic: str | None, doc: str | None,
+    annotator: str | None, limit: int, offset: int,
+) -> tuple[list[dict[str, Any]], int]:
+    query = (
+        select(Judgment.id, Topic.external_id, Document.external_id, Annotator.external_id,
+               Judgment.label, Judgment.batch_id, Judgment.received_at)
+        .join(Task, Task.id == Judgment.task_id)
+        .join(Topic, Topic.id == Task.topic_id)
+        .join(Document, Document.id == Task.document_id)
+        .join(Annotator, Annotator.id == Judgment.annotator_id)
+        .where(Judgment.collection_id == collection.id)
+    )
+    if topic is not None:
+        query = query.where(Topic.external_id == topic)
+    if doc is not None:
+        query = query.where(Document.external_id == doc)
+    if annotator is not None:
+        query = query.where(Annotator.external_id == annotator)
+    total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
+    rows = session.execute(query.order_by(Judgment.id).limit(limit).offset(offset))
+    data = [
+        {"id": i, "topic": t, "doc": d, "annotator": a, "label": y, "batch_id": b,
+         "received_at": r}
+        for i, t, d, a, y, b, r in rows
+    ]
+    return data, total

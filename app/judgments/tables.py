@@ -1,0 +1,93 @@
+"""Topics, documents, tasks (topic-document pairs), annotators and the append-only judgments."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import (
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    func,
+)
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.core.db import Base, BigId
+
+
+class Topic(Base):
+    __tablename__ = "topics"
+    __table_args__ = (UniqueConstraint("collection_id", "external_id"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    collection_id: Mapped[int] = mapped_column(ForeignKey("collections.id", ondelete="CASCADE"))
+    external_id: Mapped[str] = mapped_column(String(200))
+    text: Mapped[str | None] = mapped_column(Text)
+
+
+class Document(Base):
+    __tablename__ = "documents"
+    __table_args__ = (UniqueConstraint("collection_id", "external_id"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    collection_id: Mapped[int] = mapped_column(ForeignKey("collections.id", ondelete="CASCADE"))
+    external_id: Mapped[str] = mapped_column(String(500))
+    text: Mapped[str | None] = mapped_column(Text)
+
+
+class Annotator(Base):
+    __tablename__ = "annotators"
+    __table_args__ = (UniqueConstraint("collection_id", "external_id"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    collection_id: Mapped[int] = mapped_column(ForeignKey("collections.id", ondelete="CASCADE"))
+    external_id: Mapped[str] = mapped_column(String(200))
+
+
+class Task(Base):
+    """A (topic, document) pair; ``gold`` is the expert label (a scale value or an ignore value)."""
+
+    __tablename__ = "tasks"
+    __table_args__ = (UniqueConstraint("collection_id", "topic_id", "document_id"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    collection_id: Mapped[int] = mapped_column(ForeignKey("collections.id", ondelete="CASCADE"))
+    topic_id: Mapped[int] = mapped_column(ForeignKey("topics.id", ondelete="CASCADE"))
+    document_id: Mapped[int] = mapped_column(ForeignKey("documents.id", ondelete="CASCADE"))
+    gold: Mapped[int | None] = mapped_column(Integer)
+
+
+class Batch(Base):
+    """One accepted request: which judgments arrived together, when and from what."""
+
+    __tablename__ = "batches"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    collection_id: Mapped[int] = mapped_column(ForeignKey("collections.id", ondelete="CASCADE"))
+    source: Mapped[str] = mapped_column(String(20))  # "json" | "file"
+    filename: Mapped[str | None] = mapped_column(String(500))
+    n_judgments: Mapped[int] = mapped_column(Integer)
+    received_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class Judgment(Base):
+    """Append-only: a repeated (task, annotator) judgment is a new row, never an update."""
+
+    __tablename__ = "judgments"
+    __table_args__ = (
+        Index("ix_judgments_collection_id_id", "collection_id", "id"),
+        Index("ix_judgments_task_id", "task_id"),
+        Index("ix_judgments_annotator_id", "annotator_id"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    collection_id: Mapped[int] = mapped_column(ForeignKey("collections.id", ondelete="CASCADE"))
+    task_id: Mapped[int] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"))
+    annotator_id: Mapped[int] = mapped_column(ForeignKey("annotators.id", ondelete="CASCADE"))
+    label: Mapped[int] = mapped_column(Integer)
+    batch_id: Mapped[int] = mapped_column(ForeignKey("batches.id", ondelete="CASCADE"))
+    received_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())

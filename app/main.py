@@ -1,0 +1,31 @@
+"""create_app(): the FastAPI application, its routers, error handlers and limits."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+
+from app.api.health import router as health_router
+from app.api.limits import BodySizeLimit
+from app.collections.router import router as collections_router
+from app.core.config import Settings, get_settings
+from app.core.errors import register_error_handlers
+from app.judgments.router import router as judgments_router
+
+API_PREFIX = "/api/v1"
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
+    app = FastAPI(
+        title="crowdqrels",
+        version="0.1.0",
+        description="Aggregate noisy crowd relevance judgments into qrels.",
+    )
+    app.state.settings = settings
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    register_error_handlers(app)
+    app.include_router(health_router)
+    app.include_router(health_router, prefix=API_PREFIX)
+    app.include_router(collections_router, prefix=API_PREFIX)
+    app.include_router(judgments_router, prefix=API_PREFIX)
+    return app

@@ -1,0 +1,251 @@
+"""Judgments in long format: one row per judgment, integer-coded.
+
+Models never see a tasks x annotators matrix: every statistic is a gather or a segment sum over
+these arrays (``np.bincount``, ``np.add.at``), so memory grows with the number of judgments only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+UNKNOWN = -1  # class index of a task without a gold label
+
+
+@dataclass(frozen=True)
+class AnnotationData:
+    """Integer-coded judgments plus the external ids needed to write results back.
+
+    ``label`` holds class indices into ``classes`` (the label values, sorted), so a binary model
+    sees 0/1 and a graded one 0..K-1 whatever the collection's scale is. ``gold`` (optional) holds a
+    class index per task or ``UNKNOWN``; ``features`` (optional) one row per task.
+    """
+
+    task: np.ndarray  # (n_judgments,) int64, index into topic_ids / doc_ids
+    annotator: np.ndarray  # (n_judgments,) int64, index into annotator_ids
+    label: np.ndarray  # (n_judgments,) int64, index into classes
+    topic_ids: np.ndarray  # (n_tasks,) str
+    doc_ids: np.ndarray  # (n_tasks,) str
+    annotator_ids: np.ndarray  # (n_annotators,) str
+    classes: np.ndarray  # (n_classes,) int, the label values in ascending order
+    gold: np.ndarray | None = None  # (n_tasks,) int64 class index or UNKNOWN
+    features: np.ndarray | None = None  # (n_tasks, d) float64
+    notes: tuple[str, ...] = field(default=())  # what the builder dropped or changed
+
+    def __post_init__(self) -> None:
+        n = self.task.shape[0]
+        if self.annotator.shape != (n,) or self.label.shape != (n,):
+            raise ValueError("task, annotator and label must be 1-D arrays of equal length")
+        if self.topic_ids.shape != self.doc_ids.shape:
+            raise ValueError("topic_ids and doc_ids must have one entry per task")
+        if n and (self.task.min() < 0 or self.task.max() >= self.n_tasks):
+            raise ValueError("task index out of range")
+        if n and (self.annotator.min() < 0 or self.annotator.max() >= self.n_annotators):
+            raise ValueError("annotator index out of range")
+        if n and (self.label.min() < 0 or self.label.max() >= self.n_classes):
+            raise ValueError("label index out of range")
+        if self.gold is not None and self.gold.shape != (self.n_tasks,):
+            raise ValueError("gold must have one entry per task")
+        if self.features is not None and (
+            self.features.ndim != 2 or self.features.shape[0] != self.n_tasks
+        ):
+            raise ValueError("features must be a (n_tasks, d) array")
+
+    # -- sizes -------------------------------------------------------------------------------
+    @property
+    def n_judgments(self) -> int:
+        return int(self.task.shape[0])
+
+    @property
+    def n_tasks(self) -> int:
+        return int(self.topic_ids.shape[0])
+
+    @property
+    def n_annotators(self) -> int:
+        return int(self.annotator_ids.shape[0])
+
+    @property
+    def n_classes(self) -> int:
+        return int(self.classes.shape[0])
+
+    @property
+    def is_binary(self) -> bool:
+        return self.n_classes == 2
+
+    # -- derived views -----------------------------------------------------------------------
+    def counts(self) -> np.ndarray:
+        """Votes per task and class, (n_tasks, n_classes): small, since n_classes is tiny."""
+        flat = self.task * self.n_classes + self.label
+        return np.bincount(flat, minlength=self.n_tasks * self.n_classes).reshape(
+            self.n_tasks, self.n_classes
+        )
+
+    def judgments_per_annotator(self) -> np.ndarray:
+        return np.bincount(self.annotator, minlength=self.n_annotators)
+
+    def judgments_per_task(self) -> np.ndarray:
+        return np.bincount(self.task, minlength=self.n_tasks)
+
+    def with_gold(self, gold: dict[tuple[str, str], int]) -> AnnotationData:
+        """Attach gold labels given as raw label values keyed by (topic, doc).
+
+        Values not in ``classes`` (e.g. -2, broken link) and unjudged pairs are left UNKNOWN.
+        """
+        index = {v: i for i, v in enumerate(self.classes.tolist())}
+        out = np.full(self.n_tasks, UNKNOWN, dtype=np.int64)
+        for i, key in enumerate(zip(self.topic_ids.tolist(), self.doc_ids.tolist(), strict=True)):
+            value = gold.get(key)
+            if value is not None and value in index:
+                out[i] = index[value]
+        return replace(self, gold=out)
+
+    def with_features(
+        self, features: dict[tuple[str, str], Sequence[float]], *, dim: int
+    ) -> AnnotationData:
+        """Attach feature vectors keyed by (topic, doc); tasks without one get NaN rows."""
+        out = np.full((self.n_tasks, dim), np.nan)
+        for i, key in enumerate(zip(self.topic_ids.tolist(), self.doc_ids.tolist(), strict=True)):
+            vector = features.get(key)
+            if vector is not None:
+                out[i] = vector
+        return replace(self, features=out)
+
+    # -- construction ------------------------------------------------------------------------
+    @classmethod
+    def from_rows(
+        cls,
+        topics: Iterable[str],
+        docs: Iterable[str],
+        annotators: Iterable[str],
+        labels: Iterable[int],
+        *,
+        ignore: Iterable[int] = (),
+        relevant_from: int | None = None,
+        scale: Iterable[int] | None = None,
+        gold: Iterable[int | None] | None = None,
+    ) -> AnnotationData:
+        """Build from raw judgment rows in arrival order.
+
+        - labels in ``ignore`` ("could not judge", e.g. -2) are dropped;
+        - the latest judgment per (task, annotator) is kept, earlier ones dropped;
+        - with ``relevant_from`` labels are binarised (label >= relevant_from -> 1, else 0);
+          without it they stay graded: the classes are ``scale`` (the collection's label values
+          less ``ignore``) or, without a scale, the distinct values seen.
+        ``gold`` (optional, aligned with the rows) gives each row's task gold label as a raw value;
+        the last non-None value seen for a task wins.
+        """
+        topic_arr = np.asarray(list(topics), dtype=object)
+        doc_arr = np.asarray(list(docs), dtype=object)
+        ann_arr = np.asarray(list(annotators), dtype=object)
+        label_arr = np.asarray(list(labels), dtype=np.int64)
+        n = label_arr.shape[0]
+        if not (topic_arr.shape[0] == doc_arr.shape[0] == ann_arr.shape[0] == n):
+            raise ValueError("topics, docs, annotators and labels must have equal length")
+        gold_arr = None
+        if gold is not None:
+            gold_arr = np.asarray(
+                [UNKNOWN if g is None else g for g in gold], dtype=np.int64
+            )
+            if gold_arr.shape[0] != n:
+                raise ValueError("gold must be aligned with the judgment rows")
+        ignored = set(ignore)
+        scale_arr = None
+        if scale is not None:
+            scale_arr = np.array(sorted(set(scale) - ignored), dtype=np.int64)
+        return cls._build(topic_arr, doc_arr, ann_arr, label_arr, gold_arr,
+                          ignore=ignored, relevant_from=relevant_from, scale=scale_arr)
+
+    @classmethod
+    def _build(
+        cls,
+        topic_arr: np.ndarray,
+        doc_arr: np.ndarray,
+        ann_arr: np.ndarray,
+        label_arr: np.ndarray,
+        gold_arr: np.ndarray | None,
+        *,
+        ignore: set[int],
+        relevant_from: int | None,
+        scale: np.ndarray | None,
+    ) -> AnnotationData:
+        notes: list[str] = []
+        # Tasks are (topic, doc) pairs; encode both and combine into one key.
+        topic_codes, topic_uniq = _encode(topic_arr)
+        doc_codes, doc_uniq = _encode(doc_arr)
+        pair = topic_codes * np.int64(len(doc_uniq)) + doc_codes
+        pair_uniq, task = np.unique(pair, return_inverse=True)
+        task_topics = topic_uniq[pair_uniq // len(doc_uniq)]
+        task_docs = doc_uniq[pair_uniq % len(doc_uniq)]
+        annotator, ann_uniq = _encode(ann_arr)
+
+        gold_task: np.ndarray | None = None
+        if gold_arr is not None:
+            # Gold comes per row; keep the last known value per task. Ignored values are unknown.
+            known = gold_arr != UNKNOWN
+            if ignore:
+                known &= ~np.isin(gold_arr, list(ignore))
+            known &= gold_arr >= 0
+            gold_task = np.full(len(pair_uniq), UNKNOWN, dtype=np.int64)
+            gold_task[task[known]] = gold_arr[known]
+
+        keep = np.ones(label_arr.shape[0], dtype=bool)
+        if ignore:
+            dropped = np.isin(label_arr, list(ignore))
+            if dropped.any():
+                notes.append(f"dropped {int(dropped.sum())} 'could not judge' judgments")
+            keep &= ~dropped
+        idx = np.flatnonzero(keep)
+        # Latest judgment per (task, annotator): scan in reverse arrival order, keep first seen.
+        key = task[idx] * np.int64(len(ann_uniq)) + annotator[idx]
+        _, first_from_end = np.unique(key[::-1], return_index=True)
+        latest = np.sort(idx[::-1][first_from_end])
+        if latest.shape[0] < idx.shape[0]:
+            notes.append(
+                f"kept the latest of repeated judgments: dropped {idx.shape[0] - latest.shape[0]}"
+            )
+
+        raw = label_arr[latest]
+        if relevant_from is not None:
+            values = np.array([0, 1], dtype=np.int64)
+            label = (raw >= relevant_from).astype(np.int64)
+            if gold_task is not None:
+                gold_task = np.where(
+                    gold_task == UNKNOWN, UNKNOWN, (gold_task >= relevant_from).astype(np.int64)
+                )
+        else:
+            if scale is not None:
+                values = scale
+                if not np.isin(raw, values).all():
+                    raise ValueError("a label is outside the label scale")
+                if gold_task is not None:
+                    gold_task = np.where(np.isin(gold_task, values), gold_task, UNKNOWN)
+            else:
+                known_gold = [] if gold_task is None else [gold_task[gold_task >= 0]]
+                values = np.unique(np.concatenate([raw, *known_gold]))
+            label = np.searchsorted(values, raw).astype(np.int64)
+            if gold_task is not None:
+                gold_task = np.where(
+                    gold_task == UNKNOWN, UNKNOWN, np.searchsorted(values, gold_task)
+                ).astype(np.int64)
+        if values.shape[0] < 2:
+            raise ValueError("graded labels need at least two label values: pass the scale")
+
+        return cls(
+            task=task[latest].astype(np.int64),
+            annotator=annotator[latest].astype(np.int64),
+            label=label,
+            topic_ids=task_topics.astype(str),
+            doc_ids=task_docs.astype(str),
+            annotator_ids=ann_uniq.astype(str),
+            classes=values,
+            gold=gold_task,
+            notes=tuple(notes),
+        )
+
+
+def _encode(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Integer codes in first-seen order would need a dict; sorted order is as useful and vectorised."""
+    uniq, codes = np.unique(values.astype(str), return_inverse=True)
+    return codes.astype(np.int64), uniq

@@ -1,0 +1,100 @@
+"""Aggregation methods by name, with their parameters validated against the constructors.
+
+Classes are imported lazily by dotted path, so asking which methods and parameters exist never
+imports TensorFlow (the API process validates requests with this module).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from dataclasses import dataclass
+from typing import Any
+
+from models.base import Aggregator
+
+METHOD_PATHS: dict[str, str] = {
+    "mv": "models.majority_vote:MajorityVote",
+    "mace": "models.mace:MACE",
+    "ds": "models.dawid_skene:DawidSkene",
+    "magp": "models.gp.model:MAGP",
+    "gpmv": "models.gp.model:GPMV",
+    "lk": "models.gp.model:LK",
+}
+GP_METHODS = frozenset({"magp", "gpmv", "lk"})
+
+
+class UnknownMethod(ValueError):
+    def __init__(self, method: str) -> None:
+        self.method = method
+        self.valid = sorted(METHOD_PATHS)
+        super().__init__(f"unknown method {method!r}; valid methods: {', '.join(self.valid)}")
+
+
+class InvalidParams(ValueError):
+    def __init__(self, method: str, detail: str, valid: dict[str, Any]) -> None:
+        self.method = method
+        self.valid = valid
+        names = ", ".join(f"{k} (default {v!r})" for k, v in valid.items())
+        super().__init__(f"method {method!r}: {detail}; valid parameters: {names}")
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    name: str
+    cls: type[Aggregator]
+
+    @property
+    def defaults(self) -> dict[str, Any]:
+        """Constructor keyword parameters and their defaults: the method's valid params."""
+        signature = inspect.signature(self.cls.__init__)
+        return {
+            name: p.default
+            for name, p in signature.parameters.items()
+            if name != "self" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
+        }
+
+
+def get_method(method: str) -> MethodSpec:
+    path = METHOD_PATHS.get(method)
+    if path is None:
+        raise UnknownMethod(method)
+    module_name, _, class_name = path.partition(":")
+    return MethodSpec(method, getattr(importlib.import_module(module_name), class_name))
+
+
+def validate_params(method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """Check names and JSON types of ``params`` against the method's constructor.
+
+    A parameter whose default is a bool must be a bool, an int an int, a float a number, a str a
+    str; a default of None accepts any JSON value. Returns the params unchanged.
+    """
+    spec = get_method(method)
+    valid = spec.defaults
+    for name, value in params.items():
+        if name not in valid:
+            raise InvalidParams(method, f"unknown parameter {name!r}", valid)
+        default = valid[name]
+        ok = True
+        if isinstance(default, bool):
+            ok = isinstance(value, bool)
+        elif isinstance(default, int):
+            ok = isinstance(value, int) and not isinstance(value, bool)
+        elif isinstance(default, float):
+            ok = isinstance(value, int | float) and not isinstance(value, bool)
+        elif isinstance(default, str):
+            ok = isinstance(value, str)
+        if not ok:
+            raise InvalidParams(
+                method, f"parameter {name!r} must be of type {type(default).__name__}", valid
+            )
+    return params
+
+
+def make_aggregator(method: str, params: dict[str, Any] | None = None) -> Aggregator:
+    params = validate_params(method, dict(params or {}))
+    spec = get_method(method)
+    try:
+        return spec.cls(**params)
+    except (TypeError, ValueError) as exc:
+        raise InvalidParams(method, str(exc), spec.defaults) from exc

@@ -1,0 +1,109 @@
+"""Real databases for the tests: a SQLite file and PostgreSQL on 127.0.0.1:5432.
+
+The PostgreSQL URL comes from CROWDQRELS_TEST_POSTGRES_URL (default: database
+``crowdqrels_test`` on the local server, created on first use). Each test starts from empty
+tables; migrations run once per session.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+
+from app.core.db import get_engine, upgrade_database
+
+ROOT = Path(__file__).resolve().parents[1]
+RF10 = ROOT.parent / "shared" / "data" / "trec-rf10-crowd" / "trec-rf10-data.txt"
+POSTGRES_URL = os.environ.get(
+    "CROWDQRELS_TEST_POSTGRES_URL",
+    "postgresql+psycopg://postgres@127.0.0.1:5432/crowdqrels_test",
+)
+
+
+def create_postgres_database(url: str) -> str:
+    """Create the database named in ``url`` if it does not exist; return the URL."""
+    import psycopg
+
+    parsed = make_url(url)
+    admin = parsed.set(drivername="postgresql", database="postgres")
+    with psycopg.connect(admin.render_as_string(hide_password=False), autocommit=True) as conn:
+        exists = conn.execute(
+            "SELECT 1 FROM pg_database WHERE datname = %s", (parsed.database,)
+        ).fetchone()
+        if not exists:
+            conn.execute(f'CREATE DATABASE "{parsed.database}"')
+    return url
+
+
+def drop_postgres_database(url: str) -> None:
+    import psycopg
+
+    parsed = make_url(url)
+    admin = parsed.set(drivername="postgresql", database="postgres")
+    with psycopg.connect(admin.render_as_string(hide_password=False), autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{parsed.database}" WITH (FORCE)')
+
+
+def clean_tables(url: str) -> None:
+    engine = get_engine(url)
+    from app.tables import all_table_names
+
+    names = all_table_names()
+    with engine.begin() as conn:
+        if engine.dialect.name == "postgresql":
+            conn.execute(text(f"TRUNCATE {', '.join(names)} RESTART IDENTITY CASCADE"))
+        else:
+            for name in names:
+                conn.execute(text(f"DELETE FROM {name}"))
+
+
+@pytest.fixture(scope="session")
+def sqlite_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    url = f"sqlite:///{tmp_path_factory.mktemp('db') / 'crowdqrels.db'}"
+    upgrade_database(url)
+    return url
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> str:
+    url = create_postgres_database(POSTGRES_URL)
+    from app.core.db import downgrade_database
+
+    # Start from an empty schema whatever an earlier run left behind.
+    downgrade_database(url, "base")
+    upgrade_database(url)
+    return url
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def database_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    url: str = request.getfixturevalue(f"{request.param}_url")
+    clean_tables(url)
+    yield url
+
+
+@pytest.fixture
+def settings(database_url: str):  # type: ignore[no-untyped-def]
+    from app.core.config import Settings
+
+    return Settings(database_url=database_url, environment="test", max_body_bytes=8 * 1024 * 1024)
+
+
+@pytest.fixture
+def client(settings):  # type: ignore[no-untyped-def]
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+
+    with TestClient(create_app(settings)) as test_client:
+        yield test_client
+
+
+@pytest.fixture
+def rf10_bytes() -> bytes:
+    return RF10.read_bytes()
