@@ -1,9 +1,19 @@
 """Every ORM table, imported once so Alembic and tests see the whole metadata."""
 
+from app.aggregations.tables import (
+    Aggregation,
+    AggregationAnnotator,
+    AggregationArtifact,
+    AggregationTask,
+)
 from app.collections.tables import Collection
+from app.features.tables import FeatureSet, TaskFeatures
 from app.judgments.tables import Annotator, Batch, Document, Judgment, Task, Topic
 
-__all__ = ["Annotator", "Batch", "Collection", "Document", "Judgment", "Task", "Topic"]
+__all__ = [
+    "Aggregation", "AggregationAnnotator", "AggregationArtifact", "AggregationTask", "Annotator",
+    "Batch", "Collection", "Document", "FeatureSet", "Judgment", "Task", "TaskFeatures", "Topic",
+]
 
 
 def all_table_names() -> list[str]:

@@ -206,6 +206,25 @@ class AnnotationData:
                 f"kept the latest of repeated judgments: dropped {idx.shape[0] - latest.shape[0]}"
             )
 
+        # Tasks and annotators left without a usable judgment (e.g. only "broken link") are not
+        # part of the data: no model can say anything about them.
+        used_tasks, task_index = np.unique(task[latest], return_inverse=True)
+        used_annotators, annotator_index = np.unique(annotator[latest], return_inverse=True)
+        if used_tasks.shape[0] < pair_uniq.shape[0]:
+            notes.append(
+                f"dropped {pair_uniq.shape[0] - used_tasks.shape[0]} tasks without a usable judgment"
+            )
+        if used_annotators.shape[0] < ann_uniq.shape[0]:
+            notes.append(
+                f"dropped {ann_uniq.shape[0] - used_annotators.shape[0]} annotators without a "
+                "usable judgment"
+            )
+        task_topics = task_topics[used_tasks]
+        task_docs = task_docs[used_tasks]
+        ann_uniq = ann_uniq[used_annotators]
+        if gold_task is not None:
+            gold_task = gold_task[used_tasks]
+
         raw = label_arr[latest]
         if relevant_from is not None:
             values = np.array([0, 1], dtype=np.int64)
@@ -233,8 +252,8 @@ class AnnotationData:
             raise ValueError("graded labels need at least two label values: pass the scale")
 
         return cls(
-            task=task[latest].astype(np.int64),
-            annotator=annotator[latest].astype(np.int64),
+            task=task_index.astype(np.int64),
+            annotator=annotator_index.astype(np.int64),
             label=label,
             topic_ids=task_topics.astype(str),
             doc_ids=task_docs.astype(str),

@@ -91,6 +91,14 @@ def validate_params(method: str, params: dict[str, Any]) -> dict[str, Any]:
     return params
 
 
+def with_seed(method: str, params: dict[str, Any], seed: int | None) -> dict[str, Any]:
+    """``seed`` becomes ``random_state`` when the method has one and params do not set it."""
+    params = dict(params)
+    if seed is not None and "random_state" in get_method(method).defaults:
+        params.setdefault("random_state", seed)
+    return params
+
+
 def make_aggregator(method: str, params: dict[str, Any] | None = None) -> Aggregator:
     params = validate_params(method, dict(params or {}))
     spec = get_method(method)

@@ -94,6 +94,55 @@ def settings(database_url: str):  # type: ignore[no-untyped-def]
     return Settings(database_url=database_url, environment="test", max_body_bytes=8 * 1024 * 1024)
 
 
+BROKER_URL = os.environ.get("CROWDQRELS_TEST_BROKER_URL", "redis://127.0.0.1:6379/15")
+
+
+@pytest.fixture(scope="session")
+def celery_queue(postgres_url: str) -> Iterator[str]:
+    """A Celery worker on the test PostgreSQL database, on a queue of its own."""
+    import uuid
+
+    from tests.api.jobs import start_celery_worker
+
+    queue = f"crowdqrels-test-{uuid.uuid4().hex[:8]}"
+    worker = start_celery_worker(database_url=postgres_url, broker_url=BROKER_URL, queue=queue)
+    yield queue
+    worker.terminate()
+    try:
+        worker.wait(timeout=20)
+    except Exception:
+        worker.kill()
+
+
+@pytest.fixture(params=[
+    "inline-sqlite",
+    pytest.param("inline-postgres", marks=pytest.mark.postgres),
+    pytest.param("celery-postgres", marks=[pytest.mark.postgres, pytest.mark.redis]),
+])
+def runner_settings(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    """Settings for each job runner: in-process on both databases, Celery on PostgreSQL."""
+    from app.core.config import Settings
+
+    runner, database = request.param.split("-")
+    url: str = request.getfixturevalue(f"{database}_url")
+    clean_tables(url)
+    extra = {}
+    if runner == "celery":
+        extra = {"jobs": "celery", "broker_url": BROKER_URL,
+                 "celery_queue": request.getfixturevalue("celery_queue")}
+    return Settings(database_url=url, environment="test", **extra)
+
+
+@pytest.fixture
+def jobs_client(runner_settings):  # type: ignore[no-untyped-def]
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+
+    with TestClient(create_app(runner_settings)) as test_client:
+        yield test_client
+
+
 @pytest.fixture
 def client(settings):  # type: ignore[no-untyped-def]
     from fastapi.testclient import TestClient

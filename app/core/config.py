@@ -17,6 +17,9 @@ class Settings(BaseSettings):
     # Fit jobs: "inline" runs each fit in a child process of the API; "celery" sends it to workers.
     jobs: Literal["inline", "celery"] = "inline"
     broker_url: str = "redis://127.0.0.1:6379/0"
+    celery_queue: str = "celery"
+    # Fits the in-process runner runs at once (each in its own process).
+    max_parallel_fits: int = Field(default=1, ge=1)
     # Largest request body accepted, in bytes (413 above it). RF10's 3.5 MB file fits easily.
     max_body_bytes: int = Field(default=256 * 1024 * 1024, gt=0)
     # Rows per bulk statement when ingesting.

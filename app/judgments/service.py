@@ -85,6 +85,8 @@ def ingest(
     """Store every row or none: validation first, then one transaction with bulk statements."""
     golds = validate_rows(rows, collection=collection, source=source)
     cid = collection.id
+    # Aggregations read a watermark under the same lock: no smaller judgment id commits later.
+    session.execute(select(Collection.id).where(Collection.id == cid).with_for_update())
     topic_ids, new_topics = ensure_external_ids(
         session, Topic.__table__, collection_id=cid, external_ids=rows.topics)
     doc_ids, new_docs = ensure_external_ids(

@@ -1,0 +1,38 @@
+"""P(relevant) for tasks nobody judged, from a GP fit's exported predictor (numpy only, so the
+API process never imports TensorFlow)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from sqlalchemy.orm import Session
+
+from app.aggregations.service import require_succeeded
+from app.aggregations.tables import Aggregation, AggregationArtifact
+from app.core.errors import Conflict, InvalidInput
+
+
+def predict_for(session: Session, *, aggregation: Aggregation,
+                features: list[list[float]]) -> dict[str, Any]:
+    require_succeeded(aggregation)
+    artifact = session.get(AggregationArtifact, aggregation.id)
+    if artifact is None:
+        fallback = (aggregation.info or {}).get("fallback")
+        why = (f"it was fitted without features (fallback {fallback!r})" if fallback
+               else f"method {aggregation.method!r} has no model over task features")
+        raise Conflict(f"aggregation {aggregation.id} cannot predict: {why}; fit magp or gpmv "
+                       "on a collection with features", code="cannot_predict")
+    from models.gp.predictor import GPPredictor
+
+    predictor = GPPredictor.from_bytes(artifact.payload)
+    x = np.asarray(features, dtype=float)
+    if x.ndim != 2 or x.shape[1] != predictor.input_dim:
+        raise InvalidInput(
+            f"each feature vector must have {predictor.input_dim} values",
+            code="invalid_features")
+    if not np.isfinite(x).all():
+        raise InvalidInput("feature values must be finite numbers", code="invalid_features")
+    mean, variance, p = predictor.predict(x)
+    return {"p_relevant": p.tolist(), "posterior_mean": mean.tolist(),
+            "posterior_variance": variance.tolist()}

@@ -1,0 +1,131 @@
+"""Persisting a fitted model's results, and reading them back for downloads and dashboards."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from sqlalchemy import insert, update
+from sqlalchemy.orm import Session
+
+from app.aggregations.snapshot import Snapshot
+from app.aggregations.tables import (
+    Aggregation,
+    AggregationAnnotator,
+    AggregationArtifact,
+    AggregationTask,
+)
+from models.base import AggregationResult
+from models.data import UNKNOWN
+from models.evaluation import evaluate
+
+TASK_COLUMNS = ("posterior_mean", "posterior_variance", "difficulty", "bias")
+ANNOTATOR_COLUMNS = ("competence", "noise_variance", "bias")
+CHUNK = 10_000
+
+
+def _float(value: Any) -> float | None:
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def relevant_index(classes: np.ndarray, relevant_from: int, *, graded: bool) -> int:
+    """Index of the first class that counts as relevant (binary fits: class 1)."""
+    if not graded:
+        return 1
+    return int(np.searchsorted(classes, relevant_from))
+
+
+def store_results(session: Session, *, aggregation: Aggregation, snapshot: Snapshot,
+                  result: AggregationResult, model: object, relevant_from: int) -> None:
+    data = snapshot.data
+    proba = np.asarray(result.proba, dtype=float)
+    rel = relevant_index(data.classes, relevant_from, graded=aggregation.graded)
+    p_relevant = proba[:, rel:].sum(axis=1)
+    # The model's own hard labels (its tie rule), as the offline CLI writes them.
+    hard = getattr(model, "labels_", None)
+    labels = data.classes[np.asarray(hard) if hard is not None else np.argmax(proba, axis=1)]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        entropy = -np.sum(np.where(proba > 0, proba * np.log(proba), 0.0), axis=1)
+
+    task_rows = []
+    task_extra = {k: v for k, v in result.task_columns.items()
+                  if k not in TASK_COLUMNS and k != "p_relevant"}
+    for i in range(data.n_tasks):
+        row: dict[str, Any] = {
+            "aggregation_id": aggregation.id, "task_id": int(snapshot.task_ids[i]),
+            "label": int(labels[i]), "p_relevant": float(p_relevant[i]),
+            "proba": [float(p) for p in proba[i]], "uncertainty": float(entropy[i]),
+        }
+        for name in TASK_COLUMNS:
+            column = result.task_columns.get(name)
+            row[name] = None if column is None else _float(column[i])
+        row["extra"] = {k: _float(v[i]) for k, v in task_extra.items()} or None
+        task_rows.append(row)
+    for start in range(0, len(task_rows), CHUNK):
+        session.execute(insert(AggregationTask), task_rows[start:start + CHUNK])
+
+    per_annotator = data.judgments_per_annotator()
+    gold_j = data.gold[data.task] if data.gold is not None else np.full(data.n_judgments, UNKNOWN)
+    has_gold = gold_j != UNKNOWN
+    n_gold = np.bincount(data.annotator[has_gold], minlength=data.n_annotators)
+    agree = np.bincount(data.annotator[has_gold],
+                        weights=(data.label[has_gold] == gold_j[has_gold]).astype(float),
+                        minlength=data.n_annotators)
+    annotator_extra = {k: v for k, v in result.annotator_columns.items()
+                       if k not in ANNOTATOR_COLUMNS}
+    annotator_rows = []
+    for j in range(data.n_annotators):
+        row = {
+            "aggregation_id": aggregation.id, "annotator_id": int(snapshot.annotator_ids[j]),
+            "n_judgments": int(per_annotator[j]), "n_gold": int(n_gold[j]),
+            "gold_accuracy": float(agree[j] / n_gold[j]) if n_gold[j] else None,
+        }
+        for name in ANNOTATOR_COLUMNS:
+            column = result.annotator_columns.get(name)
+            row[name] = None if column is None else _float(column[j])
+        row["extra"] = {k: _float(v[j]) for k, v in annotator_extra.items()} or None
+        annotator_rows.append(row)
+    for start in range(0, len(annotator_rows), CHUNK):
+        session.execute(insert(AggregationAnnotator), annotator_rows[start:start + CHUNK])
+
+    export = getattr(model, "export_predictor", None)
+    if callable(export):
+        exported = export()
+        if exported is not None:
+            kind, payload = exported
+            session.add(AggregationArtifact(aggregation_id=aggregation.id, kind=kind,
+                                            payload=payload))
+
+    evaluation = None
+    if data.gold is not None:
+        scores = evaluate(proba, data.gold, relevant_index=rel)
+        evaluation = scores.as_dict() if scores is not None else None
+    info = dict(result.info)
+    if data.notes:
+        info["data_notes"] = list(data.notes)
+    info["n_tasks"] = data.n_tasks
+    info["n_annotators"] = data.n_annotators
+    session.execute(update(Aggregation).where(Aggregation.id == aggregation.id).values(
+        n_judgments=data.n_judgments,
+        objective_history=[float(x) for x in result.objective_history],
+        evaluation=evaluation,
+        info=_jsonable(info),
+        classes=[int(c) for c in data.classes],
+    ))
+    session.commit()
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value

@@ -1,0 +1,134 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class AggregationCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    method: str = Field(description="mv | mace | ds | magp | gpmv | lk")
+    params: dict[str, Any] = Field(default_factory=dict)
+    graded: bool = Field(default=False, description="fit the graded labels instead of binary")
+    seed: int | None = Field(default=None, description="random_state of methods that have one")
+
+
+class Progress(BaseModel):
+    fraction: float
+    message: str | None
+
+
+class AggregationPublic(BaseModel):
+    id: int
+    collection_id: int
+    method: str
+    params: dict[str, Any]
+    graded: bool
+    status: str
+    progress: Progress
+    watermark: int
+    n_judgments: int | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    timings: dict[str, float] | None
+    objective_history: list[float] | None
+    evaluation: dict[str, Any] | None
+    info: dict[str, Any] | None
+    classes: list[int] | None
+    error: str | None
+    fallback: str | None = None
+
+
+class AggregationsPublic(BaseModel):
+    data: list[AggregationPublic]
+    count: int
+
+
+class AnnotatorResult(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    annotator: str
+    competence: float | None
+    noise_variance: float | None
+    bias: float | None
+    n_judgments: int
+    n_gold: int
+    gold_accuracy: float | None
+    extra: dict[str, float | None] | None
+
+
+class AnnotatorResults(BaseModel):
+    data: list[AnnotatorResult]
+    count: int
+
+
+class TaskResult(BaseModel):
+    topic: str
+    doc: str
+    label: int
+    p_relevant: float
+    proba: list[float]
+    uncertainty: float
+    posterior_mean: float | None
+    posterior_variance: float | None
+    difficulty: float | None
+    bias: float | None
+    gold: int | None
+    extra: dict[str, float | None] | None
+
+
+class TaskResults(BaseModel):
+    data: list[TaskResult]
+    count: int
+
+
+class AnnotatorAcrossAggregations(BaseModel):
+    aggregation_id: int
+    method: str
+    created_at: datetime
+    competence: float | None
+    noise_variance: float | None
+    bias: float | None
+    n_judgments: int
+    n_gold: int
+    gold_accuracy: float | None
+
+
+class AnnotatorHistory(BaseModel):
+    annotator: str
+    judgments: int
+    data: list[AnnotatorAcrossAggregations]
+
+
+class ComparisonRow(BaseModel):
+    aggregation_id: int
+    method: str
+    params: dict[str, Any]
+    graded: bool
+    n_gold: int | None
+    accuracy: float | None
+    precision: float | None
+    recall: float | None
+    f1: float | None
+    log_loss: float | None
+    fit_seconds: float | None
+
+
+class Comparison(BaseModel):
+    data: list[ComparisonRow]
+    count: int
+
+
+class PredictRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    features: list[list[float]] = Field(min_length=1, description="one vector per new task")
+
+
+class PredictResponse(BaseModel):
+    p_relevant: list[float]
+    posterior_mean: list[float]
+    posterior_variance: list[float]

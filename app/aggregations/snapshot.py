@@ -1,0 +1,78 @@
+"""The judgments an aggregation reads: a consistent snapshot up to its watermark, as
+AnnotationData, with the database ids of its tasks and annotators to write results back."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from app.collections.tables import Collection
+from app.features.tables import FeatureSet, TaskFeatures
+from app.judgments.tables import Annotator, Document, Judgment, Task, Topic
+from models.data import AnnotationData
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    data: AnnotationData
+    task_ids: np.ndarray  # (n_tasks,) database ids aligned with data's task index
+    annotator_ids: np.ndarray  # (n_annotators,)
+    n_raw_judgments: int  # rows read, before dropping ignore values and repeats
+
+
+def current_watermark(session: Session, *, collection_id: int) -> int:
+    """The largest judgment id of the collection (0 when empty).
+
+    Ingestion locks the collection row while it writes (see judgments.service), and the caller
+    takes the same lock, so no judgment with a smaller id can commit after this read.
+    """
+    return session.scalar(
+        select(func.coalesce(func.max(Judgment.id), 0)).where(Judgment.collection_id == collection_id)
+    ) or 0
+
+
+def load_snapshot(session: Session, *, collection: Collection, watermark: int,
+                  graded: bool) -> Snapshot:
+    rows = session.execute(
+        select(Topic.external_id, Document.external_id, Annotator.external_id, Judgment.label,
+               Task.gold, Task.id, Annotator.id)
+        .join(Task, Task.id == Judgment.task_id)
+        .join(Topic, Topic.id == Task.topic_id)
+        .join(Document, Document.id == Task.document_id)
+        .join(Annotator, Annotator.id == Judgment.annotator_id)
+        .where(Judgment.collection_id == collection.id, Judgment.id <= watermark)
+        .order_by(Judgment.id)  # arrival order: "latest per (task, annotator)" depends on it
+    ).all()
+    if not rows:
+        raise ValueError("the collection has no judgments")
+    topics, docs, annotators, labels, golds, task_db, annotator_db = (list(c) for c in zip(*rows))
+    data = AnnotationData.from_rows(
+        topics, docs, annotators, labels,
+        ignore=collection.ignore,
+        relevant_from=None if graded else collection.relevant_from,
+        scale=collection.labels if graded else None,
+        gold=golds,
+    )
+    task_of = {(t, d): i for t, d, i in zip(topics, docs, task_db, strict=True)}
+    annotator_of = dict(zip(annotators, annotator_db, strict=True))
+    task_ids = np.array([task_of[(t, d)] for t, d in
+                         zip(data.topic_ids.tolist(), data.doc_ids.tolist(), strict=True)])
+    annotator_ids = np.array([annotator_of[a] for a in data.annotator_ids.tolist()])
+
+    feature_set = session.get(FeatureSet, collection.id)
+    if feature_set is not None:
+        vectors = dict(session.execute(
+            select(TaskFeatures.task_id, TaskFeatures.vector)
+            .where(TaskFeatures.collection_id == collection.id)
+        ).all())
+        keyed = {
+            (t, d): vectors[i]
+            for t, d, i in zip(data.topic_ids.tolist(), data.doc_ids.tolist(), task_ids.tolist(),
+                               strict=True)
+            if i in vectors
+        }
+        data = data.with_features(keyed, dim=len(feature_set.names))
+    return Snapshot(data, task_ids, annotator_ids, len(rows))

@@ -1,0 +1,106 @@
+"""One fit per aggregation row, and its persisted results per task and per annotator."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    func,
+)
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.core.db import Base, BigId
+
+STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
+FINISHED = frozenset({"succeeded", "failed", "cancelled"})
+
+
+class Aggregation(Base):
+    __tablename__ = "aggregations"
+    __table_args__ = (Index("ix_aggregations_collection_id", "collection_id"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    collection_id: Mapped[int] = mapped_column(ForeignKey("collections.id", ondelete="CASCADE"))
+    method: Mapped[str] = mapped_column(String(20))
+    params: Mapped[dict[str, Any]] = mapped_column(JSON)
+    graded: Mapped[bool] = mapped_column(default=False)  # fit on graded labels, not binarised
+    status: Mapped[str] = mapped_column(String(20), default="queued")
+    progress: Mapped[float] = mapped_column(Float, default=0.0)
+    progress_message: Mapped[str | None] = mapped_column(String(500))
+    # The consistent snapshot: the fit reads judgments with id <= watermark.
+    watermark: Mapped[int] = mapped_column(BigId)
+    n_judgments: Mapped[int | None] = mapped_column(Integer)  # judgments the model used
+    job_id: Mapped[str | None] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    timings: Mapped[dict[str, float] | None] = mapped_column(JSON)  # seconds per stage
+    objective_history: Mapped[list[float] | None] = mapped_column(JSON)
+    evaluation: Mapped[dict[str, Any] | None] = mapped_column(JSON)  # against gold
+    info: Mapped[dict[str, Any] | None] = mapped_column(JSON)  # e.g. {"fallback": "lk"}
+    classes: Mapped[list[int] | None] = mapped_column(JSON)  # label values of the fit
+    error: Mapped[str | None] = mapped_column(Text)
+
+
+class AggregationTask(Base):
+    __tablename__ = "aggregation_tasks"
+    __table_args__ = (
+        Index("ix_aggregation_tasks_aggregation_id_difficulty", "aggregation_id", "difficulty"),
+        Index("ix_aggregation_tasks_aggregation_id_uncertainty", "aggregation_id", "uncertainty"),
+    )
+
+    aggregation_id: Mapped[int] = mapped_column(
+        ForeignKey("aggregations.id", ondelete="CASCADE"), primary_key=True)
+    task_id: Mapped[int] = mapped_column(
+        ForeignKey("tasks.id", ondelete="CASCADE"), primary_key=True)
+    label: Mapped[int] = mapped_column(Integer)  # the most probable label value
+    p_relevant: Mapped[float] = mapped_column(Float)
+    proba: Mapped[list[float]] = mapped_column(JSON)  # over the aggregation's classes
+    uncertainty: Mapped[float] = mapped_column(Float)  # entropy of proba, in nats
+    posterior_mean: Mapped[float | None] = mapped_column(Float)
+    posterior_variance: Mapped[float | None] = mapped_column(Float)
+    difficulty: Mapped[float | None] = mapped_column(Float)
+    bias: Mapped[float | None] = mapped_column(Float)
+    extra: Mapped[dict[str, float] | None] = mapped_column(JSON)
+
+
+class AggregationAnnotator(Base):
+    __tablename__ = "aggregation_annotators"
+    __table_args__ = (
+        Index("ix_aggregation_annotators_aggregation_id_competence", "aggregation_id",
+              "competence"),
+        Index("ix_aggregation_annotators_annotator_id", "annotator_id"),
+    )
+
+    aggregation_id: Mapped[int] = mapped_column(
+        ForeignKey("aggregations.id", ondelete="CASCADE"), primary_key=True)
+    annotator_id: Mapped[int] = mapped_column(
+        ForeignKey("annotators.id", ondelete="CASCADE"), primary_key=True)
+    competence: Mapped[float | None] = mapped_column(Float)
+    noise_variance: Mapped[float | None] = mapped_column(Float)
+    bias: Mapped[float | None] = mapped_column(Float)
+    n_judgments: Mapped[int] = mapped_column(Integer)
+    n_gold: Mapped[int] = mapped_column(Integer)  # judgments on tasks with gold
+    gold_accuracy: Mapped[float | None] = mapped_column(Float)  # agreement with gold on those
+    extra: Mapped[dict[str, float] | None] = mapped_column(JSON)
+
+
+class AggregationArtifact(Base):
+    """What predict needs from a fitted model (numpy arrays, npz bytes)."""
+
+    __tablename__ = "aggregation_artifacts"
+
+    aggregation_id: Mapped[int] = mapped_column(
+        ForeignKey("aggregations.id", ondelete="CASCADE"), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(50))
+    payload: Mapped[bytes] = mapped_column(LargeBinary)

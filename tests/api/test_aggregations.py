@@ -1,0 +1,212 @@
+"""Aggregations through HTTP with both job runners: fits, downloads, cancel, failure, errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from app.cli import main as cli
+from models.synthetic import generate
+from tests.api.helpers import API, TSV, create_collection
+from tests.api.jobs import wait_for
+
+SEED = 7
+
+
+@pytest.fixture(scope="module")
+def synthetic_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("synth")
+    generate(300, 30, noise_level=(2.0, 4.0), redundancy=5, random_state=SEED).write(directory)
+    return directory
+
+
+def ingest_synthetic(client, directory: Path) -> None:
+    create_collection(client, name="synth", labels=[0, 1], relevant_from=1, ignore=[])
+    response = client.post(f"{API}/collections/synth/judgments/file",
+                           content=(directory / "judgments.tsv").read_bytes(), headers=TSV)
+    assert response.status_code == 201, response.text
+    gold = client.put(f"{API}/collections/synth/gold", content=(directory / "gold.qrels")
+                      .read_bytes(), headers={"content-type": "text/plain"})
+    assert gold.status_code == 200, gold.text
+
+
+def offline_qrels(tmp_path: Path, judgments: Path, method: str, *extra: str) -> str:
+    out = tmp_path / f"{method}.qrels"
+    code = cli(["aggregate", str(judgments), "--method", method, "--seed", str(SEED),
+                "--output", str(out), "--quiet", *extra])
+    assert code == 0
+    return out.read_text()
+
+
+@pytest.mark.parametrize("method", ["mv", "mace", "ds"])
+def test_fit_downloads_match_the_offline_cli(jobs_client, synthetic_file, tmp_path,
+                                             method) -> None:
+    client = jobs_client
+    ingest_synthetic(client, synthetic_file)
+    response = client.post(f"{API}/collections/synth/aggregations",
+                           json={"method": method, "seed": SEED})
+    assert response.status_code == 202, response.text
+    created = response.json()
+    assert created["status"] == "queued" and created["method"] == method
+    assert created["watermark"] > 0
+
+    done = wait_for(client, created["id"])
+    assert done["status"] == "succeeded", done["error"]
+    assert done["progress"]["fraction"] == 1.0
+    assert done["n_judgments"] == 1500
+    assert set(done["timings"]) >= {"load_s", "fit_s", "store_s"}
+    evaluation = done["evaluation"]
+    assert evaluation["n_gold"] == 300
+    assert 0.6 < evaluation["accuracy"] <= 1.0
+    assert {"precision", "recall", "f1", "log_loss"} <= set(evaluation)
+
+    trec = client.get(f"{API}/aggregations/{created['id']}/qrels")
+    assert trec.status_code == 200
+    assert trec.text == offline_qrels(tmp_path, synthetic_file / "judgments.tsv", method)
+    lines = trec.text.splitlines()
+    assert len(lines) == 300 and lines == sorted(lines, key=lambda s: (s.split()[0], s.split()[2]))
+
+    as_json = client.get(f"{API}/aggregations/{created['id']}/qrels?format=json").json()
+    assert as_json["count"] == 300 and as_json["classes"] == [0, 1]
+    assert all(abs(sum(r["proba"]) - 1) < 1e-6 for r in as_json["data"])
+    thresholded = client.get(f"{API}/aggregations/{created['id']}/qrels?format=json&threshold=0.9")
+    assert [r["label"] for r in thresholded.json()["data"]] == [
+        int(r["p_relevant"] >= 0.9) for r in as_json["data"]]
+    tsv = client.get(f"{API}/aggregations/{created['id']}/qrels?format=tsv").text.splitlines()
+    assert tsv[0].split("\t")[:5] == ["topic", "doc", "label", "p_relevant", "p_0"]
+    assert len(tsv) == 301
+
+    annotators = client.get(f"{API}/aggregations/{created['id']}/annotators",
+                            params={"sort": "-n_judgments", "limit": 5}).json()
+    assert annotators["count"] == done["info"]["n_annotators"]
+    counts = [a["n_judgments"] for a in annotators["data"]]
+    assert counts == sorted(counts, reverse=True)
+    filtered = client.get(f"{API}/aggregations/{created['id']}/annotators",
+                          params={"min_judgments": 50}).json()
+    assert all(a["n_judgments"] >= 50 for a in filtered["data"])
+    assert filtered["count"] < annotators["count"]
+
+    tasks = client.get(f"{API}/aggregations/{created['id']}/tasks",
+                       params={"sort": "-uncertainty", "limit": 10}).json()
+    assert tasks["count"] == 300
+    uncertainty = [t["uncertainty"] for t in tasks["data"]]
+    assert uncertainty == sorted(uncertainty, reverse=True)
+    page2 = client.get(f"{API}/aggregations/{created['id']}/tasks",
+                       params={"sort": "-uncertainty", "limit": 10, "offset": 10}).json()
+    assert page2["data"][0]["uncertainty"] <= uncertainty[-1]
+
+
+def test_comparison_and_annotator_history(jobs_client, synthetic_file) -> None:
+    client = jobs_client
+    ingest_synthetic(client, synthetic_file)
+    ids = [client.post(f"{API}/collections/synth/aggregations", json={"method": m}).json()["id"]
+           for m in ("mv", "ds")]
+    for i in ids:
+        assert wait_for(client, i)["status"] == "succeeded"
+    comparison = client.get(f"{API}/collections/synth/aggregations/comparison").json()
+    assert comparison["count"] == 2
+    accuracies = [r["accuracy"] for r in comparison["data"]]
+    assert accuracies == sorted(accuracies, reverse=True)
+    listing = client.get(f"{API}/collections/synth/aggregations").json()
+    assert [a["id"] for a in listing["data"]] == ids
+
+    history = client.get(f"{API}/collections/synth/annotators/a0").json()
+    assert history["annotator"] == "a0" and history["judgments"] > 0
+    assert [h["aggregation_id"] for h in history["data"]] == ids
+    missing = client.get(f"{API}/collections/synth/annotators/nobody")
+    assert missing.status_code == 404 and missing.json()["code"] == "annotator_not_found"
+
+
+def test_cancel_and_failure_leave_earlier_results_intact(jobs_client, synthetic_file) -> None:
+    client = jobs_client
+    ingest_synthetic(client, synthetic_file)
+    first = client.post(f"{API}/collections/synth/aggregations", json={"method": "mv"}).json()
+    assert wait_for(client, first["id"])["status"] == "succeeded"
+    qrels_before = client.get(f"{API}/aggregations/{first['id']}/qrels").text
+
+    # Many restarts keep MACE busy long enough to be cancelled while queued or running.
+    slow = client.post(f"{API}/collections/synth/aggregations",
+                       json={"method": "mace", "params": {"n_restarts": 2000}}).json()
+    cancelled = client.delete(f"{API}/aggregations/{slow['id']}")
+    assert cancelled.status_code == 200
+    assert cancelled.json()["status"] == "cancelled"
+    assert wait_for(client, slow["id"])["status"] == "cancelled"
+    results = client.get(f"{API}/aggregations/{slow['id']}/qrels")
+    assert results.status_code == 409
+    assert results.json()["code"] == "aggregation_not_succeeded"
+    again = client.delete(f"{API}/aggregations/{slow['id']}")
+    assert again.status_code == 409 and again.json()["code"] == "aggregation_finished"
+
+    # A value the constructor refuses fails the fit, records why, and changes nothing else.
+    bad = client.post(f"{API}/collections/synth/aggregations",
+                      json={"method": "mace", "params": {"threshold": 5.0}}).json()
+    failed = wait_for(client, bad["id"])
+    assert failed["status"] == "failed"
+    assert "threshold" in failed["error"]
+    assert client.get(f"{API}/aggregations/{bad['id']}/annotators").status_code == 409
+    assert client.get(f"{API}/aggregations/{first['id']}/qrels").text == qrels_before
+
+
+def test_bad_aggregation_requests(client) -> None:
+    create_collection(client, name="empty", labels=[0, 1], relevant_from=1, ignore=[-2])
+    unknown = client.post(f"{API}/collections/empty/aggregations", json={"method": "glad"})
+    assert unknown.status_code == 422
+    assert unknown.json()["code"] == "unknown_method"
+    assert set(unknown.json()["valid"]) == {"mv", "mace", "ds", "magp", "gpmv", "lk"}
+
+    bad_param = client.post(f"{API}/collections/empty/aggregations",
+                            json={"method": "mace", "params": {"restarts": 3}})
+    assert bad_param.status_code == 422
+    assert bad_param.json()["code"] == "invalid_params"
+    assert "n_restarts" in bad_param.json()["valid"]
+    wrong_type = client.post(f"{API}/collections/empty/aggregations",
+                             json={"method": "mace", "params": {"n_restarts": "many"}})
+    assert wrong_type.status_code == 422 and wrong_type.json()["code"] == "invalid_params"
+
+    empty = client.post(f"{API}/collections/empty/aggregations", json={"method": "mv"})
+    assert empty.status_code == 422
+    assert empty.json()["code"] == "empty_collection"
+    # only "could not judge" labels: nothing to aggregate either
+    client.post(f"{API}/collections/empty/judgments", json={"judgments": [
+        {"topic": "t", "doc": "d", "annotator": "a", "label": -2}]})
+    assert client.post(f"{API}/collections/empty/aggregations",
+                       json={"method": "mv"}).json()["code"] == "empty_collection"
+    assert client.get(f"{API}/collections/empty/aggregations").json()["count"] == 0
+
+    assert client.get(f"{API}/aggregations/12345").status_code == 404
+    assert client.get(f"{API}/aggregations/12345").json()["code"] == "aggregation_not_found"
+    assert client.post(f"{API}/collections/nope/aggregations",
+                       json={"method": "mv"}).status_code == 404
+    body = client.post(f"{API}/collections/empty/aggregations", json={"params": {}})
+    assert body.status_code == 422 and body.json()["code"] == "invalid_body"
+
+
+def test_bad_sort_is_422(jobs_client, synthetic_file) -> None:
+    client = jobs_client
+    ingest_synthetic(client, synthetic_file)
+    created = client.post(f"{API}/collections/synth/aggregations", json={"method": "mv"}).json()
+    wait_for(client, created["id"])
+    response = client.get(f"{API}/aggregations/{created['id']}/annotators?sort=-height")
+    assert response.status_code == 422 and response.json()["code"] == "invalid_sort"
+    assert "competence" in response.json()["valid"]
+
+
+@pytest.mark.slow
+def test_rf10_methods_match_the_offline_cli(jobs_client, rf10_bytes, tmp_path) -> None:
+    """The RF10 file through HTTP: mv, mace, ds and lk, the same qrels as the offline CLI."""
+    client = jobs_client
+    create_collection(client)
+    assert client.post(f"{API}/collections/rf10/judgments/file", content=rf10_bytes,
+                       headers=TSV).status_code == 201
+    rf10 = tmp_path / "rf10.tsv"
+    rf10.write_bytes(rf10_bytes)
+    for method in ("mv", "mace", "ds", "lk"):
+        created = client.post(f"{API}/collections/rf10/aggregations",
+                              json={"method": method, "seed": SEED}).json()
+        done = wait_for(client, created["id"], timeout=900)
+        assert done["status"] == "succeeded", done["error"]
+        assert done["evaluation"]["n_gold"] == 3275
+        qrels = client.get(f"{API}/aggregations/{created['id']}/qrels").text
+        assert qrels == offline_qrels(tmp_path, rf10, method, "--params", json.dumps({}))
