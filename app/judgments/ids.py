@@ -9,12 +9,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import Table, select, tuple_
+from sqlalchemy import Table, func, select, tuple_
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
+from sqlalchemy.types import BigInteger, Text
 
 # Bound parameters per statement: SQLite's historical limit is 999.
 CHUNK = 900
+
+
+def _is_postgres(session: Session) -> bool:
+    return session.get_bind().dialect.name == "postgresql"
 
 
 def _chunks(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
@@ -22,14 +28,27 @@ def _chunks(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
         yield items[start:start + size]
 
 
-def _insert_ignoring_conflicts(session: Session, table: Table, rows: list[dict[str, Any]]) -> None:
+def _insert_ignoring_conflicts(session: Session, table: Table, rows: list[dict[str, Any]],
+                               returning: Sequence[str]) -> list[tuple[Any, ...]] | None:
+    """Insert, skipping rows that exist. On PostgreSQL also return ``returning`` columns of the
+    rows inserted (None on SQLite, where the caller reads them back)."""
     if not rows:
-        return
-    dialect = session.get_bind().dialect.name
-    module = postgresql if dialect == "postgresql" else sqlite
-    statement = module.insert(table).on_conflict_do_nothing()
+        return []
+    if _is_postgres(session):
+        # INSERT ... SELECT FROM unnest(arrays): one statement for all rows, not one per row.
+        names = list(rows[0])
+        arrays = [
+            func.cast([r[n] for r in rows], ARRAY(Text if n == "external_id" else BigInteger))
+            for n in names
+        ]
+        source = select(func.unnest(*arrays).table_valued(*names).render_derived(name="src"))
+        statement = (postgresql.insert(table).from_select(names, source).on_conflict_do_nothing()
+                     .returning(*(table.c[n] for n in returning)))
+        return [tuple(r) for r in session.execute(statement)]
+    statement = sqlite.insert(table).on_conflict_do_nothing()
     for chunk in _chunks(rows, 5000):
         session.execute(statement, list(chunk))
+    return None
 
 
 def ensure_external_ids(
@@ -39,16 +58,31 @@ def ensure_external_ids(
     wanted = list(dict.fromkeys(external_ids))
     found = _select_ids(session, table, collection_id, wanted)
     missing = [e for e in wanted if e not in found]
-    _insert_ignoring_conflicts(
-        session, table, [{"collection_id": collection_id, "external_id": e} for e in missing]
+    inserted = _insert_ignoring_conflicts(
+        session, table, [{"collection_id": collection_id, "external_id": e} for e in missing],
+        returning=("external_id", "id"),
     )
-    if missing:
-        found.update(_select_ids(session, table, collection_id, missing))
+    if inserted is not None:
+        found.update(dict(inserted))  # type: ignore[arg-type]
+    # Rows another request inserted first (or every new row on SQLite): read them back.
+    unresolved = [e for e in missing if e not in found]
+    if unresolved:
+        found.update(_select_ids(session, table, collection_id, unresolved))
     return found, len(missing)
 
 
 def _select_ids(session: Session, table: Table, collection_id: int,
                 external_ids: Sequence[str]) -> dict[str, int]:
+    if _is_postgres(session):
+        # One array parameter joined as a set: a hash join, where long IN lists planned against
+        # a table without statistics yet degrade to a scan per chunk.
+        wanted = func.unnest(func.cast(list(external_ids), ARRAY(Text))).table_valued("eid").render_derived(name="wanted")
+        rows = session.execute(
+            select(table.c.external_id, table.c.id)
+            .join(wanted, table.c.external_id == wanted.c.eid)
+            .where(table.c.collection_id == collection_id)
+        )
+        return {e: i for e, i in rows}
     out: dict[str, int] = {}
     for chunk in _chunks(external_ids, CHUNK):
         rows = session.execute(
@@ -67,17 +101,32 @@ def ensure_tasks(
     wanted = list(dict.fromkeys(pairs))
     found = _select_tasks(session, table, collection_id, wanted)
     missing = [p for p in wanted if p not in found]
-    _insert_ignoring_conflicts(
+    inserted = _insert_ignoring_conflicts(
         session, table,
         [{"collection_id": collection_id, "topic_id": t, "document_id": d} for t, d in missing],
+        returning=("topic_id", "document_id", "id"),
     )
-    if missing:
-        found.update(_select_tasks(session, table, collection_id, missing))
+    if inserted is not None:
+        found.update({(t, d): i for t, d, i in inserted})
+    unresolved = [p for p in missing if p not in found]
+    if unresolved:
+        found.update(_select_tasks(session, table, collection_id, unresolved))
     return found, len(missing)
 
 
 def _select_tasks(session: Session, table: Table, collection_id: int,
                   pairs: Sequence[tuple[int, int]]) -> dict[tuple[int, int], int]:
+    if _is_postgres(session):
+        wanted = func.unnest(
+            func.cast([t for t, _ in pairs], ARRAY(BigInteger)),
+            func.cast([d for _, d in pairs], ARRAY(BigInteger)),
+        ).table_valued("t", "d").render_derived(name="wanted")
+        rows = session.execute(
+            select(table.c.topic_id, table.c.document_id, table.c.id)
+            .join(wanted, (table.c.topic_id == wanted.c.t) & (table.c.document_id == wanted.c.d))
+            .where(table.c.collection_id == collection_id)
+        )
+        return {(t, d): i for t, d, i in rows}
     out: dict[tuple[int, int], int] = {}
     for chunk in _chunks(pairs, CHUNK // 2):
         rows = session.execute(

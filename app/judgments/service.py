@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import BigInteger, Integer, func, insert, select, update
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 
 from app.collections.tables import Collection
@@ -101,8 +102,7 @@ def ingest(
     for task_id, gold in zip(task_of_row, golds, strict=False):
         if gold is not None:
             gold_updates[task_id] = gold  # the last gold seen for a task wins
-    if gold_updates:
-        session.execute(update(Task), [{"id": t, "gold": g} for t, g in gold_updates.items()])
+    set_task_gold(session, gold_updates)
 
     batch = Batch(collection_id=cid, source=source, filename=filename, n_judgments=len(rows))
     session.add(batch)
@@ -112,6 +112,20 @@ def ingest(
     session.commit()
     return IngestReport(batch.id, len(rows), new_topics, new_docs, new_tasks, new_annotators,
                         len(gold_updates))
+
+
+def set_task_gold(session: Session, gold: dict[int, int]) -> None:
+    """tasks.gold = value for each task id, in one statement on PostgreSQL."""
+    if not gold:
+        return
+    if session.get_bind().dialect.name == "postgresql":
+        values = func.unnest(
+            func.cast(list(gold), ARRAY(BigInteger)), func.cast(list(gold.values()),
+                                                                ARRAY(Integer)),
+        ).table_valued("id", "gold").render_derived(name="src")
+        session.execute(update(Task).where(Task.id == values.c.id).values(gold=values.c.gold))
+        return
+    session.execute(update(Task), [{"id": t, "gold": g} for t, g in gold.items()])
 
 
 def _insert_judgments(session: Session, collection_id: int, batch_id: int, tasks: list[int],
@@ -160,9 +174,7 @@ def set_gold(
     task_ids, new_tasks = ensure_tasks(session, Task.__table__, collection_id=cid, pairs=pairs)
     if replace:
         session.execute(update(Task).where(Task.collection_id == cid).values(gold=None))
-    session.execute(update(Task), [
-        {"id": task_ids[p], "gold": qrels[k]} for p, k in zip(pairs, keys, strict=True)
-    ])
+    set_task_gold(session, {task_ids[p]: qrels[k] for p, k in zip(pairs, keys, strict=True)})
     session.commit()
     return {"gold_labels": len(keys), "new_tasks": new_tasks}
 

@@ -145,27 +145,6 @@ def upgrade() -> None:
         sa.Column(
             "received_at", sa.DateTime(timezone=True), server_default=sa.func.now(), nullable=False
         ),
-        sa.ForeignKeyConstraint(
-            ["annotator_id"],
-            ["annotators.id"],
-            name=op.f("fk_judgments_annotator_id_annotators"),
-            ondelete="CASCADE",
-        ),
-        sa.ForeignKeyConstraint(
-            ["batch_id"],
-            ["batches.id"],
-            name=op.f("fk_judgments_batch_id_batches"),
-            ondelete="CASCADE",
-        ),
-        sa.ForeignKeyConstraint(
-            ["collection_id"],
-            ["collections.id"],
-            name=op.f("fk_judgments_collection_id_collections"),
-            ondelete="CASCADE",
-        ),
-        sa.ForeignKeyConstraint(
-            ["task_id"], ["tasks.id"], name=op.f("fk_judgments_task_id_tasks"), ondelete="CASCADE"
-        ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_judgments")),
     )
     with op.batch_alter_table("judgments", schema=None) as batch_op:
