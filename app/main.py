@@ -14,6 +14,9 @@ from app.api.limits import BodySizeLimit
 from app.collections.router import router as collections_router
 from app.core.config import Settings, get_settings
 from app.core.errors import register_error_handlers
+from app.corpus.router import router as corpus_router
+from app.features.router import builds_router as feature_builds_router
+from app.features.router import router as features_router
 from app.jobs.runner import make_runner
 from app.judgments.router import router as judgments_router
 
@@ -46,6 +49,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(health_router, prefix=API_PREFIX)
     app.include_router(collections_router, prefix=API_PREFIX)
     app.include_router(judgments_router, prefix=API_PREFIX)
+    app.include_router(features_router, prefix=API_PREFIX)
+    app.include_router(feature_builds_router, prefix=API_PREFIX)
+    app.include_router(corpus_router, prefix=API_PREFIX)
     app.include_router(collection_aggregations_router, prefix=API_PREFIX)
     app.include_router(aggregations_router, prefix=API_PREFIX)
     return app

@@ -7,12 +7,14 @@ from app.aggregations.tables import (
     AggregationTask,
 )
 from app.collections.tables import Collection
-from app.features.tables import FeatureSet, TaskFeatures
+from app.corpus.tables import Run
+from app.features.tables import FeatureBuild, FeatureSet, TaskFeatures
 from app.judgments.tables import Annotator, Batch, Document, Judgment, Task, Topic
 
 __all__ = [
     "Aggregation", "AggregationAnnotator", "AggregationArtifact", "AggregationTask", "Annotator",
-    "Batch", "Collection", "Document", "FeatureSet", "Judgment", "Task", "TaskFeatures", "Topic",
+    "Batch", "Collection", "Document", "FeatureBuild", "FeatureSet", "Judgment", "Run", "Task",
+    "TaskFeatures", "Topic",
 ]
 
 

@@ -104,13 +104,24 @@ class AnnotationData:
     def with_features(
         self, features: dict[tuple[str, str], Sequence[float]], *, dim: int
     ) -> AnnotationData:
-        """Attach feature vectors keyed by (topic, doc); tasks without one get NaN rows."""
+        """Attach feature vectors keyed by (topic, doc).
+
+        Tasks without a vector get the column means of the others (and a note saying how many),
+        so that the GP prior still covers them; with no vector at all this is an error.
+        """
         out = np.full((self.n_tasks, dim), np.nan)
         for i, key in enumerate(zip(self.topic_ids.tolist(), self.doc_ids.tolist(), strict=True)):
             vector = features.get(key)
             if vector is not None:
                 out[i] = vector
-        return replace(self, features=out)
+        missing = np.isnan(out).any(axis=1)
+        notes = self.notes
+        if missing.all():
+            raise ValueError("no judged task has a feature vector")
+        if missing.any():
+            out[missing] = np.nanmean(out[~missing], axis=0)
+            notes = (*notes, f"{int(missing.sum())} tasks had no features: imputed column means")
+        return replace(self, features=out, notes=notes)
 
     # -- construction ------------------------------------------------------------------------
     @classmethod

@@ -71,11 +71,9 @@ def sqlite_url(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 @pytest.fixture(scope="session")
 def postgres_url() -> str:
+    # A new database each session: whatever an earlier run left behind is gone.
+    drop_postgres_database(POSTGRES_URL)
     url = create_postgres_database(POSTGRES_URL)
-    from app.core.db import downgrade_database
-
-    # Start from an empty schema whatever an earlier run left behind.
-    downgrade_database(url, "base")
     upgrade_database(url)
     return url
 

@@ -14,8 +14,13 @@ def relevance(row: dict[str, Any], threshold: float | None) -> int:
     return int(row["p_relevant"] >= threshold)
 
 
+def selected(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Tasks the model kept (MACE's ``threshold`` keeps only its most confident share)."""
+    return [r for r in rows if (r["extra"] or {}).get("selected", 1.0) != 0.0]
+
+
 def trec(rows: list[dict[str, Any]], threshold: float | None) -> str:
-    return format_qrels((r["topic"], r["doc"], relevance(r, threshold)) for r in rows)
+    return format_qrels((r["topic"], r["doc"], relevance(r, threshold)) for r in selected(rows))
 
 
 def tsv(rows: list[dict[str, Any]], classes: list[int], threshold: float | None) -> str:

@@ -73,7 +73,7 @@ def create_aggregation(session: Session, *, runner: JobRunner, collection: Colle
     )
     session.add(aggregation)
     session.commit()
-    job_id = runner.submit(aggregation.id)
+    job_id = runner.submit("fit", aggregation.id)
     if job_id is not None:
         aggregation.job_id = job_id
         session.commit()
@@ -109,7 +109,7 @@ def cancel_aggregation(session: Session, *, runner: JobRunner,
     session.commit()
     session.refresh(aggregation)
     if changed:
-        runner.cancel(aggregation.id, aggregation.job_id)
+        runner.cancel("fit", aggregation.id, aggregation.job_id)
     elif aggregation.status in FINISHED and aggregation.status != "cancelled":
         raise Conflict(f"aggregation {aggregation.id} has already {aggregation.status}",
                        code="aggregation_finished", status=aggregation.status)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import JSON, DateTime, ForeignKey, Index, func
+from sqlalchemy import JSON, DateTime, Float, ForeignKey, Index, String, Text, func
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.core.db import Base, BigId
@@ -18,7 +19,7 @@ class FeatureSet(Base):
     names: Mapped[list[str]] = mapped_column(JSON)
     # Column indices per feature group ("lexical", "ranking", "semantic", "user"): kernels per group.
     groups: Mapped[dict[str, list[int]]] = mapped_column(JSON)
-    source: Mapped[str] = mapped_column()  # "upload" | "built"
+    source: Mapped[str] = mapped_column(String(20))  # "upload" | "built"
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
 
 
@@ -30,3 +31,24 @@ class TaskFeatures(Base):
         BigId, ForeignKey("tasks.id", ondelete="CASCADE"), primary_key=True)
     collection_id: Mapped[int] = mapped_column(ForeignKey("collections.id", ondelete="CASCADE"))
     vector: Mapped[list[float]] = mapped_column(JSON)
+
+
+class FeatureBuild(Base):
+    """A job that builds the collection's features from its texts and runs (CPU-heavy)."""
+
+    __tablename__ = "feature_builds"
+    __table_args__ = (Index("ix_feature_builds_collection_id", "collection_id"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    collection_id: Mapped[int] = mapped_column(ForeignKey("collections.id", ondelete="CASCADE"))
+    params: Mapped[dict[str, Any]] = mapped_column(JSON)
+    status: Mapped[str] = mapped_column(String(20), default="queued")
+    progress: Mapped[float] = mapped_column(Float, default=0.0)
+    progress_message: Mapped[str | None] = mapped_column(String(500))
+    job_id: Mapped[str | None] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    timings: Mapped[dict[str, float] | None] = mapped_column(JSON)
+    report: Mapped[dict[str, Any] | None] = mapped_column(JSON)  # names, groups, notes
+    error: Mapped[str | None] = mapped_column(Text)

@@ -1,4 +1,4 @@
-"""Celery for scale-out: the API sends fits to a Redis broker, `crowdqrels worker` runs them."""
+"""Celery for scale-out: the API sends jobs to a Redis broker, `crowdqrels worker` runs them."""
 
 from __future__ import annotations
 
@@ -6,14 +6,14 @@ from celery import Celery
 
 from app.core.config import get_settings
 
-FIT_TASK = "crowdqrels.fit"
+TASK_NAMES = {"fit": "crowdqrels.fit", "features": "crowdqrels.build_features"}
 
 
 def make_celery(broker_url: str) -> Celery:
     app = Celery("crowdqrels", broker=broker_url)
     app.conf.update(
-        task_acks_late=True,  # a worker that dies mid-fit leaves the message for another
-        worker_prefetch_multiplier=1,  # fits are long: take one at a time
+        task_acks_late=True,  # a worker that dies mid-job leaves the message for another
+        worker_prefetch_multiplier=1,  # jobs are long: take one at a time
         task_serializer="json",
         accept_content=["json"],
         broker_connection_retry_on_startup=True,
@@ -26,16 +26,26 @@ def make_celery(broker_url: str) -> Celery:
 celery_app = make_celery(get_settings().broker_url)
 
 
-@celery_app.task(name=FIT_TASK)
-def fit(aggregation_id: int) -> str:
-    from app.jobs.fit import run_fit
+def _run(kind: str, job_id: int) -> str:
+    from app.jobs.dispatch import run_job
 
-    # The worker's own settings name the database: the API and the worker share it.
-    return run_fit(get_settings().database_url, aggregation_id)
+    # The worker's own settings name the database: the API and the workers share it.
+    return run_job(kind, get_settings().database_url, job_id)
+
+
+@celery_app.task(name=TASK_NAMES["fit"])
+def fit(aggregation_id: int) -> str:
+    return _run("fit", aggregation_id)
+
+
+@celery_app.task(name=TASK_NAMES["features"])
+def build_features(feature_build_id: int) -> str:
+    return _run("features", feature_build_id)
 
 
 def run_worker(*, concurrency: int = 1, queues: str | None = None) -> None:
     celery_app.worker_main(
-        ["worker", "--loglevel=INFO", f"--concurrency={concurrency}", f"--queues={queues or get_settings().celery_queue}",
-         "--without-gossip", "--without-mingle"]
+        ["worker", "--loglevel=INFO", f"--concurrency={concurrency}",
+         f"--queues={queues or get_settings().celery_queue}", "--without-gossip",
+         "--without-mingle"]
     )

@@ -1,9 +1,10 @@
-"""The API side of the Celery runner: send and revoke fit tasks."""
+"""The API side of the Celery runner: send and revoke jobs."""
 
 from __future__ import annotations
 
 from app.core.config import Settings
-from app.jobs.celery_app import FIT_TASK, make_celery
+from app.jobs.celery_app import TASK_NAMES, make_celery
+from app.jobs.runner import JobKind
 
 
 class CeleryRunner:
@@ -17,11 +18,11 @@ class CeleryRunner:
     def stop(self) -> None:
         pass
 
-    def submit(self, aggregation_id: int) -> str | None:
-        result = self.app.send_task(FIT_TASK, args=[aggregation_id], queue=self.queue)
+    def submit(self, kind: JobKind, job_id: int) -> str | None:
+        result = self.app.send_task(TASK_NAMES[kind], args=[job_id], queue=self.queue)
         return str(result.id)
 
-    def cancel(self, aggregation_id: int, job_id: str | None) -> None:
-        # The fit also sees 'cancelled' in the database at its next progress report and stops.
-        if job_id:
-            self.app.control.revoke(job_id, terminate=True, signal="SIGTERM")
+    def cancel(self, kind: JobKind, job_id: int, runner_job_id: str | None) -> None:
+        # A fit also sees 'cancelled' in the database at its next progress report and stops.
+        if runner_job_id:
+            self.app.control.revoke(runner_job_id, terminate=True, signal="SIGTERM")

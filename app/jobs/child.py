@@ -1,15 +1,16 @@
-"""Entry point of a fit child process: ``python -m app.jobs.child AGGREGATION_ID``."""
+"""Entry point of a job's child process: ``python -m app.jobs.child fit|features ID``."""
 
 from __future__ import annotations
 
 import sys
 
 from app.core.config import Settings
-from app.jobs.fit import run_fit
+from app.jobs.dispatch import run_job
 
 
 def main() -> int:
-    run_fit(Settings().database_url, int(sys.argv[1]))
+    kind, job_id = sys.argv[1], int(sys.argv[2])
+    run_job(kind, Settings().database_url, job_id)
     return 0
 
 

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Literal, Protocol
 
 from app.core.config import Settings
+
+# "fit": an aggregation (app.jobs.fit); "features": a feature build (app.jobs.build_features).
+JobKind = Literal["fit", "features"]
+JOB_KINDS: tuple[JobKind, ...] = ("fit", "features")
 
 
 class JobRunner(Protocol):
@@ -14,11 +18,11 @@ class JobRunner(Protocol):
     def stop(self) -> None:
         """Called once when the API stops."""
 
-    def submit(self, aggregation_id: int) -> str | None:
-        """Queue a fit; return a job id when the runner has one."""
+    def submit(self, kind: JobKind, job_id: int) -> str | None:
+        """Queue a job (a fit or a feature build); return the runner's own job id if it has one."""
 
-    def cancel(self, aggregation_id: int, job_id: str | None) -> None:
-        """Stop a queued or running fit (its status is already 'cancelled' in the database)."""
+    def cancel(self, kind: JobKind, job_id: int, runner_job_id: str | None) -> None:
+        """Stop a queued or running job (its status is already 'cancelled' in the database)."""
 
 
 def make_runner(settings: Settings) -> JobRunner:

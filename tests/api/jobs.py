@@ -15,14 +15,16 @@ from tests.api.helpers import API
 FINISHED = {"succeeded", "failed", "cancelled"}
 
 
-def wait_for(client: TestClient, aggregation_id: int, *, timeout: float = 300) -> dict[str, Any]:
+def wait_for(client: TestClient, job_id: int, *, timeout: float = 300,
+             kind: str = "aggregations") -> dict[str, Any]:
+    """Poll /aggregations/{id} (or /feature-builds/{id}) until the job has finished."""
     deadline = time.monotonic() + timeout
     while True:
-        body = client.get(f"{API}/aggregations/{aggregation_id}").json()
+        body = client.get(f"{API}/{kind}/{job_id}").json()
         if body["status"] in FINISHED:
             return body  # type: ignore[no-any-return]
         if time.monotonic() > deadline:
-            raise AssertionError(f"aggregation {aggregation_id} still {body['status']}: {body}")
+            raise AssertionError(f"{kind} {job_id} still {body['status']}: {body}")
         time.sleep(0.2)
 
 

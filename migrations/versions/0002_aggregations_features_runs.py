@@ -1,4 +1,4 @@
-"""Aggregations with their per-task and per-annotator results and artifacts; task features.
+"""Aggregations with their results and artifacts; task features and feature builds; runs.
 
 Revision ID: 0002
 Revises: 0001
@@ -56,11 +56,39 @@ def upgrade() -> None:
         batch_op.create_index("ix_aggregations_collection_id", ["collection_id"], unique=False)
 
     op.create_table(
+        "feature_builds",
+        sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False),
+        sa.Column("collection_id", sa.Integer(), nullable=False),
+        sa.Column("params", sa.JSON(), nullable=False),
+        sa.Column("status", sa.String(length=20), nullable=False),
+        sa.Column("progress", sa.Float(), nullable=False),
+        sa.Column("progress_message", sa.String(length=500), nullable=True),
+        sa.Column("job_id", sa.String(length=200), nullable=True),
+        sa.Column(
+            "created_at", sa.DateTime(timezone=True), server_default=sa.func.now(), nullable=False
+        ),
+        sa.Column("started_at", sa.DateTime(timezone=True), nullable=True),
+        sa.Column("finished_at", sa.DateTime(timezone=True), nullable=True),
+        sa.Column("timings", sa.JSON(), nullable=True),
+        sa.Column("report", sa.JSON(), nullable=True),
+        sa.Column("error", sa.Text(), nullable=True),
+        sa.ForeignKeyConstraint(
+            ["collection_id"],
+            ["collections.id"],
+            name=op.f("fk_feature_builds_collection_id_collections"),
+            ondelete="CASCADE",
+        ),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_feature_builds")),
+    )
+    with op.batch_alter_table("feature_builds", schema=None) as batch_op:
+        batch_op.create_index("ix_feature_builds_collection_id", ["collection_id"], unique=False)
+
+    op.create_table(
         "feature_sets",
         sa.Column("collection_id", sa.Integer(), nullable=False),
         sa.Column("names", sa.JSON(), nullable=False),
         sa.Column("groups", sa.JSON(), nullable=False),
-        sa.Column("source", sa.String(), nullable=False),
+        sa.Column("source", sa.String(length=20), nullable=False),
         sa.Column(
             "updated_at", sa.DateTime(timezone=True), server_default=sa.func.now(), nullable=False
         ),
@@ -71,6 +99,27 @@ def upgrade() -> None:
             ondelete="CASCADE",
         ),
         sa.PrimaryKeyConstraint("collection_id", name=op.f("pk_feature_sets")),
+    )
+    op.create_table(
+        "runs",
+        sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False),
+        sa.Column("collection_id", sa.Integer(), nullable=False),
+        sa.Column("name", sa.String(length=200), nullable=False),
+        sa.Column("n_lines", sa.Integer(), nullable=False),
+        sa.Column("n_topics", sa.Integer(), nullable=False),
+        sa.Column("max_depth", sa.Integer(), nullable=False),
+        sa.Column("payload", sa.LargeBinary(), nullable=False),
+        sa.Column(
+            "uploaded_at", sa.DateTime(timezone=True), server_default=sa.func.now(), nullable=False
+        ),
+        sa.ForeignKeyConstraint(
+            ["collection_id"],
+            ["collections.id"],
+            name=op.f("fk_runs_collection_id_collections"),
+            ondelete="CASCADE",
+        ),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_runs")),
+        sa.UniqueConstraint("collection_id", "name", name=op.f("uq_runs_collection_id_name")),
     )
     op.create_table(
         "aggregation_annotators",
@@ -208,7 +257,12 @@ def downgrade() -> None:
         batch_op.drop_index("ix_aggregation_annotators_aggregation_id_competence")
 
     op.drop_table("aggregation_annotators")
+    op.drop_table("runs")
     op.drop_table("feature_sets")
+    with op.batch_alter_table("feature_builds", schema=None) as batch_op:
+        batch_op.drop_index("ix_feature_builds_collection_id")
+
+    op.drop_table("feature_builds")
     with op.batch_alter_table("aggregations", schema=None) as batch_op:
         batch_op.drop_index("ix_aggregations_collection_id")
 

@@ -1,0 +1,89 @@
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+from fastapi import APIRouter, Path, Request
+from pydantic import BaseModel, ConfigDict
+from starlette.concurrency import run_in_threadpool
+
+from app.api.deps import CollectionDep, SessionDep
+from app.api.uploads import read_upload
+from app.core.errors import InvalidInput
+from app.corpus import service
+from app.formats.texts import parse_texts, texts_from_json
+
+router = APIRouter(prefix="/collections/{c}", tags=["corpus"])
+
+
+class TextsReport(BaseModel):
+    texts: int
+    new: int
+
+
+class RunPublic(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    name: str
+    n_lines: int
+    n_topics: int
+    max_depth: int
+    uploaded_at: datetime
+
+
+class RunsPublic(BaseModel):
+    data: list[RunPublic]
+    count: int
+
+
+async def _texts(request: Request) -> dict[str, str]:
+    upload = await read_upload(request, filename=None)
+    if request.headers.get("content-type", "").startswith("application/json"):
+        try:
+            data = json.loads(upload.content)
+        except ValueError as exc:
+            raise InvalidInput(f"invalid JSON: {exc}", code="invalid_body") from None
+        return texts_from_json(data)
+    return await run_in_threadpool(parse_texts, upload.content)
+
+
+@router.put("/topics", response_model=TextsReport)
+async def put_topic_texts(request: Request, session: SessionDep,
+                          collection: CollectionDep) -> TextsReport:
+    """Topic texts: TSV ``id<TAB>text`` (header optional) or JSON ``[{"id", "text"}]``."""
+    texts = await _texts(request)
+    report = await run_in_threadpool(service.set_texts, session, collection=collection,
+                                     kind="topics", texts=texts)
+    return TextsReport(**report)
+
+
+@router.put("/documents", response_model=TextsReport)
+async def put_document_texts(request: Request, session: SessionDep,
+                             collection: CollectionDep) -> TextsReport:
+    """Document texts: TSV ``id<TAB>text`` (header optional) or JSON ``[{"id", "text"}]``."""
+    texts = await _texts(request)
+    report = await run_in_threadpool(service.set_texts, session, collection=collection,
+                                     kind="documents", texts=texts)
+    return TextsReport(**report)
+
+
+@router.put("/runs/{name}", response_model=RunPublic)
+async def put_run(request: Request, session: SessionDep, collection: CollectionDep,
+                  name: str = Path(min_length=1, max_length=200,
+                                   pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")) -> RunPublic:
+    """A TREC run (``topic Q0 doc rank score tag``); replaces the run of the same name."""
+    upload = await read_upload(request, filename=None)
+    run = await run_in_threadpool(service.store_run, session, collection=collection, name=name,
+                                  raw=upload.content)
+    return RunPublic.model_validate(run)
+
+
+@router.get("/runs", response_model=RunsPublic)
+def list_runs(session: SessionDep, collection: CollectionDep) -> RunsPublic:
+    runs = service.list_runs(session, collection=collection)
+    return RunsPublic(data=[RunPublic.model_validate(r) for r in runs], count=len(runs))
+
+
+@router.delete("/runs/{name}", status_code=204)
+def delete_run(session: SessionDep, collection: CollectionDep, name: str) -> None:
+    service.delete_run(session, collection=collection, name=name)

@@ -1,0 +1,99 @@
+from __future__ import annotations
+
+from datetime import datetime
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.concurrency import run_in_threadpool
+
+from app.aggregations.router import RunnerDep
+from app.api.deps import CollectionDep, SessionDep
+from app.api.uploads import read_upload
+from app.core.errors import NotFound
+from app.features import service
+from app.formats.features_file import parse_features
+
+router = APIRouter(prefix="/collections/{c}", tags=["features"])
+builds_router = APIRouter(prefix="/feature-builds", tags=["features"])
+
+
+class FeatureBuildCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    lexical: bool | None = Field(default=None, description="default: if texts were uploaded")
+    ranking: bool | None = Field(default=None, description="default: if runs were uploaded")
+    semantic: bool = Field(default=False, description="sentence embeddings (optional extra)")
+    k1: float = Field(default=0.9, gt=0)
+    b: float = Field(default=0.4, ge=0, le=1)
+    mu: float = Field(default=1000.0, gt=0)
+
+
+class FeatureBuildPublic(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: int
+    collection_id: int
+    params: dict[str, Any]
+    status: str
+    progress: float
+    progress_message: str | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    timings: dict[str, float] | None
+    report: dict[str, Any] | None
+    error: str | None
+
+
+class FeatureReport(BaseModel):
+    tasks: int
+    dimensions: int
+    new_tasks: int
+
+
+class FeatureSetPublic(BaseModel):
+    names: list[str]
+    groups: dict[str, list[int]]
+    source: str
+    tasks: int
+    updated_at: datetime
+
+
+@router.put("/features", response_model=FeatureReport)
+async def put_features(request: Request, session: SessionDep,
+                       collection: CollectionDep) -> FeatureReport:
+    """Task feature vectors, TSV/CSV with header ``topic doc f1 .. fd``; replaces the
+    collection's features. Names prefixed ``lexical:``, ``run:``/``ranking:`` or ``semantic:``
+    form kernel groups for the GP methods; other columns form the group ``user``."""
+    upload = await read_upload(request, filename=None)
+    rows = await run_in_threadpool(parse_features, upload.content)
+    report = await run_in_threadpool(
+        service.replace_features, session, collection=collection, names=rows.names,
+        vectors=rows.vectors, source="upload")
+    return FeatureReport(**report)
+
+
+@router.get("/features", response_model=FeatureSetPublic)
+def get_features(session: SessionDep, collection: CollectionDep) -> FeatureSetPublic:
+    described = service.describe_features(session, collection=collection)
+    if described is None:
+        raise NotFound(f"collection {collection.name!r} has no features", code="no_features")
+    return FeatureSetPublic.model_validate(described)
+
+
+@router.post("/features/build", status_code=202, response_model=FeatureBuildPublic)
+def build_features(session: SessionDep, runner: RunnerDep, collection: CollectionDep,
+                   body: FeatureBuildCreate) -> FeatureBuildPublic:
+    """Build task features from the uploaded topic/document texts (lexical: tf, idf, tf-idf,
+    cosine, BM25, query likelihood; semantic: embeddings) and runs (rank, reciprocal rank), as
+    a job; the result replaces the collection's features."""
+    build = service.request_build(session, runner=runner, collection=collection,
+                                  **body.model_dump())
+    return FeatureBuildPublic.model_validate(build)
+
+
+@builds_router.get("/{build_id}", response_model=FeatureBuildPublic)
+def get_feature_build(session: SessionDep, build_id: int) -> FeatureBuildPublic:
+    return FeatureBuildPublic.model_validate(service.get_build(session, build_id=build_id))

@@ -1,0 +1,177 @@
+"""TREC run files: ``topic Q0 doc rank score tag``, whitespace-separated, one line per retrieved
+document.
+
+Each distinct ``tag`` is one run (a file normally holds one). Within a run the ranking of a topic is
+ordered as trec_eval orders it: by ``score`` descending, ties broken by doc id descending (string
+comparison, as trec_eval's ``strcmp``). The file's ``rank`` column must be an integer but does not
+decide the order; it is kept for information only (``TrecRun.file_ranks``).
+
+A parsed :class:`TrecRun` is a read-only mapping ``{topic: [doc, ...] best first}``, the form
+``models.features.build_features(runs=...)`` takes, so ``parse_runs(raw)`` can be passed as is.
+
+Errors (:class:`FileFormatError`, ``line`` = 1-based line in the file): ``invalid_row`` for a line
+without exactly 6 fields or with a non-numeric rank or score, ``duplicate_row`` for a second line
+for the same (topic, doc) in the same run, ``unknown_topic`` for a topic outside ``topics`` (when
+given), ``empty_file``; :func:`merge_runs` refuses a run name given twice (``duplicate_run``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from app.formats.errors import FileFormatError, decode_text
+
+
+@dataclass(frozen=True)
+class TrecRun(Mapping[str, list[str]]):
+    """One run: per topic the documents best first, with their scores and the file's ranks
+    (NumPy arrays aligned with the ranking)."""
+
+    name: str
+    rankings: dict[str, list[str]]
+    scores: dict[str, np.ndarray] = field(repr=False)
+    file_ranks: dict[str, np.ndarray] = field(repr=False)
+
+    def __getitem__(self, topic: str) -> list[str]:
+        return self.rankings[topic]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.rankings)
+
+    def __len__(self) -> int:
+        return len(self.rankings)
+
+    def depth(self, topic: str) -> int:
+        """How many documents the run retrieved for ``topic`` (0 if it did not answer it)."""
+        return len(self.rankings.get(topic, ()))
+
+    @property
+    def max_depth(self) -> int:
+        return max((len(r) for r in self.rankings.values()), default=0)
+
+
+# Per run and topic while parsing: doc -> position, scores, file ranks (one entry per line).
+_Entry = tuple[dict[str, int], list[float], list[int]]
+
+
+def parse_runs(
+    raw: bytes | str, *, topics: Collection[str] | None = None
+) -> dict[str, TrecRun]:
+    """{tag: run} for every run (tag) in the file; ``topics`` (optional) are the known topic ids.
+
+    Lines are read one at a time and a run's topic and tag strings are stored once, so memory
+    stays near the size of the result (about 0.2 KB per line) rather than of all the fields.
+    """
+    text = decode_text(raw)
+    runs: dict[str, dict[str, _Entry]] = {}
+    for line_no, line in enumerate(_lines(text), start=1):
+        parts = line.split()
+        if not parts:
+            continue
+        if len(parts) != 6:
+            raise FileFormatError(
+                f"line {line_no}: a run line has 6 fields (topic Q0 doc rank score tag), "
+                f"found {len(parts)}", code="invalid_row", line=line_no,
+            )
+        topic, _, doc, rank_text, score_text, tag = parts
+        try:
+            rank = int(rank_text)
+        except ValueError:
+            raise FileFormatError(f"line {line_no}: rank must be an integer, got {rank_text!r}",
+                                  code="invalid_row", line=line_no, column="rank") from None
+        try:
+            score = float(score_text)
+        except ValueError:
+            score = math.nan
+        if not math.isfinite(score):
+            raise FileFormatError(
+                f"line {line_no}: score must be a finite number, got {score_text!r}",
+                code="invalid_row", line=line_no, column="score",
+            )
+        if topics is not None and topic not in topics:
+            raise FileFormatError(f"line {line_no}: unknown topic {topic!r}",
+                                  code="unknown_topic", line=line_no, column="topic")
+        per_topic = runs.get(tag)
+        if per_topic is None:
+            per_topic = runs[tag] = {}
+        entry = per_topic.get(topic)
+        if entry is None:
+            entry = per_topic[topic] = ({}, [], [])
+        positions, scores, ranks = entry
+        if doc in positions:
+            first = _first_line(text, topic, doc, tag)
+            raise FileFormatError(
+                f"line {line_no}: run {tag!r} lists doc {doc!r} for topic {topic!r} twice "
+                f"(first on line {first})", code="duplicate_row", line=line_no,
+            )
+        positions[doc] = len(scores)
+        scores.append(score)
+        ranks.append(rank)
+    if not runs:
+        raise FileFormatError("the run file is empty", code="empty_file")
+    return {tag: _run(tag, per_topic) for tag, per_topic in runs.items()}
+
+
+def parse_run(
+    raw: bytes | str, *, topics: Collection[str] | None = None, name: str | None = None
+) -> TrecRun:
+    """The one run of a file (a file with several tags is refused); ``name`` replaces the tag."""
+    runs = parse_runs(raw, topics=topics)
+    if len(runs) > 1:
+        raise FileFormatError(
+            f"the file holds {len(runs)} runs (tags {', '.join(sorted(runs))}); expected one",
+            code="invalid_row",
+        )
+    run = next(iter(runs.values()))
+    if name is None:
+        return run
+    return TrecRun(name, run.rankings, run.scores, run.file_ranks)
+
+
+def merge_runs(parsed: Iterable[Mapping[str, TrecRun]]) -> dict[str, TrecRun]:
+    """Runs from several files in one dict; a run name (tag) seen twice is refused."""
+    out: dict[str, TrecRun] = {}
+    for runs in parsed:
+        for name, run in runs.items():
+            if name in out:
+                raise FileFormatError(f"run {name!r} is given twice", code="duplicate_run")
+            out[name] = run
+    return out
+
+
+def _run(tag: str, per_topic: dict[str, _Entry]) -> TrecRun:
+    rankings, scores, ranks = {}, {}, {}
+    for topic, (positions, score_list, rank_list) in per_topic.items():
+        docs = list(positions)  # in line order, aligned with the scores
+        score = np.array(score_list, dtype=np.float64)
+        # trec_eval: score descending, then doc id descending (lexsort: last key is primary).
+        order = np.lexsort((np.array(docs), score))[::-1]
+        rankings[topic] = [docs[i] for i in order]
+        scores[topic] = score[order]
+        ranks[topic] = np.array(rank_list, dtype=np.int64)[order]
+    return TrecRun(tag, rankings, scores, ranks)
+
+
+def _first_line(text: str, topic: str, doc: str, tag: str) -> int | None:
+    """Line of the first ``topic .. doc .. .. tag`` line (only called to report a duplicate)."""
+    for line_no, line in enumerate(_lines(text), start=1):
+        parts = line.split()
+        if len(parts) == 6 and parts[0] == topic and parts[2] == doc and parts[5] == tag:
+            return line_no
+    return None
+
+
+def _lines(text: str) -> Iterator[str]:
+    """The lines of ``text`` one at a time (no list of all lines, no copy of the text)."""
+    start = 0
+    while True:
+        end = text.find("\n", start)
+        if end < 0:
+            yield text[start:]
+            return
+        yield text[start:end]
+        start = end + 1

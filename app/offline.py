@@ -1,0 +1,330 @@
+"""The offline commands: ``crowdqrels aggregate`` (fit a model on a judgment file, no server) and
+``crowdqrels synth`` (write an Algorithm-10 synthetic data set).
+
+``load_annotation_data`` is the one "file -> AnnotationData" path; the service can reuse it.
+Heavy imports (numpy, the models, tqdm) happen inside the commands, so ``--help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from models.base import Aggregator
+    from models.data import AnnotationData
+    from models.evaluation import Evaluation
+
+METHODS = ("mv", "mace", "ds", "magp", "gpmv", "lk")
+DEFAULT_IGNORE = (-2,)
+NOISE_CHOICES = ("0-2", "2-4", "4-8", "8-12")  # models.synthetic.NOISE_LEVELS, without numpy
+
+
+# -- shared loading ----------------------------------------------------------------------------
+def load_annotation_data(
+    judgments: bytes | str,
+    *,
+    relevant_from: int = 1,
+    graded: bool = False,
+    ignore: Iterable[int] = DEFAULT_IGNORE,
+    scale: Iterable[int] | None = None,
+    gold_qrels: bytes | str | None = None,
+    features: bytes | str | None = None,
+) -> AnnotationData:
+    """Parse a judgment file (TSV/CSV, any accepted header) into AnnotationData.
+
+    Binary by default (label >= ``relevant_from`` is relevant); ``graded`` keeps the label values
+    as classes (``scale`` if given, else the values seen). Gold comes from ``gold_qrels`` (TREC
+    qrels text) when given, else from the file's ``gold`` column; qrels values in ``ignore`` or
+    negative are unknown, and for binary data they are binarised with ``relevant_from``.
+    ``features`` is a feature file (topic, doc, f1..fd). Raises FileFormatError on a bad file.
+    """
+    from app.formats.features_file import parse_features
+    from app.formats.judgments_file import parse_judgments
+    from app.formats.qrels import parse_qrels
+    from models.data import AnnotationData
+
+    ignore = tuple(ignore)
+    rows = parse_judgments(judgments)
+    data = AnnotationData.from_rows(
+        rows.topics, rows.docs, rows.annotators, rows.labels,
+        ignore=ignore,
+        relevant_from=None if graded else relevant_from,
+        scale=scale if graded else None,
+        gold=None if gold_qrels is not None else rows.golds,
+    )
+    if gold_qrels is not None:
+        qrels = parse_qrels(gold_qrels)
+        known = {key: value for key, value in qrels.items() if value >= 0 and value not in ignore}
+        if not graded:
+            known = {key: int(value >= relevant_from) for key, value in known.items()}
+        data = data.with_gold(known)
+    if features is not None:
+        feature_rows = parse_features(features)
+        data = data.with_features(feature_rows.vectors, dim=feature_rows.dim)
+    return data
+
+
+def build_aggregator(method: str, params: dict[str, Any] | None = None,
+                     seed: int | None = None) -> Aggregator:
+    """The registry's aggregator; ``seed`` becomes ``random_state`` when the method has one and
+    the params do not set it already."""
+    from models.registry import get_method, make_aggregator
+
+    params = dict(params or {})
+    if seed is not None and "random_state" in get_method(method).defaults:
+        params.setdefault("random_state", seed)
+    return make_aggregator(method, params)
+
+
+def relevant_index(classes: np.ndarray, relevant_from: int, graded: bool) -> int:
+    """Index of the first class that counts as relevant (binary data: class 1)."""
+    import numpy as np
+
+    if not graded:
+        return 1
+    return int(np.searchsorted(classes, relevant_from))
+
+
+def score_labels(labels: np.ndarray, proba: np.ndarray, gold: np.ndarray, *,
+                 relevant: int = 1) -> Evaluation | None:
+    """Accuracy / precision / recall / F1 of the hard ``labels`` (class indices, so a model's own
+    tie rule counts) and log loss of ``proba`` against gold class indices."""
+    import numpy as np
+
+    from models.evaluation import Evaluation, evaluate
+
+    soft = evaluate(proba, gold, relevant_index=relevant)
+    if soft is None:
+        return None
+    hard = evaluate(np.eye(proba.shape[1])[labels], gold, relevant_index=relevant)
+    assert hard is not None
+    return Evaluation(hard.n_gold, hard.accuracy, hard.precision, hard.recall, hard.f1,
+                      soft.log_loss)
+
+
+# -- output tables -----------------------------------------------------------------------------
+def _fmt(value: float) -> str:
+    return "" if value != value else f"{value:.6g}"  # NaN -> empty cell
+
+
+def _write_tsv(path: Path, header: list[str], rows: Iterable[list[str]]) -> None:
+    with path.open("w") as f:
+        f.write("\t".join(header) + "\n")
+        for row in rows:
+            f.write("\t".join(row) + "\n")
+
+
+def _annotator_table(data: AnnotationData, columns: dict[str, np.ndarray]
+                     ) -> tuple[list[str], list[list[str]]]:
+    import numpy as np
+
+    columns = dict(columns)
+    columns.setdefault("n_judgments", data.judgments_per_annotator().astype(float))
+    if data.gold is not None:
+        # Agreement with gold: the share of the annotator's judgments on gold tasks that match.
+        gold_of = data.gold[data.task]
+        on_gold = gold_of >= 0
+        n = np.bincount(data.annotator[on_gold], minlength=data.n_annotators).astype(float)
+        hits = np.bincount(data.annotator[on_gold],
+                           weights=(data.label[on_gold] == gold_of[on_gold]).astype(float),
+                           minlength=data.n_annotators)
+        columns["n_gold"] = n
+        columns["gold_agreement"] = np.divide(hits, n, out=np.full_like(hits, np.nan),
+                                              where=n > 0)
+    names = list(columns)
+    rows = [
+        [str(data.annotator_ids[j]), *(_fmt(float(columns[c][j])) for c in names)]
+        for j in range(data.n_annotators)
+    ]
+    return ["annotator", *names], rows
+
+
+def _task_table(data: AnnotationData, proba: np.ndarray, labels: np.ndarray,
+                p_relevant: np.ndarray, columns: dict[str, np.ndarray]
+                ) -> tuple[list[str], list[list[str]]]:
+    classes = data.classes.tolist()
+    names = [c for c in columns if c not in ("p_relevant",)]
+    header = ["topic", "doc", "label", "p_relevant", *(f"p_{v}" for v in classes), "gold", *names]
+    rows = []
+    for i in range(data.n_tasks):
+        gold = ""
+        if data.gold is not None and data.gold[i] >= 0:
+            gold = str(classes[data.gold[i]])
+        rows.append([
+            str(data.topic_ids[i]), str(data.doc_ids[i]), str(classes[labels[i]]),
+            _fmt(float(p_relevant[i])), *(_fmt(float(p)) for p in proba[i]), gold,
+            *(_fmt(float(columns[c][i])) for c in names),
+        ])
+    return header, rows
+
+
+# -- commands ----------------------------------------------------------------------------------
+class _ProgressBar:
+    """Feeds a fit's progress(fraction, message) callback into a tqdm bar on stderr."""
+
+    def __init__(self, desc: str, enabled: bool) -> None:
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=1000, desc=desc, file=sys.stderr, disable=not enabled,
+                        bar_format="{l_bar}{bar}| {elapsed}<{remaining} {postfix}")
+        self.done = 0
+
+    def __call__(self, fraction: float, message: str) -> None:
+        target = int(round(min(max(fraction, 0.0), 1.0) * 1000))
+        if target > self.done:
+            self.bar.update(target - self.done)
+            self.done = target
+        self.bar.set_postfix_str(message, refresh=False)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def _aggregate(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from app.formats.errors import FileFormatError
+    from app.formats.qrels import format_qrels
+    from models.registry import GP_METHODS, InvalidParams, UnknownMethod
+
+    def fail(message: str) -> int:
+        print(f"crowdqrels aggregate: error: {message}", file=sys.stderr)
+        return 2
+
+    try:
+        params = json.loads(args.params) if args.params else {}
+    except json.JSONDecodeError as exc:
+        return fail(f"--params is not valid JSON: {exc}")
+    if not isinstance(params, dict):
+        return fail("--params must be a JSON object")
+    try:
+        data = load_annotation_data(
+            Path(args.input).read_bytes(),
+            relevant_from=args.relevant_from,
+            graded=args.graded,
+            ignore=args.ignore,
+            gold_qrels=Path(args.gold).read_bytes() if args.gold else None,
+            features=Path(args.features).read_bytes() if args.features else None,
+        )
+    except FileFormatError as exc:
+        where = f" (line {exc.line})" if exc.line else ""
+        return fail(f"{exc.detail}{where}")
+    except (OSError, ValueError) as exc:
+        return fail(str(exc))
+    for note in data.notes:
+        print(f"note: {note}", file=sys.stderr)
+
+    try:
+        model = build_aggregator(args.method, params, args.seed)
+    except (UnknownMethod, InvalidParams) as exc:
+        return fail(str(exc))
+    except ImportError as exc:
+        return fail(f"method {args.method!r} is not available: {exc}")
+
+    bar = _ProgressBar(args.method, enabled=not args.quiet)
+    try:
+        model.fit(data, progress=bar)
+        bar(1.0, "done")  # EM may converge before its last iteration
+    finally:
+        bar.close()
+    result = model.result(data)
+    labels = np.asarray(model.labels_)
+
+    # Without features (or for non-GP methods) a task nobody judged has no evidence: no qrels line.
+    has_evidence = data.judgments_per_task() > 0
+    if args.method in GP_METHODS and data.features is not None:
+        has_evidence = np.ones(data.n_tasks, dtype=bool)
+    emit = has_evidence.copy()
+    if "selected" in result.task_columns:  # MACE --threshold: unselected tasks get no label
+        emit &= result.task_columns["selected"] > 0
+
+    if args.output:
+        values = data.classes[labels]
+        Path(args.output).write_text(format_qrels(
+            (str(data.topic_ids[i]), str(data.doc_ids[i]), int(values[i]))
+            for i in np.flatnonzero(emit)
+        ))
+    if args.annotators:
+        header, rows = _annotator_table(data, result.annotator_columns)
+        _write_tsv(Path(args.annotators), header, rows)
+    relevant = relevant_index(data.classes, args.relevant_from, args.graded)
+    if args.tasks:
+        p_relevant = result.proba[:, relevant:].sum(axis=1)  # P(label >= relevant_from)
+        header, rows = _task_table(data, result.proba, labels, p_relevant, result.task_columns)
+        _write_tsv(Path(args.tasks), header, rows)
+
+    print(f"method {args.method}: {data.n_tasks} tasks, {data.n_annotators} annotators, "
+          f"{data.n_judgments} judgments, classes {data.classes.tolist()}")
+    if "fallback" in result.info:
+        print(f"fallback: {result.info['fallback']}")
+    if data.gold is not None:
+        gold = np.where(emit, data.gold, -1)  # the tasks that got a qrels line
+        evaluation = score_labels(labels, result.proba, gold, relevant=relevant)
+        if evaluation is None:
+            print("no task with a gold label: nothing to evaluate")
+        else:
+            print(f"gold tasks {evaluation.n_gold}")
+            print(f"accuracy {evaluation.accuracy:.4f}")
+            if data.is_binary:
+                print(f"precision {evaluation.precision:.4f}")
+                print(f"recall {evaluation.recall:.4f}")
+                print(f"f1 {evaluation.f1:.4f}")
+            print(f"log_loss {evaluation.log_loss:.4f}")
+    return 0
+
+
+def _synth(args: argparse.Namespace) -> int:
+    from models.synthetic import NOISE_LEVELS, generate
+
+    data = generate(args.tasks, args.annotators, noise_level=NOISE_LEVELS[args.noise],
+                    redundancy=args.redundancy, random_state=args.seed)
+    paths = data.write(Path(args.outdir))
+    for name, path in paths.items():
+        print(f"{name}\t{path}")
+    return 0
+
+
+def add_offline_commands(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    aggregate = subparsers.add_parser(
+        "aggregate", help="fit an aggregation model on a judgment file, without a server",
+        description="Fit an aggregation model on a judgment file (TSV/CSV with a header; the TREC "
+                    "RF10 and crowd-kit column names are accepted) and write qrels and tables.",
+    )
+    aggregate.add_argument("input", help="judgment file")
+    aggregate.add_argument("--method", required=True, choices=METHODS)
+    aggregate.add_argument("--params", help="model parameters as a JSON object")
+    aggregate.add_argument("--gold", help="expert qrels (TREC format); default: the file's gold "
+                                          "column, if any")
+    aggregate.add_argument("--features", help="task features TSV: topic, doc, f1..fd")
+    aggregate.add_argument("--output", help="write the aggregated qrels (TREC) here")
+    aggregate.add_argument("--annotators", help="write the per-annotator TSV here")
+    aggregate.add_argument("--tasks", help="write the per-task TSV here")
+    aggregate.add_argument("--seed", type=int, help="random_state of the method, if it has one")
+    aggregate.add_argument("--relevant-from", type=int, default=1,
+                           help="labels from this value up are relevant (default 1)")
+    aggregate.add_argument("--ignore", type=int, nargs="*", default=list(DEFAULT_IGNORE),
+                           help="label values meaning 'could not judge' (default -2)")
+    aggregate.add_argument("--graded", action="store_true",
+                           help="keep graded labels as classes instead of binarising")
+    aggregate.add_argument("--quiet", action="store_true", help="no progress bar")
+    aggregate.set_defaults(func=_aggregate)
+
+    synth = subparsers.add_parser(
+        "synth", help="write a synthetic data set (thesis Algorithm 10)",
+        description="Write judgments.tsv, features.tsv, gold.qrels, annotators.tsv, tasks.tsv.",
+    )
+    synth.add_argument("outdir")
+    synth.add_argument("--tasks", type=int, default=1000)
+    synth.add_argument("--annotators", type=int, default=50)
+    synth.add_argument("--noise", choices=NOISE_CHOICES, default="0-2",
+                       help="annotator noise variance range (default 0-2)")
+    synth.add_argument("--redundancy", type=int, default=5)
+    synth.add_argument("--seed", type=int)
+    synth.set_defaults(func=_synth)

@@ -1,0 +1,228 @@
+"""Speed, peak memory and accuracy of mv / mace / ds against crowd-kit 1.4.2.
+
+    python bench/bench_models.py                      # 1,000,000 judgments + RF10
+    python bench/bench_models.py --tasks 20000 --annotators 1000   # a quick run
+
+Speed: one synthetic data set of Algorithm 10 (default 200,000 tasks x 5 judgments = 1,000,000
+judgments, 10,000 annotators), saved once; every fit then runs in its own subprocess: timed once,
+then fitted again under tracemalloc for the peak memory allocated during the fit (Python objects
+and numpy/pandas buffers alike), so neither the timing nor another fit disturbs the figure.
+MACE runs EM with 1 restart and 50 iterations in both implementations; Dawid-Skene runs 50
+iterations in both (tolerance disabled), so the times compare the same work.
+Accuracy: TREC RF10, binary (relevant from 1, -2 dropped), NIST gold, every method's defaults;
+crowd-kit's MACE with n_restarts=1, which is identical to its default 10 (it re-seeds every
+restart with the same random_state, see docs/models.md).
+
+Prints markdown tables. A script, never part of the test run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+RF10 = ROOT.parent / "shared" / "data" / "trec-rf10-crowd" / "trec-rf10-data.txt"
+
+CASES = ("mv", "mace", "ds", "crowdkit-mv", "crowdkit-mace", "crowdkit-ds")
+N_ITER = 50
+
+
+def _peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
+
+
+def _load(path: Path):  # type: ignore[no-untyped-def]
+    from models.data import AnnotationData
+
+    arrays = np.load(path)
+    n_tasks, n_ann = int(arrays["n_tasks"]), int(arrays["n_annotators"])
+    return AnnotationData(
+        task=arrays["task"], annotator=arrays["annotator"], label=arrays["label"],
+        topic_ids=np.full(n_tasks, "synth"), doc_ids=np.arange(n_tasks).astype(str),
+        annotator_ids=np.arange(n_ann).astype(str), classes=np.array([0, 1]),
+        gold=arrays["truth"],
+    )
+
+
+def _fit(case: str, data):  # type: ignore[no-untyped-def]
+    """Fit one case; return hard labels as class indices per task."""
+    if case.startswith("crowdkit-"):
+        import pandas as pd
+        from crowdkit.aggregation import MACE, DawidSkene, MajorityVote
+
+        frame = pd.DataFrame({"task": data.task, "worker": data.annotator, "label": data.label})
+        model = {
+            "crowdkit-mv": lambda: MajorityVote(),
+            "crowdkit-mace": lambda: MACE(method="em", n_restarts=1, n_iter=N_ITER,
+                                          random_state=0),
+            "crowdkit-ds": lambda: DawidSkene(n_iter=N_ITER, tol=-np.inf),
+        }[case]()
+        start = time.perf_counter()
+        labels = model.fit_predict(frame)
+        seconds = time.perf_counter() - start
+        out = labels.reindex(np.arange(data.n_tasks)).fillna(-1).to_numpy().astype(np.int64)
+        return seconds, out
+
+    from models.dawid_skene import DawidSkene
+    from models.mace import MACE
+    from models.majority_vote import MajorityVote
+
+    model = {
+        "mv": lambda: MajorityVote(),
+        "mace": lambda: MACE(variant="em", n_restarts=1, n_iter=N_ITER, random_state=0),
+        "ds": lambda: DawidSkene(n_iter=N_ITER, tol=0.0),
+    }[case]()
+    start = time.perf_counter()
+    model.fit(data)
+    seconds = time.perf_counter() - start
+    return seconds, np.asarray(model.labels_)
+
+
+def run_case(case: str, path: Path) -> dict[str, float]:
+    """In a fresh process: load, fit once for the time (and the growth of the peak RSS), then
+    once more under tracemalloc for the peak of memory allocated during the fit."""
+    data = _load(path)
+    if case.startswith("crowdkit-"):
+        import crowdkit.aggregation  # noqa: F401  (import cost is not part of the fit)
+    before = _peak_rss_mib()
+    seconds, labels = _fit(case, data)
+    after = _peak_rss_mib()
+    tracemalloc.start()
+    _fit(case, data)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return {"seconds": seconds, "peak_mib": peak / 2**20,
+            "rss_growth_mib": max(after - before, 0.0), "rss_mib": after,
+            "accuracy": float(np.mean(labels == data.gold))}
+
+
+def speed_table(args: argparse.Namespace) -> str:
+    from models.synthetic import NOISE_LEVELS, generate
+
+    start = time.perf_counter()
+    synthetic = generate(args.tasks, args.annotators, noise_level=NOISE_LEVELS[args.noise],
+                         redundancy=args.redundancy, random_state=args.seed)
+    generated = time.perf_counter() - start
+    n_judgments = synthetic.task.shape[0]
+    rows = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "data.npz"
+        np.savez(path, task=synthetic.task.astype(np.int64),
+                 annotator=synthetic.annotator.astype(np.int64),
+                 label=synthetic.label.astype(np.int64), truth=synthetic.truth.astype(np.int64),
+                 n_tasks=synthetic.truth.shape[0], n_annotators=synthetic.annotator_noise.shape[0])
+        for case in args.cases:
+            proc = subprocess.run([sys.executable, __file__, "--case", case, "--data", str(path)],
+                                  capture_output=True, text=True, check=True)
+            rows[case] = json.loads(proc.stdout.strip().splitlines()[-1])
+            print(f"  {case}: {rows[case]}", file=sys.stderr)
+    lines = [
+        f"Synthetic (Algorithm 10): {args.tasks:,} tasks, {args.annotators:,} annotators, "
+        f"{n_judgments:,} judgments, noise {args.noise}; generated in {generated:.1f} s.",
+        "",
+        "| method | ours: fit s | crowd-kit: fit s | speed-up | ours: peak MiB | "
+        "crowd-kit: peak MiB | ours: acc | crowd-kit: acc |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for method in ("mv", "mace", "ds"):
+        ours, theirs = rows.get(method), rows.get(f"crowdkit-{method}")
+        if ours is None:
+            continue
+        t_ck = f"{theirs['seconds']:.2f}" if theirs else "-"
+        ratio = f"{theirs['seconds'] / ours['seconds']:.1f}x" if theirs else "-"
+        m_ck = f"{theirs['peak_mib']:.0f}" if theirs else "-"
+        a_ck = f"{theirs['accuracy']:.4f}" if theirs else "-"
+        lines.append(f"| {method} | {ours['seconds']:.2f} | {t_ck} | {ratio} | "
+                     f"{ours['peak_mib']:.0f} | {m_ck} | {ours['accuracy']:.4f} | {a_ck} |")
+    return "\n".join(lines)
+
+
+def rf10_table() -> str:
+    import pandas as pd
+    from crowdkit.aggregation import MACE as CKMACE
+    from crowdkit.aggregation import DawidSkene as CKDS
+    from crowdkit.aggregation import MajorityVote as CKMV
+
+    from app.offline import load_annotation_data
+    from models.dawid_skene import DawidSkene
+    from models.mace import MACE
+    from models.majority_vote import MajorityVote
+
+    data = load_annotation_data(RF10.read_bytes(), relevant_from=1, ignore=(-2,))
+    assert data.gold is not None
+    gold = np.where(data.judgments_per_task() > 0, data.gold, -1)
+    known = gold >= 0
+    frame = pd.DataFrame({"task": data.task, "worker": data.annotator, "label": data.label})
+
+    def acc(labels: np.ndarray) -> float:
+        return float(np.mean(labels[known] == gold[known]))
+
+    def ck(model) -> tuple[float, float]:  # type: ignore[no-untyped-def]
+        start = time.perf_counter()
+        labels = model.fit_predict(frame)
+        seconds = time.perf_counter() - start
+        return acc(labels.reindex(np.arange(data.n_tasks)).fillna(-1).to_numpy()), seconds
+
+    def ours(model) -> tuple[float, float]:  # type: ignore[no-untyped-def]
+        start = time.perf_counter()
+        model.fit(data)
+        return acc(np.asarray(model.labels_)), time.perf_counter() - start
+
+    results = [
+        ("mv", ours(MajorityVote()), ck(CKMV())),
+        ("mace", ours(MACE(random_state=0)), ck(CKMACE(n_restarts=1, random_state=0))),
+        ("ds", ours(DawidSkene()), ck(CKDS(n_iter=100))),
+    ]
+    lines = [
+        f"TREC RF10, binary, {int(known.sum()):,} tasks with NIST gold "
+        f"({data.n_judgments:,} judgments, {data.n_annotators} annotators); defaults.",
+        "",
+        "| method | ours: accuracy | crowd-kit 1.4.2: accuracy | ours: fit s | crowd-kit: fit s |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for name, (a, s), (a_ck, s_ck) in results:
+        lines.append(f"| {name} | {a:.4f} | {a_ck:.4f} | {s:.2f} | {s_ck:.2f} |")
+    sorted_frame = frame.sort_values("worker", kind="stable")
+    start = time.perf_counter()
+    fixed = CKMACE(n_restarts=1, random_state=0).fit_predict(sorted_frame)
+    s_fixed = time.perf_counter() - start
+    a_fixed = acc(fixed.reindex(np.arange(data.n_tasks)).fillna(-1).to_numpy())
+    lines.append(f"| mace, crowd-kit with rows sorted by worker | | {a_fixed:.4f} | | "
+                 f"{s_fixed:.2f} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tasks", type=int, default=200_000)
+    parser.add_argument("--annotators", type=int, default=10_000)
+    parser.add_argument("--redundancy", type=int, default=5)
+    parser.add_argument("--noise", default="0-2")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--cases", nargs="*", default=list(CASES), choices=CASES)
+    parser.add_argument("--skip-rf10", action="store_true")
+    parser.add_argument("--case", choices=CASES, help=argparse.SUPPRESS)  # subprocess mode
+    parser.add_argument("--data", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.case:
+        print(json.dumps(run_case(args.case, Path(args.data))))
+        return
+    print(speed_table(args))
+    if not args.skip_rf10 and RF10.exists():
+        print()
+        print(rf10_table())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,195 @@
+"""Dawid–Skene (Dawid & Skene 1979): one confusion matrix per annotator, fitted by EM.
+
+    P(T_i = t) = ρ_t,     P(y_a = l | T_i = t) = π_j[t, l]
+
+EM maximises the marginal log-likelihood  Σ_i log Σ_t ρ_t Π_{a ∈ i} π_{j(a)}[t, y_a],  starting
+from the majority-vote posterior (an M step first). ``smoothing`` is a pseudo-count added to every
+confusion-matrix cell (0 gives the plain maximum-likelihood update; cells are clipped at 1e-10
+as crowd-kit does). With ``use_gold`` the posterior of a task with a gold label is held at that
+label. Stops after ``n_iter`` iterations or when the log-likelihood per judgment changes by less
+than ``tol``.
+
+Confusion matrices are (n_annotators, K, K) — K is tiny; all task statistics are segment sums over
+judgments (np.bincount), never a tasks × annotators array.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Self
+
+import numpy as np
+
+from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
+from models.data import UNKNOWN, AnnotationData
+
+_EPS = 1e-10
+
+
+class DawidSkene(Aggregator):
+    """``confusion_[j, t, l]`` = P(annotator j says l | truth t); ``prior_``; ``proba_``."""
+
+    method = "ds"
+
+    def __init__(
+        self,
+        n_iter: int = 100,
+        tol: float = 1e-5,
+        smoothing: float = 0.01,
+        use_gold: bool = False,
+    ) -> None:
+        if n_iter < 0:
+            raise ValueError("n_iter must be >= 0")
+        if smoothing < 0 or tol < 0:
+            raise ValueError("smoothing and tol must be >= 0")
+        self.n_iter = n_iter
+        self.tol = tol
+        self.smoothing = smoothing
+        self.use_gold = use_gold
+
+    def fit(self, data: AnnotationData, progress: ProgressCallback = no_progress) -> Self:
+        gold = data.gold if (self.use_gold and data.gold is not None) else None
+        counts = data.counts().astype(np.float64)
+        totals = counts.sum(axis=1, keepdims=True)
+        proba = np.divide(counts, totals, out=np.full_like(counts, 1.0 / data.n_classes),
+                          where=totals > 0)
+        proba = _fix_gold(proba, gold)
+        n = max(data.n_judgments, 1)
+        idx = _Judgments.from_data(data, gold)
+        history: list[float] = []
+        self.n_iter_ = 0
+        for it in range(self.n_iter):
+            prior, confusion = self._m_step(idx, proba)
+            ll, proba = _e_step(idx, prior, confusion)
+            history.append(ll)
+            self.n_iter_ = it + 1
+            progress((it + 1) / self.n_iter, f"iteration {it + 1}, log-likelihood {ll:.2f}")
+            if len(history) > 1 and abs(history[-1] - history[-2]) / n < self.tol:
+                break
+        prior, confusion = self._m_step(idx, proba)
+        self.prior_ = prior
+        self.confusion_ = confusion
+        self.proba_ = proba
+        self.objective_history_ = history
+        self.loss_history_ = [-v / n for v in history]
+        self.log_likelihood_ = history[-1] if history else float("nan")
+        return self
+
+    def _m_step(self, idx: _Judgments, proba: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """ρ = mean posterior of judged tasks; π_j[t, l] ∝ Σ_{a by j, y_a = l} P(T_i = t)."""
+        k = idx.n_classes
+        if idx.all_judged:
+            prior = proba.mean(axis=0)
+        elif idx.judged.any():
+            prior = proba[idx.judged].mean(axis=0)
+        else:
+            prior = np.full(k, 1.0 / k)
+        prior = np.clip(prior, _EPS, None)
+        prior /= prior.sum()
+        confusion = np.empty((idx.n_annotators, k, k))
+        for t in range(k - 1):
+            weights = np.ascontiguousarray(proba[:, t]).take(idx.task)
+            confusion[:, t, :] = np.bincount(idx.ann_label, weights=weights,
+                                             minlength=idx.n_annotators * k).reshape(-1, k)
+        # The posterior sums to 1 over t, so the last row is what the other rows leave.
+        confusion[:, k - 1, :] = idx.label_counts - confusion[:, : k - 1, :].sum(axis=1)
+        confusion = np.clip(confusion + self.smoothing, _EPS, None)
+        confusion /= confusion.sum(axis=2, keepdims=True)
+        return prior, confusion
+
+    @property
+    def competence_(self) -> np.ndarray:
+        """Expected accuracy under the class prior: Σ_t ρ_t π_j[t, t]."""
+        return np.einsum("t,jtt->j", self.prior_, self.confusion_)
+
+    def result(self, data: AnnotationData) -> AggregationResult:
+        annotator_columns = {
+            "competence": self.competence_,
+            "n_judgments": data.judgments_per_annotator().astype(np.float64),
+        }
+        values = data.classes.tolist()
+        for t, vt in enumerate(values):
+            for lab, vl in enumerate(values):
+                annotator_columns[f"p_{vl}_given_{vt}"] = self.confusion_[:, t, lab]
+        return AggregationResult(
+            method=self.method,
+            classes=data.classes,
+            proba=self.proba_,
+            task_columns={"n_judgments": data.judgments_per_task().astype(np.float64)},
+            annotator_columns=annotator_columns,
+            objective_history=list(self.objective_history_),
+            info={
+                "log_likelihood": self.log_likelihood_,
+                "n_iter": self.n_iter_,
+                "prior": self.prior_.tolist(),
+            },
+        )
+
+
+@dataclass(frozen=True)
+class _Judgments:
+    """Index arrays computed once per fit (flat keys make every gather 1-D)."""
+
+    task: np.ndarray
+    ann_label: np.ndarray  # annotator * K + label
+    n_tasks: int
+    n_annotators: int
+    n_classes: int
+    judged: np.ndarray  # (n_tasks,) bool
+    all_judged: bool
+    label_counts: np.ndarray  # (n_annotators, K): judgments per annotator and label
+    cells: tuple[np.ndarray, ...]  # per true class t: the flat index of cell [j, t, label]
+    impossible: np.ndarray | None  # (n_tasks, K) True where a gold label rules a class out
+
+    @classmethod
+    def from_data(cls, data: AnnotationData, gold: np.ndarray | None) -> _Judgments:
+        k = data.n_classes
+        impossible = None
+        if gold is not None:
+            known = np.flatnonzero(gold != UNKNOWN)
+            impossible = np.zeros((data.n_tasks, k), dtype=bool)
+            impossible[known] = True
+            impossible[known, gold[known]] = False
+        ann_label = data.annotator * k + data.label
+        judged = data.judgments_per_task() > 0
+        label_counts = np.bincount(ann_label, minlength=data.n_annotators * k).reshape(-1, k)
+        first = data.annotator * k * k + data.label
+        return cls(data.task, ann_label, data.n_tasks, data.n_annotators, k, judged,
+                   bool(judged.all()), label_counts.astype(np.float64),
+                   tuple(first + t * k for t in range(k)), impossible)
+
+
+def _e_step(
+    idx: _Judgments, prior: np.ndarray, confusion: np.ndarray
+) -> tuple[float, np.ndarray]:
+    """Posterior over true labels and the marginal log-likelihood.
+
+    Log space: a task's likelihood is a product over its judgments, which underflows.
+    """
+    k = idx.n_classes
+    log_conf = np.log(confusion).ravel()
+    log_joint = np.empty((idx.n_tasks, k))
+    for t in range(k):
+        log_joint[:, t] = np.bincount(idx.task, weights=log_conf.take(idx.cells[t]),
+                                      minlength=idx.n_tasks)
+    log_joint += np.log(prior)
+    if idx.impossible is not None:
+        log_joint[idx.impossible] = -np.inf  # a gold label: only its own class is possible
+    top = log_joint.max(axis=1, keepdims=True)
+    proba = np.exp(log_joint - top)
+    total = proba.sum(axis=1, keepdims=True)
+    proba /= total
+    log_marginal = np.log(total[:, 0]) + top[:, 0]
+    if not idx.all_judged:
+        log_marginal = log_marginal[idx.judged]
+    return float(log_marginal.sum()), proba
+
+
+def _fix_gold(proba: np.ndarray, gold: np.ndarray | None) -> np.ndarray:
+    if gold is None:
+        return proba
+    known = np.flatnonzero(gold != UNKNOWN)
+    proba = proba.copy()
+    proba[known] = 0.0
+    proba[known, gold[known]] = 1.0
+    return proba

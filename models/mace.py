@@ -1,0 +1,245 @@
+"""MACE, Multi-Annotator Competence Estimation (Hovy, Berg-Kirkpatrick, Vaswani & Hovy, NAACL 2013).
+
+Generative story: the true label T_i ~ Uniform(K); annotator j knows it with probability θ_j and
+then copies it, else it "spams" a label from its own distribution ξ_j:
+
+    P(y_a = l | T_i = t) = (1 - θ_j) ξ_jl + θ_j [t = l]
+
+EM maximises the marginal log-likelihood  Σ_i log Σ_t P(t) Π_{a ∈ i} P(y_a | t)  with ``smoothing``
+added to the fractional counts (MACE.java default 0.01 / K); random restarts keep the run with
+the best log-likelihood. ``variant="vb"`` is the variational-Bayes variant of the paper: priors
+Beta(alpha, beta) on (spamming, knowing) and Dirichlet(strategy_prior) on ξ_j, and the M step
+takes exp(ψ(counts + prior)) / exp(ψ(Σ counts + prior)) (ψ: digamma) instead of normalising.
+Options follow MACE.java: control (gold) labels held fixed (``use_gold``); ``threshold`` keeps
+only the share of tasks with the lowest posterior entropy (the others are flagged unselected).
+
+Everything is a gather or a segment sum over judgments (np.bincount): no tasks × annotators array.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Self
+
+import numpy as np
+from scipy.special import digamma
+
+from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
+from models.data import UNKNOWN, AnnotationData
+
+VARIANTS = ("em", "vb")
+
+
+class MACE(Aggregator):
+    """Hovy et al. (2013). ``competence_`` is θ_j, ``spam_dist_`` is ξ_j, ``proba_`` P(T_i)."""
+
+    method = "mace"
+
+    def __init__(
+        self,
+        variant: str = "vb",
+        n_restarts: int = 10,
+        n_iter: int = 50,
+        tol: float = 0.0,
+        smoothing: float | None = None,
+        alpha: float = 0.5,
+        beta: float = 0.5,
+        strategy_prior: float = 10.0,
+        use_gold: bool = False,
+        threshold: float = 1.0,
+        random_state: int | None = None,
+    ) -> None:
+        if variant not in VARIANTS:
+            raise ValueError(f"variant must be 'em' or 'vb', got {variant!r}")
+        if n_restarts < 1 or n_iter < 0:
+            raise ValueError("n_restarts must be >= 1 and n_iter >= 0")
+        if not 0.0 < threshold <= 1.0:
+            raise ValueError("threshold must be in (0, 1]")
+        if smoothing is not None and smoothing < 0:
+            raise ValueError("smoothing must be >= 0")
+        if alpha <= 0 or beta <= 0 or strategy_prior <= 0:
+            raise ValueError("alpha, beta and strategy_prior must be > 0")
+        self.variant = variant
+        self.n_restarts = n_restarts
+        self.n_iter = n_iter
+        self.tol = tol
+        self.smoothing = smoothing
+        self.alpha = alpha
+        self.beta = beta
+        self.strategy_prior = strategy_prior
+        self.use_gold = use_gold
+        self.threshold = threshold
+        self.random_state = random_state
+
+    # -- fitting -----------------------------------------------------------------------------
+    def fit(self, data: AnnotationData, progress: ProgressCallback = no_progress) -> Self:
+        k = data.n_classes
+        smoothing = 0.01 / k if self.smoothing is None else float(self.smoothing)
+        gold = data.gold if (self.use_gold and data.gold is not None) else None
+        idx = _Judgments.from_data(data, gold)
+        rng = np.random.default_rng(self.random_state)
+        total = max(self.n_restarts * max(self.n_iter, 1), 1)
+
+        best: tuple[float, np.ndarray, np.ndarray, list[float]] | None = None
+        restart_ll: list[float] = []
+        for r in range(self.n_restarts):
+            # MACE.java's initialisation: uniform(0, 1) + smoothing, normalised, per annotator.
+            knowing = rng.random((data.n_annotators, 2)) + smoothing
+            knowing /= knowing.sum(axis=1, keepdims=True)
+            spam = rng.random((data.n_annotators, k)) + smoothing
+            spam /= spam.sum(axis=1, keepdims=True)
+            ll, _, counts = _e_step(idx, knowing, spam)
+            history = [ll]
+            for it in range(self.n_iter):
+                knowing, spam = self._m_step(counts, smoothing)
+                ll, _, counts = _e_step(idx, knowing, spam)
+                history.append(ll)
+                progress((r * self.n_iter + it + 1) / total,
+                         f"restart {r + 1}/{self.n_restarts}, log-likelihood {ll:.2f}")
+                if self.tol > 0 and abs(history[-1] - history[-2]) <= self.tol * data.n_judgments:
+                    break
+            restart_ll.append(ll)
+            if best is None or ll > best[0]:
+                best = (ll, knowing, spam, history)
+        assert best is not None
+        ll, knowing, spam, history = best
+        _, proba, _ = _e_step(idx, knowing, spam)
+
+        self.log_likelihood_ = ll
+        self.loss_history_ = [-v / max(data.n_judgments, 1) for v in history]
+        self.objective_history_ = history
+        self.restart_log_likelihoods_ = restart_ll
+        # Normalised: under VB the exp-digamma values are sub-normalised weights.
+        self.competence_ = knowing[:, 1] / knowing.sum(axis=1)
+        self.spam_dist_ = spam / spam.sum(axis=1, keepdims=True)
+        self.proba_ = proba
+        self.entropy_ = -np.sum(np.where(proba > 0, proba * np.log(np.where(proba > 0, proba, 1)),
+                                         0.0), axis=1)
+        self.selected_ = _select_confident(self.entropy_, data.judgments_per_task() > 0,
+                                           self.threshold)
+        return self
+
+    def _m_step(self, counts: tuple[np.ndarray, np.ndarray], smoothing: float
+                ) -> tuple[np.ndarray, np.ndarray]:
+        knowing_counts, spam_counts = counts
+        if self.variant == "em":
+            knowing = knowing_counts + smoothing
+            spam = spam_counts + smoothing
+            return (knowing / knowing.sum(axis=1, keepdims=True),
+                    spam / spam.sum(axis=1, keepdims=True))
+        knowing = knowing_counts + np.array([self.alpha, self.beta])
+        spam = spam_counts + self.strategy_prior
+        return (np.exp(digamma(knowing) - digamma(knowing.sum(axis=1, keepdims=True))),
+                np.exp(digamma(spam) - digamma(spam.sum(axis=1, keepdims=True))))
+
+    # -- results -----------------------------------------------------------------------------
+    def result(self, data: AnnotationData) -> AggregationResult:
+        annotator_columns = {
+            "competence": self.competence_,
+            "n_judgments": data.judgments_per_annotator().astype(np.float64),
+        }
+        for c, value in enumerate(data.classes.tolist()):
+            annotator_columns[f"spam_p_{value}"] = self.spam_dist_[:, c]
+        return AggregationResult(
+            method=self.method,
+            classes=data.classes,
+            proba=self.proba_,
+            task_columns={
+                "entropy": self.entropy_,
+                "selected": self.selected_.astype(np.float64),
+                "n_judgments": data.judgments_per_task().astype(np.float64),
+            },
+            annotator_columns=annotator_columns,
+            objective_history=list(self.objective_history_),
+            info={
+                "log_likelihood": self.log_likelihood_,
+                "restart_log_likelihoods": list(self.restart_log_likelihoods_),
+                "variant": self.variant,
+                "threshold": self.threshold,
+                "n_selected": int(self.selected_.sum()),
+            },
+        )
+
+
+@dataclass(frozen=True)
+class _Judgments:
+    """The index arrays one E step needs, computed once per fit (flat keys make gathers 1-D)."""
+
+    task: np.ndarray
+    ann: np.ndarray
+    task_label: np.ndarray  # task * K + label
+    ann_label: np.ndarray  # annotator * K + label
+    n_tasks: int
+    n_annotators: int
+    n_classes: int
+    per_annotator: np.ndarray  # judgments per annotator
+    label_counts: np.ndarray  # (n_annotators, K): judgments per annotator and label
+    impossible: np.ndarray | None  # (n_tasks, K) True where a control label rules a class out
+
+    @classmethod
+    def from_data(cls, data: AnnotationData, gold: np.ndarray | None) -> _Judgments:
+        k = data.n_classes
+        impossible = None
+        if gold is not None:
+            known = np.flatnonzero(gold != UNKNOWN)
+            impossible = np.zeros((data.n_tasks, k), dtype=bool)
+            impossible[known] = True
+            impossible[known, gold[known]] = False
+        ann_label = data.annotator * k + data.label
+        label_counts = np.bincount(ann_label, minlength=data.n_annotators * k).reshape(-1, k)
+        return cls(data.task, data.annotator, data.task * k + data.label, ann_label,
+                   data.n_tasks, data.n_annotators, k,
+                   data.judgments_per_annotator().astype(np.float64),
+                   label_counts.astype(np.float64), impossible)
+
+
+def _e_step(
+    idx: _Judgments, knowing: np.ndarray, spam: np.ndarray
+) -> tuple[float, np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """Posterior over true labels, marginal log-likelihood and expected counts.
+
+    Per judgment a = (i, j, l): g = P(spam) ξ_jl and h = P(know), so P(y_a | t) = g + h [t = l].
+    Log space, since a task's likelihood is a product over its judgments:
+    log P(y_i | t) = Σ_a log g_a + Σ_{a: l_a = t} (log(g_a + h_a) − log g_a).
+    """
+    k = idx.n_classes
+    # g and h depend on (annotator, label) only: (n_annotators, K) tables, gathered per judgment.
+    g = np.maximum(knowing[:, :1] * spam, 1e-300)  # smoothing=0 may reach 0: keep logs finite
+    log_g = np.log(g)
+    bonus_table = np.log(g + knowing[:, 1:]) - log_g
+    know_table = knowing[:, 1:] / (g + knowing[:, 1:])
+    base = np.bincount(idx.task, weights=log_g.ravel().take(idx.ann_label),
+                       minlength=idx.n_tasks)
+    bonus = np.bincount(idx.task_label, weights=bonus_table.ravel().take(idx.ann_label),
+                        minlength=idx.n_tasks * k).reshape(idx.n_tasks, k)
+    log_joint = base[:, None] + bonus - np.log(k)
+    if idx.impossible is not None:
+        log_joint[idx.impossible] = -np.inf  # a control label: only its own class is possible
+    top = log_joint.max(axis=1, keepdims=True)
+    proba = np.exp(log_joint - top)
+    total = proba.sum(axis=1, keepdims=True)
+    proba /= total
+    log_likelihood = float(np.sum(np.log(total)) + np.sum(top))
+
+    # P(annotator knew | data) = P(T = l | data) h / (g + h); otherwise it spammed label l.
+    p_know = proba.ravel().take(idx.task_label) * know_table.ravel().take(idx.ann_label)
+    know = np.bincount(idx.ann_label, weights=p_know,
+                       minlength=idx.n_annotators * k).reshape(idx.n_annotators, k)
+    spam_counts = idx.label_counts - know  # each judgment either knew or spammed its label
+    know_total = know.sum(axis=1)
+    knowing_counts = np.stack([idx.per_annotator - know_total, know_total], axis=1)
+    return log_likelihood, proba, (knowing_counts, spam_counts)
+
+
+def _select_confident(entropy: np.ndarray, judged: np.ndarray, threshold: float) -> np.ndarray:
+    """MACE's --threshold: keep the ``threshold`` share of judged tasks with the lowest entropy
+    (ties at the cut are kept); tasks nobody judged are never selected."""
+    selected = np.zeros(entropy.shape[0], dtype=bool)
+    n_judged = int(judged.sum())
+    if n_judged == 0:
+        return selected
+    if threshold >= 1.0:
+        return judged.copy()
+    n_keep = max(int(np.ceil(threshold * n_judged)), 1)
+    cutoff = np.sort(entropy[judged])[n_keep - 1]
+    return judged & (entropy <= cutoff)

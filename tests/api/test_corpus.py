@@ -1,0 +1,104 @@
+"""Topic and document texts, runs, and features built from them by a job."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.api.helpers import API, create_collection
+from tests.api.jobs import wait_for
+
+TOPICS = "id\ttext\nt1\tblack bear attacks\nt2\tsolar panel efficiency\n"
+DOCS = {
+    "d1": "a black bear attacks hikers near the camp; bear attacks are rare",
+    "d2": "the bear market hit solar stocks",
+    "d3": "solar panel efficiency reached a record for silicon panels",
+    "d4": "cooking pasta with tomato sauce",
+}
+RUN_A = "t1 Q0 d1 1 9.5 runA\nt1 Q0 d2 2 3.1 runA\nt2 Q0 d3 1 7.0 runA\n"
+RUN_B = "t1 Q0 d2 1 2.0 runB\nt2 Q0 d3 1 5.0 runB\nt2 Q0 d2 2 1.0 runB\n"
+
+
+def setup_collection(client) -> None:
+    create_collection(client, name="c", labels=[0, 1], relevant_from=1, ignore=[])
+    judgments = [{"topic": t, "doc": d, "annotator": a, "label": y} for t, d, a, y in [
+        ("t1", "d1", "a", 1), ("t1", "d2", "a", 0), ("t1", "d4", "b", 0),
+        ("t2", "d3", "a", 1), ("t2", "d2", "b", 0), ("t2", "d4", "b", 0),
+    ]]
+    assert client.post(f"{API}/collections/c/judgments",
+                       json={"judgments": judgments}).status_code == 201
+
+
+def test_texts_runs_and_feature_build(jobs_client) -> None:
+    client = jobs_client
+    setup_collection(client)
+    topics = client.put(f"{API}/collections/c/topics", content=TOPICS.encode(),
+                        headers={"content-type": "text/tab-separated-values"})
+    assert topics.status_code == 200, topics.text
+    assert topics.json() == {"texts": 2, "new": 0}
+    docs = client.put(f"{API}/collections/c/documents",
+                      json=[{"id": k, "text": v} for k, v in DOCS.items()])
+    assert docs.status_code == 200, docs.text
+    assert docs.json() == {"texts": 4, "new": 0}
+    for name, run in (("runA", RUN_A), ("runB", RUN_B)):
+        response = client.put(f"{API}/collections/c/runs/{name}", content=run.encode(),
+                              headers={"content-type": "text/plain"})
+        assert response.status_code == 200, response.text
+    runs = client.get(f"{API}/collections/c/runs").json()
+    assert [(r["name"], r["n_lines"], r["n_topics"], r["max_depth"]) for r in runs["data"]] == [
+        ("runA", 3, 2, 2), ("runB", 3, 2, 2)]
+
+    build = client.post(f"{API}/collections/c/features/build", json={})
+    assert build.status_code == 202, build.text
+    assert build.json()["params"]["lexical"] and build.json()["params"]["ranking"]
+    done = wait_for(client, build.json()["id"], kind="feature-builds")
+    assert done["status"] == "succeeded", done["error"]
+    assert done["report"]["tasks"] == 6
+
+    described = client.get(f"{API}/collections/c/features").json()
+    assert described["source"] == "built" and described["tasks"] == 6
+    names = described["names"]
+    assert {"lexical", "ranking"} <= set(described["groups"])
+    assert any("bm25" in n for n in names)
+    assert any(n.startswith("run:runA:") for n in names)
+
+    # The built features are what an aggregation sees.
+    fit = client.post(f"{API}/collections/c/aggregations", json={"method": "mv"}).json()
+    assert wait_for(client, fit["id"])["status"] == "succeeded"
+
+
+def test_feature_build_needs_inputs(client) -> None:
+    setup_collection(client)
+    response = client.post(f"{API}/collections/c/features/build", json={})
+    assert response.status_code == 422 and response.json()["code"] == "missing_inputs"
+    response = client.post(f"{API}/collections/c/features/build", json={"ranking": True})
+    assert response.status_code == 422 and response.json()["code"] == "missing_runs"
+    response = client.post(f"{API}/collections/c/features/build", json={"lexical": True})
+    assert response.status_code == 422 and response.json()["code"] == "missing_texts"
+    assert client.get(f"{API}/feature-builds/999").json()["code"] == "feature_build_not_found"
+
+
+@pytest.mark.parametrize(("run", "code", "line"), [
+    ("t1 Q0 d1 1 9.5 r\nt1 Q0 d1 2 3.1 r\n", "duplicate_row", 2),
+    ("t1 Q0 d1 1 9.5 r\nt1 Q0 d2 2 high r\n", "invalid_row", 2),
+    ("t1 Q0 d1 1 9.5 r\nt9 Q0 d2 2 3.0 r\n", "unknown_topic", 2),
+    ("t1 Q0 d1 1 9.5\n", "invalid_row", 1),
+])
+def test_bad_runs_name_the_line(client, run, code, line) -> None:
+    setup_collection(client)
+    response = client.put(f"{API}/collections/c/runs/r", content=run.encode(),
+                          headers={"content-type": "text/plain"})
+    assert response.status_code == 422, response.text
+    assert response.json()["code"] == code
+    assert response.json()["line"] == line
+    assert client.get(f"{API}/collections/c/runs").json()["count"] == 0
+
+
+def test_bad_texts(client) -> None:
+    setup_collection(client)
+    dup = client.put(f"{API}/collections/c/topics", content=b"t1\ta\nt1\tb\n",
+                     headers={"content-type": "text/tab-separated-values"})
+    assert dup.status_code == 422 and dup.json()["code"] == "duplicate_row"
+    assert dup.json()["line"] == 2
+    empty = client.put(f"{API}/collections/c/documents", content=b"",
+                       headers={"content-type": "text/tab-separated-values"})
+    assert empty.status_code == 422 and empty.json()["code"] == "empty_file"

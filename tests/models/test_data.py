@@ -1,0 +1,77 @@
+"""AnnotationData.from_rows and the offline loader (file -> AnnotationData)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from app.formats.errors import FileFormatError
+from app.offline import load_annotation_data
+from models.data import AnnotationData
+
+FILE = (
+    "topic\tdoc\tannotator\tlabel\tgold\n"
+    "t1\td1\tw1\t0\t2\n"
+    "t1\td1\tw1\t2\t2\n"      # repeat: the latest (2) wins
+    "t1\td1\tw2\t-2\t2\n"     # could not judge: dropped
+    "t1\td2\tw2\t1\t-1\n"
+    "t2\td1\tw1\t0\t0\n"
+)
+
+
+def test_from_rows_keeps_latest_drops_ignored_and_binarises() -> None:
+    data = AnnotationData.from_rows(
+        ["t", "t", "t", "t"], ["a", "a", "b", "b"], ["x", "x", "x", "y"], [0, 1, -2, 2],
+        ignore=[-2], relevant_from=1)
+    assert data.n_judgments == 2
+    assert data.classes.tolist() == [0, 1]
+    pairs = zip(data.doc_ids[data.task].tolist(), data.label.tolist(), strict=True)
+    assert sorted(pairs) == [("a", 1), ("b", 1)]
+    assert any("latest" in note for note in data.notes)
+
+
+def test_loader_binary_with_gold_column() -> None:
+    data = load_annotation_data(FILE)
+    assert data.is_binary
+    keys = list(zip(data.topic_ids.tolist(), data.doc_ids.tolist(), strict=True))
+    assert keys == [("t1", "d1"), ("t1", "d2"), ("t2", "d1")]
+    assert data.gold is not None
+    assert data.gold.tolist() == [1, -1, 0]
+    assert data.counts().tolist() == [[0, 1], [0, 1], [1, 0]]
+
+
+def test_loader_graded_and_qrels_gold() -> None:
+    qrels = "t1 0 d1 1\nt1 0 d2 -2\nt2 0 d1 2\n"
+    graded = load_annotation_data(FILE, graded=True, gold_qrels=qrels)
+    assert graded.classes.tolist() == [0, 1, 2]
+    assert graded.gold is not None
+    assert graded.gold.tolist() == [1, -1, 2]
+    binary = load_annotation_data(FILE, gold_qrels=qrels)
+    assert binary.gold is not None
+    assert binary.gold.tolist() == [1, -1, 1]  # qrels grade 2 binarised, not dropped
+
+
+def test_loader_without_topic_column_and_with_features() -> None:
+    text = "task,worker,label\nd1,w1,1\nd1,w2,0\nd2,w1,1\n"
+    features = "topic\tdoc\tf1\tf2\n0\td1\t0.5\t1.5\n"
+    data = load_annotation_data(text, features=features)
+    assert data.topic_ids.tolist() == ["0", "0"]
+    assert data.features is not None
+    np.testing.assert_allclose(data.features[0], [0.5, 1.5])
+    # d2 has no vector: it gets the column means of the tasks that have one
+    np.testing.assert_allclose(data.features[1], [0.5, 1.5])
+    assert any("imputed" in note for note in data.notes)
+
+
+def test_loader_reports_bad_rows() -> None:
+    with pytest.raises(FileFormatError) as info:
+        load_annotation_data("doc\tannotator\tlabel\nd1\tw1\tyes\n")
+    assert info.value.line == 2
+
+
+def test_rf10_counts(rf10) -> None:  # type: ignore[no-untyped-def]
+    assert rf10.is_binary
+    assert 760 <= rf10.n_annotators <= 766  # 766 in the file, a few judged only broken links
+    assert rf10.gold is not None
+    judged = rf10.judgments_per_task() > 0
+    assert int(((rf10.gold >= 0) & judged).sum()) == 3275

@@ -1,0 +1,106 @@
+"""Dawid–Skene: one EM step checked by hand, EM invariants, gold, recovery, crowd-kit."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.stats import spearmanr
+
+from models.data import AnnotationData
+from models.dawid_skene import DawidSkene
+from models.majority_vote import MajorityVote
+from models.synthetic import NOISE_LEVELS, generate
+
+
+def _two_annotators() -> AnnotationData:
+    """Four tasks, annotators A and B: (1, 1), (0, 0), (1, 0), (1, 1)."""
+    return AnnotationData(
+        task=np.array([0, 0, 1, 1, 2, 2, 3, 3]),
+        annotator=np.array([0, 1, 0, 1, 0, 1, 0, 1]),
+        label=np.array([1, 1, 0, 0, 1, 0, 1, 1]),
+        topic_ids=np.full(4, "t"), doc_ids=np.array(["d0", "d1", "d2", "d3"]),
+        annotator_ids=np.array(["A", "B"]), classes=np.array([0, 1]),
+        gold=np.array([1, 0, 1, -1]),
+    )
+
+
+def test_one_em_step_by_hand() -> None:
+    # Majority vote: q = [0,1], [1,0], [.5,.5], [0,1]  ->  prior ρ = [3/8, 5/8].
+    # Counts with Laplace smoothing 1:  A: truth 0 -> (1+1, .5+1)/3.5, truth 1 -> (0+1, 2.5+1)/4.5
+    #                                   B: truth 0 -> (1.5+1, 0+1)/3.5, truth 1 -> (.5+1, 2+1)/4.5
+    # Task 2 (A says 1, B says 0): P(0) ∝ 3/8 · 3/7 · 5/7 = 45/392,
+    #                              P(1) ∝ 5/8 · 7/9 · 1/3 = 35/216.
+    data = _two_annotators()
+    ds = DawidSkene(n_iter=1, smoothing=1.0).fit(data)
+    a, b = 45 / 392, 35 / 216
+    np.testing.assert_allclose(ds.proba_[2], [a / (a + b), b / (a + b)])
+    # Task 0 (both say 1): P(0) ∝ 3/8 · 3/7 · 2/7, P(1) ∝ 5/8 · 7/9 · 2/3.
+    c, d = 3 / 8 * 3 / 7 * 2 / 7, 5 / 8 * 7 / 9 * 2 / 3
+    np.testing.assert_allclose(ds.proba_[0], [c / (c + d), d / (c + d)])
+    expected_ll = np.log(c + d) * 2 + np.log(a + b) + np.log(
+        3 / 8 * 4 / 7 * 5 / 7 + 5 / 8 * 2 / 9 * 1 / 3)
+    np.testing.assert_allclose(ds.objective_history_[0], expected_ll)
+
+
+def test_gold_is_held_fixed() -> None:
+    data = _two_annotators()
+    ds = DawidSkene(use_gold=True, smoothing=1.0).fit(data)
+    np.testing.assert_allclose(ds.proba_[:3], [[0, 1], [1, 0], [0, 1]])
+    free = DawidSkene(use_gold=False, smoothing=1.0).fit(data)
+    assert not np.allclose(free.proba_[2], [0, 1])
+
+
+def test_em_log_likelihood_never_decreases_and_result_columns(synth_small) -> None:  # type: ignore[no-untyped-def]
+    data = synth_small.to_annotation_data()
+    ds = DawidSkene(smoothing=0.0, tol=0.0, n_iter=30).fit(data)
+    history = np.array(ds.objective_history_)
+    assert len(history) == 30
+    assert np.all(np.diff(history) >= -1e-6 * abs(history[0]))
+    np.testing.assert_allclose(ds.confusion_.sum(axis=2), 1.0)
+    np.testing.assert_allclose(ds.proba_.sum(axis=1), 1.0)
+    result = ds.result(data)
+    assert set(result.annotator_columns) >= {"competence", "p_1_given_0", "p_0_given_1"}
+    assert all(np.isfinite(v).all() for v in result.annotator_columns.values())
+    assert ds.loss_history_[-1] <= ds.loss_history_[0]
+
+
+def test_multiclass_recovers_truth() -> None:
+    # Three classes; good annotators are right 80% of the time, bad ones 40%.
+    rng = np.random.default_rng(0)
+    n_tasks, n_ann, k = 600, 12, 3
+    truth = rng.integers(0, k, n_tasks)
+    skill = np.where(np.arange(n_ann) < 6, 0.8, 0.4)
+    task = np.repeat(np.arange(n_tasks), 5)
+    ann = np.concatenate([rng.choice(n_ann, 5, replace=False) for _ in range(n_tasks)])
+    right = rng.random(task.shape[0]) < skill[ann]
+    label = np.where(right, truth[task], (truth[task] + rng.integers(1, k, task.shape[0])) % k)
+    data = AnnotationData(task=task, annotator=ann, label=label, topic_ids=np.full(n_tasks, "t"),
+                          doc_ids=np.array([f"d{i}" for i in range(n_tasks)]),
+                          annotator_ids=np.array([f"a{j}" for j in range(n_ann)]),
+                          classes=np.arange(k), gold=truth)
+    ds = DawidSkene().fit(data)
+    mv = MajorityVote().fit(data)
+    acc_ds = np.mean(ds.labels_ == truth)
+    assert acc_ds >= np.mean(mv.labels_ == truth)
+    assert acc_ds > 0.85
+    assert ds.competence_[:6].min() > ds.competence_[6:].max()
+
+
+def test_competence_tracks_true_noise() -> None:
+    # 20 annotators, so each has hundreds of judgments (task noise dominates with fewer).
+    synthetic = generate(5000, 20, noise_level=NOISE_LEVELS["0-2"], redundancy=5,
+                         random_state=11)
+    ds = DawidSkene().fit(synthetic.to_annotation_data())
+    rho = spearmanr(ds.competence_, synthetic.annotator_noise).statistic
+    assert rho < -0.6
+
+
+def test_at_least_crowdkit_accuracy(rf10, rf10_gold, synth_small, helpers) -> None:  # type: ignore[no-untyped-def]
+    from crowdkit.aggregation import DawidSkene as CrowdKitDS
+
+    for data, gold in ((rf10, rf10_gold), (synth_small.to_annotation_data(), synth_small.truth)):
+        ours = helpers.accuracy(DawidSkene().fit(data).labels_, gold)
+        theirs = helpers.accuracy(
+            helpers.crowdkit_labels(CrowdKitDS(n_iter=100).fit_predict(helpers.to_crowdkit(data)),
+                                    data.n_tasks), gold)
+        assert ours >= theirs - 1e-12, (ours, theirs)
+    assert helpers.accuracy(DawidSkene().fit(rf10).labels_, rf10_gold) >= 0.686

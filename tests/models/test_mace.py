@@ -1,0 +1,197 @@
+"""MACE: the E step against brute-force enumeration, EM invariants, the MACE.java options
+(restarts, VB, controls, threshold), parameter recovery, and crowd-kit / RF10 accuracy."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy.stats import spearmanr
+
+from models.data import AnnotationData
+from models.dawid_skene import DawidSkene
+from models.mace import MACE, _e_step, _Judgments
+from models.majority_vote import MajorityVote
+from models.registry import InvalidParams, make_aggregator, validate_params
+from models.synthetic import NOISE_LEVELS, generate
+
+
+def _mace_data(n_tasks: int, n_ann: int, k: int, theta: np.ndarray, xi: np.ndarray,
+               per_task: int, seed: int) -> AnnotationData:
+    """Draw judgments from MACE's own generative story."""
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(0, k, n_tasks)
+    task = np.repeat(np.arange(n_tasks), per_task)
+    ann = np.concatenate([rng.choice(n_ann, per_task, replace=False) for _ in range(n_tasks)])
+    knows = rng.random(task.shape[0]) < theta[ann]
+    spam = np.array([rng.choice(k, p=xi[j]) for j in ann])
+    label = np.where(knows, truth[task], spam)
+    return AnnotationData(task=task, annotator=ann, label=label,
+                          topic_ids=np.full(n_tasks, "t"),
+                          doc_ids=np.array([f"d{i}" for i in range(n_tasks)]),
+                          annotator_ids=np.array([f"a{j}" for j in range(n_ann)]),
+                          classes=np.arange(k), gold=truth)
+
+
+def test_e_step_matches_brute_force() -> None:
+    rng = np.random.default_rng(1)
+    k, n_ann = 3, 4
+    data = _mace_data(6, n_ann, k, np.full(n_ann, 0.6), np.full((n_ann, k), 1 / k), 3, seed=2)
+    knowing = rng.dirichlet([1, 1], n_ann)  # columns: P(spam), P(know)
+    spam = rng.dirichlet(np.ones(k), n_ann)
+    ll, proba, (knowing_counts, spam_counts) = _e_step(
+        _Judgments.from_data(data, None), knowing, spam)
+
+    joint = np.ones((data.n_tasks, k)) / k
+    for a in range(data.n_judgments):
+        i, j, lab = data.task[a], data.annotator[a], data.label[a]
+        for t in range(k):
+            joint[i, t] *= knowing[j, 0] * spam[j, lab] + knowing[j, 1] * (t == lab)
+    np.testing.assert_allclose(ll, np.log(joint.sum(axis=1)).sum())
+    np.testing.assert_allclose(proba, joint / joint.sum(axis=1, keepdims=True))
+
+    # Expected counts by enumerating every (true label, spam state of each judgment).
+    exp_know = np.zeros(n_ann)
+    exp_spam = np.zeros((n_ann, k))
+    for i in range(data.n_tasks):
+        rows = np.flatnonzero(data.task == i)
+        total = 0.0
+        acc_know = np.zeros(n_ann)
+        acc_spam = np.zeros((n_ann, k))
+        for t in range(k):
+            for states in itertools.product([0, 1], repeat=len(rows)):  # 1 = knows
+                p = 1 / k
+                for a, s in zip(rows, states, strict=True):
+                    j, lab = data.annotator[a], data.label[a]
+                    p *= knowing[j, 1] * (t == lab) if s else knowing[j, 0] * spam[j, lab]
+                total += p
+                for a, s in zip(rows, states, strict=True):
+                    j, lab = data.annotator[a], data.label[a]
+                    if s:
+                        acc_know[j] += p
+                    else:
+                        acc_spam[j, lab] += p
+        exp_know += acc_know / total
+        exp_spam += acc_spam / total
+    np.testing.assert_allclose(knowing_counts[:, 1], exp_know)
+    np.testing.assert_allclose(spam_counts, exp_spam)
+    np.testing.assert_allclose(knowing_counts.sum(axis=1), data.judgments_per_annotator())
+
+
+def test_em_without_smoothing_never_decreases_log_likelihood(synth_small) -> None:  # type: ignore[no-untyped-def]
+    data = synth_small.to_annotation_data()
+    mace = MACE(variant="em", smoothing=0.0, n_restarts=1, n_iter=40, random_state=0).fit(data)
+    history = np.array(mace.objective_history_)
+    assert len(history) == 41
+    assert np.all(np.diff(history) >= -1e-7 * abs(history[0]))
+
+
+def test_restarts_keep_the_best_log_likelihood(synth_small) -> None:  # type: ignore[no-untyped-def]
+    data = synth_small.to_annotation_data()
+    mace = MACE(variant="em", n_restarts=5, n_iter=20, random_state=4).fit(data)
+    assert mace.log_likelihood_ == max(mace.restart_log_likelihoods_)
+    assert len(set(np.round(mace.restart_log_likelihoods_, 6))) > 1  # restarts really differ
+    again = MACE(variant="em", n_restarts=5, n_iter=20, random_state=4).fit(data)
+    np.testing.assert_array_equal(again.proba_, mace.proba_)
+
+
+@pytest.mark.parametrize("variant", ["em", "vb"])
+def test_multiclass_recovers_competence(variant: str) -> None:
+    n_ann, k = 15, 4
+    theta = np.linspace(0.1, 0.9, n_ann)
+    xi = np.tile([0.7, 0.1, 0.1, 0.1], (n_ann, 1))  # spammers favour class 0
+    data = _mace_data(800, n_ann, k, theta, xi, 5, seed=3)
+    mace = MACE(variant=variant, n_restarts=3, random_state=0).fit(data)
+    assert spearmanr(mace.competence_, theta).statistic > 0.85
+    assert mace.spam_dist_.shape == (n_ann, k)
+    np.testing.assert_allclose(mace.spam_dist_.sum(axis=1), 1.0)
+    assert np.median(mace.spam_dist_[:, 0]) > 0.4
+    acc = np.mean(mace.labels_ == data.gold)
+    assert acc > np.mean(MajorityVote().fit(data).labels_ == data.gold)
+    result = mace.result(data)
+    assert {"competence", "spam_p_0", "spam_p_3"} <= set(result.annotator_columns)
+
+
+def test_control_labels_are_held_fixed() -> None:
+    data = _mace_data(200, 8, 2, np.full(8, 0.5), np.full((8, 2), 0.5), 3, seed=5)
+    assert data.gold is not None
+    gold = np.where(np.arange(data.n_tasks) < 50, data.gold, -1)
+    data = AnnotationData(**{**data.__dict__, "gold": gold})
+    mace = MACE(use_gold=True, n_restarts=2, random_state=0).fit(data)
+    np.testing.assert_allclose(mace.proba_[np.arange(50), gold[:50]], 1.0)
+    free = MACE(use_gold=False, n_restarts=2, random_state=0).fit(data)
+    assert not np.allclose(free.proba_[np.arange(50), gold[:50]], 1.0)
+
+
+def test_threshold_selects_the_most_confident_tasks(synth_small) -> None:  # type: ignore[no-untyped-def]
+    data = synth_small.to_annotation_data()
+    mace = MACE(threshold=0.3, n_restarts=2, random_state=0).fit(data)
+    selected = mace.selected_
+    assert 0.3 * data.n_tasks <= selected.sum() <= 0.35 * data.n_tasks
+    assert mace.entropy_[selected].max() <= mace.entropy_[~selected].min()
+    result = mace.result(data)
+    np.testing.assert_array_equal(result.task_columns["selected"], selected.astype(float))
+    assert MACE(n_restarts=1).fit(data).selected_.all()
+    # The confident share is more accurate than the rest.
+    assert np.mean(mace.labels_[selected] == synth_small.truth[selected]) > \
+        np.mean(mace.labels_[~selected] == synth_small.truth[~selected])
+
+
+def test_registry_params() -> None:
+    defaults = validate_params("mace", {"variant": "em", "n_restarts": 2, "smoothing": 0.1,
+                                        "use_gold": True, "threshold": 0.5, "random_state": 1})
+    assert defaults["variant"] == "em"
+    assert isinstance(make_aggregator("mace", {"variant": "em"}), MACE)
+    with pytest.raises(InvalidParams):
+        make_aggregator("mace", {"variant": "gibbs"})
+    with pytest.raises(InvalidParams):
+        make_aggregator("mace", {"threshold": 0.0})
+
+
+def test_competence_tracks_true_noise() -> None:
+    synthetic = generate(5000, 20, noise_level=NOISE_LEVELS["0-2"], redundancy=5,
+                         random_state=11)
+    mace = MACE(n_restarts=3, random_state=0).fit(synthetic.to_annotation_data())
+    assert spearmanr(mace.competence_, synthetic.annotator_noise).statistic < -0.6
+
+
+def test_at_least_crowdkit_accuracy_synthetic(synth_small, helpers) -> None:  # type: ignore[no-untyped-def]
+    from crowdkit.aggregation import MACE as CrowdKitMACE
+
+    data = synth_small.to_annotation_data()
+    ours = helpers.accuracy(MACE(random_state=0).fit(data).labels_, synth_small.truth)
+    # crowd-kit re-seeds every restart with the same random_state, so its 10 default restarts
+    # are one restart repeated: n_restarts=1 gives the identical result in a tenth of the time.
+    theirs = helpers.accuracy(helpers.crowdkit_labels(
+        CrowdKitMACE(n_restarts=1, random_state=0).fit_predict(helpers.to_crowdkit(data)),
+        data.n_tasks), synth_small.truth)
+    assert ours >= theirs, (ours, theirs)
+
+
+def test_best_of_three_on_rf10(rf10, rf10_gold, helpers) -> None:  # type: ignore[no-untyped-def]
+    mace = helpers.accuracy(MACE(random_state=0).fit(rf10).labels_, rf10_gold)
+    ds = helpers.accuracy(DawidSkene().fit(rf10).labels_, rf10_gold)
+    mv = helpers.accuracy(MajorityVote().fit(rf10).labels_, rf10_gold)
+    assert int((rf10_gold >= 0).sum()) == 3275
+    assert mace >= max(ds, mv, 0.686), (mace, ds, mv)
+
+
+@pytest.mark.slow
+def test_at_least_crowdkit_accuracy_rf10(rf10, rf10_gold, helpers) -> None:  # type: ignore[no-untyped-def]
+    from crowdkit.aggregation import MACE as CrowdKitMACE
+
+    frame = helpers.to_crowdkit(rf10)
+    ours = helpers.accuracy(MACE(random_state=0).fit(rf10).labels_, rf10_gold)
+    theirs = helpers.accuracy(helpers.crowdkit_labels(
+        CrowdKitMACE(n_restarts=1, random_state=0).fit_predict(frame), rf10.n_tasks), rf10_gold)
+    assert ours >= theirs, (ours, theirs)
+    # crowd-kit 1.4.2 gives worker k the spamming distribution of the k-th worker in *sorted*
+    # order, while it indexes workers in order of first appearance (docs/models.md). Rows sorted
+    # by worker make the two orders agree, and its accuracy jumps from .59 to about ours.
+    assert theirs < 0.62
+    fixed = helpers.accuracy(helpers.crowdkit_labels(
+        CrowdKitMACE(n_restarts=1, random_state=0).fit_predict(
+            frame.sort_values("worker", kind="stable")), rf10.n_tasks), rf10_gold)
+    assert fixed > 0.69
+    assert ours >= fixed - 0.01

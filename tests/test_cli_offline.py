@@ -1,0 +1,134 @@
+"""The offline CLI, in-process: ``crowdqrels synth`` then ``crowdqrels aggregate`` on its files,
+and ``aggregate`` on the real RF10 file."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from app.cli import main
+from app.formats.qrels import parse_qrels
+
+RF10 = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "trec-rf10-crowd" / \
+    "trec-rf10-data.txt"
+
+
+def _read_tsv(path: Path) -> list[dict[str, str]]:
+    with path.open() as f:
+        return list(csv.DictReader(f, delimiter="\t"))
+
+
+def _metrics(out: str) -> dict[str, float]:
+    metrics = {}
+    for line in out.splitlines():
+        name, _, value = line.partition(" ")
+        if name in ("accuracy", "precision", "recall", "f1", "log_loss", "gold"):
+            metrics[name] = float(value.split()[-1])
+    return metrics
+
+
+@pytest.fixture(scope="module")
+def synth_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("synth")
+    assert main(["synth", str(out), "--tasks", "300", "--annotators", "20", "--noise", "2-4",
+                 "--redundancy", "5", "--seed", "3"]) == 0
+    return out
+
+
+def test_synth_writes_all_files(synth_dir: Path) -> None:
+    for name in ("judgments.tsv", "features.tsv", "gold.qrels", "annotators.tsv", "tasks.tsv"):
+        assert (synth_dir / name).stat().st_size > 0
+    assert len(_read_tsv(synth_dir / "judgments.tsv")) == 1500
+    assert len(parse_qrels((synth_dir / "gold.qrels").read_text())) == 300
+
+
+@pytest.mark.parametrize("method", ["mv", "mace", "ds"])
+def test_aggregate_synthetic(synth_dir: Path, tmp_path: Path, method: str,
+                             capsys: pytest.CaptureFixture[str]) -> None:
+    qrels, ann, tasks = tmp_path / "out.qrels", tmp_path / "ann.tsv", tmp_path / "tasks.tsv"
+    code = main(["aggregate", str(synth_dir / "judgments.tsv"), "--method", method,
+                 "--gold", str(synth_dir / "gold.qrels"), "--output", str(qrels),
+                 "--annotators", str(ann), "--tasks", str(tasks), "--seed", "1"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    metrics = _metrics(captured.out)
+    assert metrics["gold"] == 300
+    assert 0.6 < metrics["accuracy"] <= 1.0
+    assert {"precision", "recall", "f1"} <= set(metrics)
+
+    lines = qrels.read_text().splitlines()
+    assert len(lines) == 300
+    assert lines == sorted(lines, key=lambda s: (s.split()[0], s.split()[2]))
+    labels = parse_qrels(qrels.read_text())
+    assert set(labels.values()) <= {0, 1}
+
+    task_rows = _read_tsv(tasks)
+    assert len(task_rows) == 300
+    assert {"topic", "doc", "label", "p_relevant", "p_0", "p_1", "gold"} <= set(task_rows[0])
+    for row in task_rows:
+        assert 0.0 <= float(row["p_relevant"]) <= 1.0
+        assert labels[(row["topic"], row["doc"])] == int(row["label"])
+    # Accuracy printed = exact match of the qrels with gold.
+    gold = parse_qrels((synth_dir / "gold.qrels").read_text())
+    matches = sum(labels[key] == value for key, value in gold.items())
+    assert metrics["accuracy"] == pytest.approx(matches / 300, abs=1e-4)
+
+    ann_rows = _read_tsv(ann)
+    assert len(ann_rows) == 20
+    assert {"annotator", "competence", "n_judgments", "gold_agreement"} <= set(ann_rows[0])
+    assert sum(int(float(r["n_judgments"])) for r in ann_rows) == 1500
+    assert "█" in captured.err or "100%" in captured.err  # the progress bar
+
+
+def test_aggregate_params_and_errors(synth_dir: Path, tmp_path: Path,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    judgments = str(synth_dir / "judgments.tsv")
+    assert main(["aggregate", judgments, "--method", "mace", "--quiet",
+                 "--params", '{"variant": "em", "n_restarts": 2, "threshold": 0.5}',
+                 "--output", str(tmp_path / "half.qrels")]) == 0
+    # MACE's threshold: only the selected (most confident) half is written.
+    assert len((tmp_path / "half.qrels").read_text().splitlines()) in range(150, 170)
+    assert main(["aggregate", judgments, "--method", "mace", "--params", "{bad"]) == 2
+    assert main(["aggregate", judgments, "--method", "ds", "--params", '{"n_restart": 2}']) == 2
+    assert "valid parameters" in capsys.readouterr().err
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("doc\tannotator\tlabel\nd1\tw1\tx\n")
+    assert main(["aggregate", str(bad), "--method", "mv"]) == 2
+    assert "line 2" in capsys.readouterr().err
+
+
+def test_aggregate_graded(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "graded.csv"
+    path.write_text("task,worker,label\n"
+                    "a,w1,2\na,w2,2\na,w3,1\nb,w1,0\nb,w2,1\nb,w3,0\nc,w1,1\nc,w2,1\n")
+    qrels = tmp_path / "g.qrels"
+    assert main(["aggregate", str(path), "--method", "mv", "--graded", "--quiet",
+                 "--output", str(qrels)]) == 0
+    assert parse_qrels(qrels.read_text()) == {("0", "a"): 2, ("0", "b"): 0, ("0", "c"): 1}
+    assert "classes [0, 1, 2]" in capsys.readouterr().out
+
+
+def test_aggregate_rf10(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    if not RF10.exists():
+        pytest.skip("RF10 file not available")
+    qrels = tmp_path / "rf10.qrels"
+    assert main(["aggregate", str(RF10), "--method", "ds", "--quiet", "--output", str(qrels),
+                 "--tasks", str(tmp_path / "t.tsv")]) == 0
+    metrics = _metrics(capsys.readouterr().out)
+    assert metrics["gold"] == 3275
+    assert metrics["accuracy"] >= 0.686
+    assert len(qrels.read_text().splitlines()) == len(_read_tsv(tmp_path / "t.tsv"))
+
+
+@pytest.mark.slow
+def test_aggregate_rf10_mace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    if not RF10.exists():
+        pytest.skip("RF10 file not available")
+    assert main(["aggregate", str(RF10), "--method", "mace", "--seed", "0",
+                 "--output", str(tmp_path / "rf10.qrels"),
+                 "--annotators", str(tmp_path / "a.tsv")]) == 0
+    metrics = _metrics(capsys.readouterr().out)
+    assert metrics["gold"] == 3275
+    assert metrics["accuracy"] >= 0.69
