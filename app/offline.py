@@ -83,15 +83,6 @@ def build_aggregator(method: str, params: dict[str, Any] | None = None,
     return make_aggregator(method, params)
 
 
-def relevant_index(classes: np.ndarray, relevant_from: int, graded: bool) -> int:
-    """Index of the first class that counts as relevant (binary data: class 1)."""
-    import numpy as np
-
-    if not graded:
-        return 1
-    return int(np.searchsorted(classes, relevant_from))
-
-
 def score_labels(labels: np.ndarray, proba: np.ndarray, gold: np.ndarray, *,
                  relevant: int = 1) -> Evaluation | None:
     """Accuracy / precision / recall / F1 of the hard ``labels`` (class indices, so a model's own
@@ -218,9 +209,21 @@ def _aggregate(args: argparse.Namespace) -> int:
         return fail(f"{exc.detail}{where}")
     except (OSError, ValueError) as exc:
         return fail(str(exc))
+    groups = None
+    if args.topics or args.documents or args.runs:
+        try:
+            data, groups = _built_features(data, args)
+        except FileFormatError as exc:
+            where = f" (line {exc.line})" if exc.line else ""
+            return fail(f"{exc.detail}{where}")
+        except (OSError, ValueError, ImportError) as exc:
+            return fail(str(exc))
     for note in data.notes:
         print(f"note: {note}", file=sys.stderr)
 
+    from models.features.build import with_kernel_params
+
+    params = with_kernel_params(args.method, params, groups)
     try:
         model = build_aggregator(args.method, params, args.seed)
     except (UnknownMethod, InvalidParams) as exc:
@@ -254,7 +257,9 @@ def _aggregate(args: argparse.Namespace) -> int:
     if args.annotators:
         header, rows = _annotator_table(data, result.annotator_columns)
         _write_tsv(Path(args.annotators), header, rows)
-    relevant = relevant_index(data.classes, args.relevant_from, args.graded)
+    from models.evaluation import relevant_index
+
+    relevant = relevant_index(data.classes, args.relevant_from, graded=args.graded)
     if args.tasks:
         p_relevant = result.proba[:, relevant:].sum(axis=1)  # P(label >= relevant_from)
         header, rows = _task_table(data, result.proba, labels, p_relevant, result.task_columns)
@@ -280,6 +285,26 @@ def _aggregate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _built_features(data: AnnotationData, args: argparse.Namespace
+                    ) -> tuple[AnnotationData, dict[str, list[int]]]:
+    """Features built from --topics/--documents texts and --runs, as the service builds them."""
+    from app.formats.runs import merge_runs, parse_runs
+    from app.formats.texts import parse_texts
+    from models.features import build_features
+
+    if bool(args.topics) != bool(args.documents):
+        raise ValueError("--topics and --documents go together (lexical features need both)")
+    topic_texts = parse_texts(Path(args.topics).read_bytes()) if args.topics else None
+    doc_texts = parse_texts(Path(args.documents).read_bytes()) if args.documents else None
+    runs = merge_runs(parse_runs(Path(p).read_bytes()) for p in args.runs) if args.runs else None
+    tasks = list(zip(data.topic_ids.tolist(), data.doc_ids.tolist(), strict=True))
+    features = build_features(tasks, topic_texts=topic_texts, doc_texts=doc_texts, runs=runs,
+                              embeddings=args.embeddings)
+    for note in features.notes:
+        print(f"note: {note}", file=sys.stderr)
+    return data.with_features(features.as_dict(), dim=features.dim), features.groups
+
+
 def _synth(args: argparse.Namespace) -> int:
     from models.synthetic import NOISE_LEVELS, generate
 
@@ -303,6 +328,13 @@ def add_offline_commands(subparsers: argparse._SubParsersAction) -> None:  # typ
     aggregate.add_argument("--gold", help="expert qrels (TREC format); default: the file's gold "
                                           "column, if any")
     aggregate.add_argument("--features", help="task features TSV: topic, doc, f1..fd")
+    aggregate.add_argument("--topics", help="topic texts (TSV id<TAB>text, or JSON): with "
+                           "--documents, builds lexical features")
+    aggregate.add_argument("--documents", help="document texts (TSV id<TAB>text, or JSON)")
+    aggregate.add_argument("--runs", nargs="+", default=[], metavar="RUN",
+                           help="TREC run files: builds rank / reciprocal-rank features")
+    aggregate.add_argument("--embeddings", action="store_true",
+                           help="also semantic features (needs crowdqrels[embeddings])")
     aggregate.add_argument("--output", help="write the aggregated qrels (TREC) here")
     aggregate.add_argument("--annotators", help="write the per-annotator TSV here")
     aggregate.add_argument("--tasks", help="write the per-task TSV here")

@@ -7,8 +7,8 @@ import socket
 import subprocess
 import sys
 import time
-from contextlib import contextmanager
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx

@@ -13,7 +13,6 @@ import tempfile
 import time
 
 import httpx
-
 from _server import RF10, reset_postgres, rss_mib, running_api
 
 POSTGRES = "postgresql+psycopg://postgres@127.0.0.1:5432/crowdqrels_bench"
@@ -52,8 +51,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for name, url in (("PostgreSQL", POSTGRES), ("SQLite", f"sqlite:///{tmp}/bench.db")):
             rows.append((name, bench(url, args.repeat)))
-    print("| database | judgments | seconds (best of %d) | judgments/s | API RSS after (MiB) "
-          "| API peak RSS (MiB) |" % args.repeat)
+    print(f"| database | judgments | seconds (best of {args.repeat}) | judgments/s "
+          "| API RSS after (MiB) | API peak RSS (MiB) |")
     print("|---|---|---|---|---|---|")
     for name, r in rows:
         print(f"| {name} | {r['judgments']:,} | {r['seconds']:.2f} | {r['per_s']:,.0f} "

@@ -22,7 +22,6 @@ import time
 from pathlib import Path
 
 import httpx
-
 from _server import RF10, ROOT, reset_postgres, rss_mib, running_api
 
 sys.path.insert(0, str(ROOT))

@@ -223,7 +223,8 @@ class AnnotationData:
         used_annotators, annotator_index = np.unique(annotator[latest], return_inverse=True)
         if used_tasks.shape[0] < pair_uniq.shape[0]:
             notes.append(
-                f"dropped {pair_uniq.shape[0] - used_tasks.shape[0]} tasks without a usable judgment"
+                f"dropped {pair_uniq.shape[0] - used_tasks.shape[0]} tasks without a usable "
+                "judgment"
             )
         if used_annotators.shape[0] < ann_uniq.shape[0]:
             notes.append(
@@ -276,6 +277,6 @@ class AnnotationData:
 
 
 def _encode(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Integer codes in first-seen order would need a dict; sorted order is as useful and vectorised."""
+    """Integer codes over the sorted distinct values (vectorised; first-seen order needs a dict)."""
     uniq, codes = np.unique(values.astype(str), return_inverse=True)
     return codes.astype(np.int64), uniq

@@ -29,6 +29,13 @@ class Evaluation:
         return asdict(self)
 
 
+def relevant_index(classes: np.ndarray, relevant_from: int, *, graded: bool) -> int:
+    """Index of the first class that counts as relevant (binary data: class 1)."""
+    if not graded:
+        return 1
+    return int(np.searchsorted(classes, relevant_from))
+
+
 def evaluate(proba: np.ndarray, gold: np.ndarray, *, relevant_index: int = 1) -> Evaluation | None:
     """Evaluate class probabilities (n_tasks, n_classes) against gold class indices (UNKNOWN = -1).
 

@@ -132,3 +132,32 @@ def test_aggregate_rf10_mace(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     metrics = _metrics(capsys.readouterr().out)
     assert metrics["gold"] == 3275
     assert metrics["accuracy"] >= 0.69
+
+
+def test_aggregate_builds_features_from_texts_and_runs(tmp_path, capsys) -> None:
+    """--topics/--documents/--runs build the service's features; the GP then uses them."""
+    from tests.api.test_corpus import DOCS, RUN_A, RUN_B, TOPICS
+
+    judgments = tmp_path / "j.tsv"
+    judgments.write_text("topic\tdoc\tannotator\tlabel\n" + "".join(
+        f"{t}\t{d}\t{a}\t{y}\n" for t, d, a, y in [
+            ("t1", "d1", "a", 1), ("t1", "d2", "a", 0), ("t1", "d4", "b", 0),
+            ("t2", "d3", "a", 1), ("t2", "d2", "b", 0), ("t2", "d4", "b", 1)]))
+    (tmp_path / "topics.tsv").write_text(TOPICS)
+    (tmp_path / "docs.tsv").write_text("".join(f"{k}\t{v}\n" for k, v in DOCS.items()))
+    (tmp_path / "a.run").write_text(RUN_A)
+    (tmp_path / "b.run").write_text(RUN_B)
+    out = tmp_path / "out.qrels"
+    code = main(["aggregate", str(judgments), "--method", "magp", "--topics",
+                 str(tmp_path / "topics.tsv"), "--documents", str(tmp_path / "docs.tsv"),
+                 "--runs", str(tmp_path / "a.run"), str(tmp_path / "b.run"), "--output",
+                 str(out), "--seed", "0", "--quiet", "--params", '{"n_iter": 5}'])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "fallback" not in printed
+    assert len(out.read_text().splitlines()) == 6
+
+    missing_docs = main(["aggregate", str(judgments), "--method", "mv", "--topics",
+                         str(tmp_path / "topics.tsv")])
+    assert missing_docs == 2
+    assert "--documents" in capsys.readouterr().err

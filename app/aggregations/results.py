@@ -18,7 +18,7 @@ from app.aggregations.tables import (
 )
 from models.base import AggregationResult
 from models.data import UNKNOWN
-from models.evaluation import evaluate
+from models.evaluation import evaluate, relevant_index
 
 TASK_COLUMNS = ("posterior_mean", "posterior_variance", "difficulty", "bias")
 ANNOTATOR_COLUMNS = ("competence", "noise_variance", "bias")
@@ -28,13 +28,6 @@ CHUNK = 10_000
 def _float(value: Any) -> float | None:
     number = float(value)
     return number if math.isfinite(number) else None
-
-
-def relevant_index(classes: np.ndarray, relevant_from: int, *, graded: bool) -> int:
-    """Index of the first class that counts as relevant (binary fits: class 1)."""
-    if not graded:
-        return 1
-    return int(np.searchsorted(classes, relevant_from))
 
 
 def store_results(session: Session, *, aggregation: Aggregation, snapshot: Snapshot,

@@ -21,6 +21,7 @@ class Snapshot:
     task_ids: np.ndarray  # (n_tasks,) database ids aligned with data's task index
     annotator_ids: np.ndarray  # (n_annotators,)
     n_raw_judgments: int  # rows read, before dropping ignore values and repeats
+    feature_groups: dict[str, list[int]] | None = None  # columns per kernel group
 
 
 def current_watermark(session: Session, *, collection_id: int) -> int:
@@ -30,7 +31,8 @@ def current_watermark(session: Session, *, collection_id: int) -> int:
     takes the same lock, so no judgment with a smaller id can commit after this read.
     """
     return session.scalar(
-        select(func.coalesce(func.max(Judgment.id), 0)).where(Judgment.collection_id == collection_id)
+        select(func.coalesce(func.max(Judgment.id), 0))
+        .where(Judgment.collection_id == collection_id)
     ) or 0
 
 
@@ -48,7 +50,8 @@ def load_snapshot(session: Session, *, collection: Collection, watermark: int,
     ).all()
     if not rows:
         raise ValueError("the collection has no judgments")
-    topics, docs, annotators, labels, golds, task_db, annotator_db = (list(c) for c in zip(*rows))
+    topics, docs, annotators, labels, golds, task_db, annotator_db = (
+        list(c) for c in zip(*rows, strict=True))
     data = AnnotationData.from_rows(
         topics, docs, annotators, labels,
         ignore=collection.ignore,
@@ -63,7 +66,9 @@ def load_snapshot(session: Session, *, collection: Collection, watermark: int,
     annotator_ids = np.array([annotator_of[a] for a in data.annotator_ids.tolist()])
 
     feature_set = session.get(FeatureSet, collection.id)
+    groups = None
     if feature_set is not None:
+        groups = feature_set.groups
         vectors = dict(session.execute(
             select(TaskFeatures.task_id, TaskFeatures.vector)
             .where(TaskFeatures.collection_id == collection.id)
@@ -75,4 +80,4 @@ def load_snapshot(session: Session, *, collection: Collection, watermark: int,
             if i in vectors
         }
         data = data.with_features(keyed, dim=len(feature_set.names))
-    return Snapshot(data, task_ids, annotator_ids, len(rows))
+    return Snapshot(data, task_ids, annotator_ids, len(rows), groups)

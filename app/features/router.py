@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 from datetime import datetime
-
 from typing import Any
 
 from fastapi import APIRouter, Request

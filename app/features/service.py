@@ -13,8 +13,9 @@ from app.judgments.ids import ensure_external_ids, ensure_tasks
 from app.judgments.tables import Document, Task, Topic
 
 # Prefixes of feature names ("group:name") that select a kernel group; others are "user".
-GROUP_ALIASES = {"run": "ranking", "rank": "ranking", "lexical": "lexical",
-                 "semantic": "semantic", "embedding": "semantic", "ranking": "ranking"}
+GROUP_ALIASES = {"lex": "lexical", "lexical": "lexical", "run": "ranking", "runs": "ranking",
+                 "rank": "ranking", "ranking": "ranking", "sem": "semantic",
+                 "semantic": "semantic", "embedding": "semantic"}
 
 
 def feature_groups(names: list[str]) -> dict[str, list[int]]:

@@ -17,7 +17,7 @@ class FeatureSet(Base):
     collection_id: Mapped[int] = mapped_column(
         ForeignKey("collections.id", ondelete="CASCADE"), primary_key=True)
     names: Mapped[list[str]] = mapped_column(JSON)
-    # Column indices per feature group ("lexical", "ranking", "semantic", "user"): kernels per group.
+    # Column indices per group ("lexical", "ranking", "semantic", "user"): a kernel per group.
     groups: Mapped[dict[str, list[int]]] = mapped_column(JSON)
     source: Mapped[str] = mapped_column(String(20))  # "upload" | "built"
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())

@@ -59,7 +59,8 @@ def _map_header(header: list[str]) -> dict[str, int]:
     if missing:
         accepted = "; ".join(f"{c}: {', '.join(ALIASES[c])}" for c in missing)
         raise FileFormatError(
-            f"no recognisable header: missing column(s) {', '.join(missing)} (accepted: {accepted})",
+            f"no recognisable header: missing column(s) {', '.join(missing)} "
+            f"(accepted: {accepted})",
             code="invalid_header", line=1,
         )
     return index

@@ -39,7 +39,8 @@ def run_feature_build(database_url: str, build_id: int) -> str:
             params = dict(build.params)
             tasks = session.execute(
                 select(Topic.external_id, Document.external_id)
-                .join(Task, Task.topic_id == Topic.id).join(Document, Document.id == Task.document_id)
+                .join(Task, Task.topic_id == Topic.id)
+                .join(Document, Document.id == Task.document_id)
                 .where(Task.collection_id == collection.id).order_by(Task.id)
             ).all()
             if not tasks:

@@ -56,9 +56,12 @@ def run_fit(database_url: str, aggregation_id: int) -> str:
                 progress = _progress_reporter(progress_session, aggregation_id)
                 progress(0.0, "fitting")
                 start = time.perf_counter()
+                from models.features.build import with_kernel_params
                 from models.registry import make_aggregator
 
-                model = make_aggregator(aggregation.method, aggregation.params)
+                params = with_kernel_params(aggregation.method, aggregation.params,
+                                            snapshot.feature_groups)
+                model = make_aggregator(aggregation.method, params)
                 model.fit(snapshot.data, progress)
                 result = model.result(snapshot.data)
                 timings["fit_s"] = time.perf_counter() - start

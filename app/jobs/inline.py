@@ -22,7 +22,6 @@ from app.jobs.dispatch import job_table
 from app.jobs.runner import JOB_KINDS, JobKind
 
 
-
 def child_environment(database_url: str) -> dict[str, str]:
     import os
 

@@ -76,7 +76,8 @@ def _select_ids(session: Session, table: Table, collection_id: int,
     if _is_postgres(session):
         # One array parameter joined as a set: a hash join, where long IN lists planned against
         # a table without statistics yet degrade to a scan per chunk.
-        wanted = func.unnest(func.cast(list(external_ids), ARRAY(Text))).table_valued("eid").render_derived(name="wanted")
+        wanted = (func.unnest(func.cast(list(external_ids), ARRAY(Text)))
+                  .table_valued("eid").render_derived(name="wanted"))
         rows = session.execute(
             select(table.c.external_id, table.c.id)
             .join(wanted, table.c.external_id == wanted.c.eid)

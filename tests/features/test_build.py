@@ -23,7 +23,7 @@ def test_groups_names_and_standardisation() -> None:
     np.testing.assert_allclose(f.matrix[:, varying].mean(axis=0), 0.0, atol=1e-12)
     np.testing.assert_allclose(f.matrix[:, varying].std(axis=0), 1.0)
     np.testing.assert_allclose(f.standardise(f.raw), f.matrix)
-    assert f.gp_params() == {"kernel": "rbf", "feature_groups": "0:12"}
+    assert f.gp_params() == {}  # one RBF over every column: the GP default
 
 
 def test_constant_columns_are_kept_at_zero() -> None:

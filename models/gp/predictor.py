@@ -1,0 +1,168 @@
+"""A fitted GP's predictive distribution for new tasks, in numpy only.
+
+The service stores this (npz bytes) with a GP aggregation and answers ``predict`` requests from
+it in the API process, which never imports TensorFlow. The maths is that of
+``CrowdGPCore.predict_f``: with inducing inputs Z (the training inputs for the full GP),
+L = chol(K_ZZ), B = I + A diag(β) Aᵀ and A = L⁻¹ K_ZX,
+
+    mean(x*) = m(x*) + k_Z*ᵀ w,                    w = L⁻ᵀ LB⁻ᵀ c
+    var(x*)  = k(x*, x*) − k_Z*ᵀ M k_Z* + τ²,      M = L⁻ᵀ (I − B⁻¹) L⁻¹
+    P(relevant | x*) = Φ(mean / sqrt(1 + var))
+
+(τ² is the per-task deviation's variance: a task nobody judged keeps its prior deviation).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.special import ndtr
+
+KIND = "gp-npz-v1"
+
+
+@dataclass(frozen=True)
+class KernelPart:
+    kind: str  # "rbf" | "linear"
+    variance: np.ndarray  # scalar (rbf) or scalar / per-dimension (linear)
+    lengthscales: np.ndarray | None  # rbf: scalar or per-dimension
+    dims: np.ndarray  # the feature columns this part sees
+
+    def __call__(self, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        x, y = X[:, self.dims], Y[:, self.dims]
+        if self.kind == "linear":
+            return (x * self.variance) @ y.T
+        assert self.lengthscales is not None
+        xs, ys = x / self.lengthscales, y / self.lengthscales
+        sq = (xs**2).sum(1)[:, None] + (ys**2).sum(1)[None, :] - 2.0 * xs @ ys.T
+        return float(self.variance) * np.exp(-0.5 * np.maximum(sq, 0.0))
+
+    def diag(self, X: np.ndarray) -> np.ndarray:
+        x = X[:, self.dims]
+        if self.kind == "linear":
+            return (x**2 * self.variance).sum(1)
+        return np.full(X.shape[0], float(self.variance))
+
+
+@dataclass(frozen=True)
+class GPPredictor:
+    kernel: list[KernelPart]
+    Z: np.ndarray  # (m, d) inducing inputs, standardised feature space
+    w: np.ndarray  # (m,)
+    M: np.ndarray  # (m, m)
+    tau2: float
+    mean_kind: str  # "zero" | "constant" | "linear"
+    mean_A: np.ndarray  # (d,) for linear
+    mean_b: float
+    feature_mean: np.ndarray  # (d,) standardisation of raw features
+    feature_scale: np.ndarray  # (d,)
+
+    @property
+    def input_dim(self) -> int:
+        return int(self.feature_mean.shape[0])
+
+    def _k(self, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        return sum(part(X, Y) for part in self.kernel)  # type: ignore[return-value]
+
+    def predict(self, features: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(mean, variance, P(relevant)) of f for raw feature rows (n, d)."""
+        X = np.asarray(features, dtype=np.float64)
+        X = (X - self.feature_mean) / self.feature_scale
+        kzs = self._k(self.Z, X)  # (m, n)
+        mean = kzs.T @ self.w
+        if self.mean_kind == "constant":
+            mean = mean + self.mean_b
+        elif self.mean_kind == "linear":
+            mean = mean + X @ self.mean_A + self.mean_b
+        kss = sum(part.diag(X) for part in self.kernel)
+        var = np.maximum(kss - np.einsum("mn,mk,kn->n", kzs, self.M, kzs), 0.0) + self.tau2
+        return mean, var, ndtr(mean / np.sqrt(1.0 + var))
+
+    # -- storage --------------------------------------------------------------------------
+    def to_bytes(self) -> bytes:
+        arrays: dict[str, np.ndarray] = {
+            "Z": self.Z, "w": self.w, "M": self.M, "mean_A": self.mean_A,
+            "feature_mean": self.feature_mean, "feature_scale": self.feature_scale,
+        }
+        parts = []
+        for i, part in enumerate(self.kernel):
+            arrays[f"k{i}_variance"] = np.atleast_1d(part.variance)
+            arrays[f"k{i}_dims"] = part.dims
+            if part.lengthscales is not None:
+                arrays[f"k{i}_lengthscales"] = np.atleast_1d(part.lengthscales)
+            parts.append(part.kind)
+        meta = {"kind": KIND, "parts": parts, "tau2": self.tau2, "mean_kind": self.mean_kind,
+                "mean_b": self.mean_b}
+        arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+        buffer = io.BytesIO()
+        np.savez_compressed(buffer, **arrays)
+        return buffer.getvalue()
+
+    @classmethod
+    def from_bytes(cls, payload: bytes) -> GPPredictor:
+        with np.load(io.BytesIO(payload), allow_pickle=False) as npz:
+            a = {k: npz[k] for k in npz.files}
+        meta = json.loads(a["meta"].tobytes().decode())
+        if meta.get("kind") != KIND:
+            raise ValueError(f"unknown predictor format {meta.get('kind')!r}")
+        kernel = [
+            KernelPart(kind, a[f"k{i}_variance"] if kind == "linear"
+                       else a[f"k{i}_variance"].reshape(()),
+                       a.get(f"k{i}_lengthscales"), a[f"k{i}_dims"])
+            for i, kind in enumerate(meta["parts"])
+        ]
+        return cls(kernel, a["Z"], a["w"], a["M"], float(meta["tau2"]), meta["mean_kind"],
+                   a["mean_A"], float(meta["mean_b"]), a["feature_mean"], a["feature_scale"])
+
+
+def export(model: Any) -> GPPredictor:
+    """The predictor of a fitted MAGP / GPMV (``models.gp.model``) with features."""
+    core = model.core_
+    if core.X is None or core.kernel is None:
+        raise ValueError("this model has no GP over features: nothing to export")
+    L, A, _ = (t.numpy() for t in core.gp_prep())
+    X = core.X.numpy()
+    d = X.shape[1]
+    nat1, nat2 = core.nat1.numpy(), core.nat2.numpy()
+    tau2 = float(core.tau2.numpy())
+    beta = nat2 / (1.0 + tau2 * nat2)
+    b = nat1 / (1.0 + tau2 * nat2)
+    m0 = core.prior_mean(core.X).numpy()
+    m = A.shape[0]
+    B = np.eye(m) + (A * beta) @ A.T
+    LB = np.linalg.cholesky(B)
+    c = np.linalg.solve(LB, A @ (b - beta * m0))
+    # w = L⁻ᵀ LB⁻ᵀ c ; M = L⁻ᵀ (I − B⁻¹) L⁻¹
+    w = np.linalg.solve(L.T, np.linalg.solve(LB.T, c))
+    Linv = np.linalg.solve(L, np.eye(m))
+    M = Linv.T @ (np.eye(m) - np.linalg.inv(B)) @ Linv
+    Z = X if core.Z is None else core.Z.numpy()
+
+    kernels = getattr(core.kernel, "kernels", [core.kernel])
+    parts = []
+    for k in kernels:
+        dims = k.active_dims
+        dims = np.arange(d) if isinstance(dims, slice) else np.asarray(dims, dtype=np.int64)
+        name = type(k).__name__
+        if name in ("SquaredExponential", "RBF"):
+            parts.append(KernelPart("rbf", np.asarray(k.variance.numpy()),
+                                    np.asarray(k.lengthscales.numpy()), dims))
+        elif name == "Linear":
+            parts.append(KernelPart("linear", np.asarray(k.variance.numpy()), None, dims))
+        else:
+            raise ValueError(f"kernel {name} cannot be exported")
+    mean_kind, mean_A, mean_b = "zero", np.zeros(d), 0.0
+    mf = core.mean_function
+    if mf is not None:
+        if type(mf).__name__ == "Constant":
+            mean_kind, mean_b = "constant", float(np.ravel(mf.c.numpy())[0])
+        else:
+            mean_kind = "linear"
+            mean_A = np.ravel(mf.A.numpy())
+            mean_b = float(np.ravel(mf.b.numpy())[0])
+    return GPPredictor(parts, Z, w, M, tau2, mean_kind, mean_A, mean_b,
+                       np.asarray(model.feature_mean_), np.asarray(model.feature_scale_))
