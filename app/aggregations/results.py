@@ -6,7 +6,7 @@ import math
 from typing import Any
 
 import numpy as np
-from sqlalchemy import insert, update
+from sqlalchemy import text, update
 from sqlalchemy.orm import Session
 
 from app.aggregations.snapshot import Snapshot
@@ -16,13 +16,16 @@ from app.aggregations.tables import (
     AggregationArtifact,
     AggregationTask,
 )
+from app.core.db import bulk_insert
 from models.base import AggregationResult
 from models.data import UNKNOWN
 from models.evaluation import evaluate, relevant_index
 
+# Methods with a GP over task features: they can predict tasks nobody judged.
+PREDICTING_METHODS = ("magp", "gpmv")
+
 TASK_COLUMNS = ("posterior_mean", "posterior_variance", "difficulty", "bias")
 ANNOTATOR_COLUMNS = ("competence", "noise_variance", "bias")
-CHUNK = 10_000
 
 
 def _float(value: Any) -> float | None:
@@ -56,8 +59,7 @@ def store_results(session: Session, *, aggregation: Aggregation, snapshot: Snaps
             row[name] = None if column is None else _float(column[i])
         row["extra"] = {k: _float(v[i]) for k, v in task_extra.items()} or None
         task_rows.append(row)
-    for start in range(0, len(task_rows), CHUNK):
-        session.execute(insert(AggregationTask), task_rows[start:start + CHUNK])
+    bulk_insert(session, AggregationTask.__table__, task_rows)
 
     per_annotator = data.judgments_per_annotator()
     gold_j = data.gold[data.task] if data.gold is not None else np.full(data.n_judgments, UNKNOWN)
@@ -80,16 +82,14 @@ def store_results(session: Session, *, aggregation: Aggregation, snapshot: Snaps
             row[name] = None if column is None else _float(column[j])
         row["extra"] = {k: _float(v[j]) for k, v in annotator_extra.items()} or None
         annotator_rows.append(row)
-    for start in range(0, len(annotator_rows), CHUNK):
-        session.execute(insert(AggregationAnnotator), annotator_rows[start:start + CHUNK])
+    bulk_insert(session, AggregationAnnotator.__table__, annotator_rows)
 
-    export = getattr(model, "export_predictor", None)
-    if callable(export):
-        exported = export()
-        if exported is not None:
-            kind, payload = exported
-            session.add(AggregationArtifact(aggregation_id=aggregation.id, kind=kind,
-                                            payload=payload))
+    if aggregation.method in PREDICTING_METHODS and not result.info.get("fallback"):
+        # What POST /aggregations/{a}/predict needs, in numpy: the API never loads TensorFlow.
+        from models.gp.predictor import KIND, export
+
+        session.add(AggregationArtifact(aggregation_id=aggregation.id, kind=KIND,
+                                        payload=export(model).to_bytes()))
 
     evaluation = None
     if data.gold is not None:
@@ -108,6 +108,10 @@ def store_results(session: Session, *, aggregation: Aggregation, snapshot: Snaps
         classes=[int(c) for c in data.classes],
     ))
     session.commit()
+    if session.get_bind().dialect.name == "postgresql":
+        # Fresh statistics, so the dashboards' first queries on this aggregation get good plans.
+        session.execute(text("ANALYZE aggregation_tasks, aggregation_annotators"))
+        session.commit()
 
 
 def _jsonable(value: Any) -> Any:

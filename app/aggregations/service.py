@@ -16,6 +16,7 @@ from app.aggregations.tables import (
     AggregationAnnotator,
     AggregationTask,
 )
+from app.collections.service import lock_collection
 from app.collections.tables import Collection
 from app.core.errors import Conflict, InvalidInput, NotFound
 from app.jobs.runner import JobRunner
@@ -37,14 +38,6 @@ TASK_SORTS = {
     "posterior_variance": AggregationTask.posterior_variance,
     "topic": Topic.external_id,
 }
-
-
-def lock_collection(session: Session, *, collection_id: int) -> None:
-    """Serialise writers of a collection's judgments with the readers of its watermark.
-
-    PostgreSQL: a row lock held to the end of the transaction. SQLite has one writer at a time.
-    """
-    session.execute(select(Collection.id).where(Collection.id == collection_id).with_for_update())
 
 
 def create_aggregation(session: Session, *, runner: JobRunner, collection: Collection,

@@ -53,11 +53,9 @@ class Aggregation(Base):
 
 
 class AggregationTask(Base):
+    # Indexes (aggregation_id, difficulty | uncertainty DESC NULLS LAST, task_id) are created by
+    # migration 0002: their NULLS order is dialect-specific.
     __tablename__ = "aggregation_tasks"
-    __table_args__ = (
-        Index("ix_aggregation_tasks_aggregation_id_difficulty", "aggregation_id", "difficulty"),
-        Index("ix_aggregation_tasks_aggregation_id_uncertainty", "aggregation_id", "uncertainty"),
-    )
 
     aggregation_id: Mapped[int] = mapped_column(
         ForeignKey("aggregations.id", ondelete="CASCADE"), primary_key=True)
@@ -76,11 +74,8 @@ class AggregationTask(Base):
 
 class AggregationAnnotator(Base):
     __tablename__ = "aggregation_annotators"
-    __table_args__ = (
-        Index("ix_aggregation_annotators_aggregation_id_competence", "aggregation_id",
-              "competence"),
-        Index("ix_aggregation_annotators_annotator_id", "annotator_id"),
-    )
+    # Index (aggregation_id, competence DESC NULLS LAST, annotator_id): migration 0002.
+    __table_args__ = (Index("ix_aggregation_annotators_annotator_id", "annotator_id"),)
 
     aggregation_id: Mapped[int] = mapped_column(
         ForeignKey("aggregations.id", ondelete="CASCADE"), primary_key=True)

@@ -49,6 +49,15 @@ def get_collection(session: Session, *, key: str) -> Collection:
     return collection
 
 
+def lock_collection(session: Session, *, collection_id: int) -> None:
+    """Serialise the writers of a collection's judgments with the readers of its watermark.
+
+    PostgreSQL: a row lock held to the end of the transaction (no judgment with a smaller id can
+    commit after an aggregation read the largest one). SQLite has one writer at a time anyway.
+    """
+    session.execute(select(Collection.id).where(Collection.id == collection_id).with_for_update())
+
+
 def _count(session: Session, table: type, collection_id: int, *where: object) -> int:
     query = select(func.count()).select_from(table).where(
         table.collection_id == collection_id, *where  # type: ignore[attr-defined]

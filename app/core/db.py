@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
-from sqlalchemy import BigInteger, Engine, Integer, MetaData, create_engine, event
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Engine,
+    Integer,
+    MetaData,
+    Table,
+    create_engine,
+    event,
+    insert,
+)
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 
 # Stable constraint names, so migrations can drop what they created on every backend.
@@ -78,3 +90,28 @@ def downgrade_database(url: str, revision: str = "base") -> None:
     from alembic import command
 
     command.downgrade(alembic_config(url), revision)
+
+
+def bulk_insert(session: Session, table: Table, rows: list[dict[str, Any]]) -> None:
+    """Insert many rows: COPY on PostgreSQL (one streamed statement), executemany elsewhere.
+
+    JSON columns are written as JSON text; every row must have the same keys.
+    """
+    if not rows:
+        return
+    connection = session.connection()
+    if connection.dialect.name != "postgresql":
+        for start in range(0, len(rows), 10_000):
+            session.execute(insert(table), rows[start:start + 10_000])
+        return
+    names = list(rows[0])
+    json_columns = {n for n in names if isinstance(table.c[n].type, JSON)}
+    raw = connection.connection.driver_connection
+    with raw.cursor() as cursor, cursor.copy(
+        f"COPY {table.name} ({', '.join(names)}) FROM STDIN"
+    ) as copy:
+        for row in rows:
+            copy.write_row([
+                json.dumps(row[n]) if n in json_columns and row[n] is not None else row[n]
+                for n in names
+            ])

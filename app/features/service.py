@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from sqlalchemy import delete, insert
+from sqlalchemy import delete
 from sqlalchemy.orm import Session
 
 from app.collections.tables import Collection
+from app.core.db import bulk_insert
 from app.core.errors import InvalidInput, NotFound
 from app.features.tables import FeatureBuild, FeatureSet, TaskFeatures
 from app.jobs.runner import JobRunner
@@ -40,17 +41,16 @@ def replace_features(
     doc_ids, _ = ensure_external_ids(session, Document.__table__, collection_id=cid,
                                      external_ids=[d for _, d in keys])
     pairs = [(topic_ids[t], doc_ids[d]) for t, d in keys]
-    task_ids, new_tasks = ensure_tasks(session, Task.__table__, collection_id=cid, pairs=pairs)
+    task_ids, created = ensure_tasks(session, Task.__table__, collection_id=cid, pairs=pairs)
     session.execute(delete(TaskFeatures).where(TaskFeatures.collection_id == cid))
     session.execute(delete(FeatureSet).where(FeatureSet.collection_id == cid))
     session.add(FeatureSet(collection_id=cid, names=names, source=source,
                            groups=groups if groups is not None else feature_groups(names)))
     rows = [{"task_id": task_ids[p], "collection_id": cid, "vector": vectors[k]}
             for p, k in zip(pairs, keys, strict=True)]
-    for start in range(0, len(rows), 10_000):
-        session.execute(insert(TaskFeatures), rows[start:start + 10_000])
+    bulk_insert(session, TaskFeatures.__table__, rows)
     session.commit()
-    return {"tasks": len(rows), "dimensions": len(names), "new_tasks": new_tasks}
+    return {"tasks": len(rows), "dimensions": len(names), "new_tasks": len(created)}
 
 
 def describe_features(session: Session, *, collection: Collection) -> dict[str, object] | None:

@@ -13,8 +13,10 @@ from sqlalchemy import Table, func, select, tuple_
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
-from sqlalchemy.types import BigInteger, Text
+from sqlalchemy.types import BigInteger, Integer, Text
 
+# Array types of the columns inserted from unnest() on PostgreSQL (ids are BIGINT).
+COLUMN_TYPES: dict[str, Any] = {"external_id": Text, "gold": Integer}
 # Bound parameters per statement: SQLite's historical limit is 999.
 CHUNK = 900
 
@@ -38,7 +40,7 @@ def _insert_ignoring_conflicts(session: Session, table: Table, rows: list[dict[s
         # INSERT ... SELECT FROM unnest(arrays): one statement for all rows, not one per row.
         names = list(rows[0])
         arrays = [
-            func.cast([r[n] for r in rows], ARRAY(Text if n == "external_id" else BigInteger))
+            func.cast([r[n] for r in rows], ARRAY(COLUMN_TYPES.get(n, BigInteger)))
             for n in names
         ]
         source = select(func.unnest(*arrays).table_valued(*names).render_derived(name="src"))
@@ -96,15 +98,19 @@ def _select_ids(session: Session, table: Table, collection_id: int,
 
 
 def ensure_tasks(
-    session: Session, table: Table, *, collection_id: int, pairs: Iterable[tuple[int, int]]
-) -> tuple[dict[tuple[int, int], int], int]:
-    """{(topic_id, document_id): task id}, creating missing tasks; also the number created."""
+    session: Session, table: Table, *, collection_id: int, pairs: Iterable[tuple[int, int]],
+    gold: dict[tuple[int, int], int] | None = None,
+) -> tuple[dict[tuple[int, int], int], set[tuple[int, int]]]:
+    """{(topic_id, document_id): task id}, creating missing tasks (with their ``gold``, if
+    given); also the pairs this call created."""
     wanted = list(dict.fromkeys(pairs))
     found = _select_tasks(session, table, collection_id, wanted)
     missing = [p for p in wanted if p not in found]
+    gold = gold or {}
     inserted = _insert_ignoring_conflicts(
         session, table,
-        [{"collection_id": collection_id, "topic_id": t, "document_id": d} for t, d in missing],
+        [{"collection_id": collection_id, "topic_id": t, "document_id": d,
+          "gold": gold.get((t, d))} for t, d in missing],
         returning=("topic_id", "document_id", "id"),
     )
     if inserted is not None:
@@ -112,7 +118,9 @@ def ensure_tasks(
     unresolved = [p for p in missing if p not in found]
     if unresolved:
         found.update(_select_tasks(session, table, collection_id, unresolved))
-    return found, len(missing)
+    # On SQLite every missing pair was inserted by this call (one writer at a time).
+    created = {(t, d) for t, d, _ in inserted} if inserted is not None else set(missing)
+    return found, created
 
 
 def _select_tasks(session: Session, table: Table, collection_id: int,

@@ -5,11 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import BigInteger, Integer, func, insert, select, update
+from sqlalchemy import BigInteger, Integer, func, select, update
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 
+from app.collections.service import lock_collection
 from app.collections.tables import Collection
+from app.core.db import bulk_insert
 from app.core.errors import InvalidInput
 from app.formats.judgments_file import JudgmentRows
 from app.judgments.ids import ensure_external_ids, ensure_tasks
@@ -41,8 +43,10 @@ def validate_rows(rows: JudgmentRows, *, collection: Collection, source: str) ->
     file writes -1); any other value is refused like a bad label.
     """
     allowed = set(collection.labels) | set(collection.ignore)
-    for i, label in enumerate(rows.labels):
-        if label not in allowed:
+    # Set operations first (fast on 100,000 rows); a row-by-row scan only to name a bad row.
+    bad_labels = set(rows.labels) - allowed
+    for i, label in enumerate(rows.labels if bad_labels else ()):
+        if label in bad_labels:
             raise InvalidInput(
                 f"{'line' if source == 'file' else 'judgment'} {rows.lines[i]}: label {label} is "
                 f"outside the collection's scale {sorted(collection.labels)} "
@@ -52,6 +56,8 @@ def validate_rows(rows: JudgmentRows, *, collection: Collection, source: str) ->
     for column, values in (("topic", rows.topics), ("doc", rows.docs),
                            ("annotator", rows.annotators)):
         limit = MAX_ID_LENGTH[column]
+        if max(map(len, values), default=0) <= limit:
+            continue
         for i, value in enumerate(values):
             if len(value) > limit:
                 raise InvalidInput(
@@ -86,8 +92,7 @@ def ingest(
     """Store every row or none: validation first, then one transaction with bulk statements."""
     golds = validate_rows(rows, collection=collection, source=source)
     cid = collection.id
-    # Aggregations read a watermark under the same lock: no smaller judgment id commits later.
-    session.execute(select(Collection.id).where(Collection.id == cid).with_for_update())
+    lock_collection(session, collection_id=cid)
     topic_ids, new_topics = ensure_external_ids(
         session, Topic.__table__, collection_id=cid, external_ids=rows.topics)
     doc_ids, new_docs = ensure_external_ids(
@@ -95,14 +100,15 @@ def ingest(
     annotator_ids, new_annotators = ensure_external_ids(
         session, Annotator.__table__, collection_id=cid, external_ids=rows.annotators)
     pairs = [(topic_ids[t], doc_ids[d]) for t, d in zip(rows.topics, rows.docs, strict=True)]
-    task_ids, new_tasks = ensure_tasks(session, Task.__table__, collection_id=cid, pairs=pairs)
-    task_of_row = [task_ids[p] for p in pairs]
-
-    gold_updates: dict[int, int] = {}
-    for task_id, gold in zip(task_of_row, golds, strict=False):
+    gold_of_pair: dict[tuple[int, int], int] = {}
+    for pair, gold in zip(pairs, golds, strict=False):
         if gold is not None:
-            gold_updates[task_id] = gold  # the last gold seen for a task wins
-    set_task_gold(session, gold_updates)
+            gold_of_pair[pair] = gold  # the last gold seen for a task wins
+    task_ids, created = ensure_tasks(session, Task.__table__, collection_id=cid, pairs=pairs,
+                                     gold=gold_of_pair)
+    task_of_row = [task_ids[p] for p in pairs]
+    # New tasks got their gold on insert; existing ones are updated.
+    set_task_gold(session, {task_ids[p]: g for p, g in gold_of_pair.items() if p not in created})
 
     batch = Batch(collection_id=cid, source=source, filename=filename, n_judgments=len(rows))
     session.add(batch)
@@ -110,8 +116,8 @@ def ingest(
     annotator_of_row = [annotator_ids[a] for a in rows.annotators]
     _insert_judgments(session, cid, batch.id, task_of_row, annotator_of_row, rows.labels)
     session.commit()
-    return IngestReport(batch.id, len(rows), new_topics, new_docs, new_tasks, new_annotators,
-                        len(gold_updates))
+    return IngestReport(batch.id, len(rows), new_topics, new_docs, len(created), new_annotators,
+                        len(gold_of_pair))
 
 
 def set_task_gold(session: Session, gold: dict[int, int]) -> None:
@@ -130,25 +136,12 @@ def set_task_gold(session: Session, gold: dict[int, int]) -> None:
 
 def _insert_judgments(session: Session, collection_id: int, batch_id: int, tasks: list[int],
                       annotators: list[int], labels: list[int]) -> None:
-    connection = session.connection()
-    if connection.dialect.name == "postgresql":
-        # COPY streams every row in one statement: ~10x faster than batched INSERTs.
-        raw = connection.connection.driver_connection
-        with raw.cursor() as cursor, cursor.copy(
-            "COPY judgments (collection_id, task_id, annotator_id, label, batch_id) FROM STDIN"
-        ) as copy:
-            for t, a, y in zip(tasks, annotators, labels, strict=True):
-                copy.write_row((collection_id, t, a, y, batch_id))
-        return
-    table = Judgment.__table__
-    chunk = 20_000
-    for start in range(0, len(labels), chunk):
-        session.execute(insert(table), [
-            {"collection_id": collection_id, "task_id": t, "annotator_id": a, "label": y,
-             "batch_id": batch_id}
-            for t, a, y in zip(tasks[start:start + chunk], annotators[start:start + chunk],
-                               labels[start:start + chunk], strict=True)
-        ])
+    # COPY on PostgreSQL: ~10x faster than batched INSERTs.
+    bulk_insert(session, Judgment.__table__, [
+        {"collection_id": collection_id, "task_id": t, "annotator_id": a, "label": y,
+         "batch_id": batch_id}
+        for t, a, y in zip(tasks, annotators, labels, strict=True)
+    ])
 
 
 def set_gold(
@@ -171,12 +164,12 @@ def set_gold(
     doc_ids, _ = ensure_external_ids(session, Document.__table__, collection_id=cid,
                                      external_ids=[d for _, d in keys])
     pairs = [(topic_ids[t], doc_ids[d]) for t, d in keys]
-    task_ids, new_tasks = ensure_tasks(session, Task.__table__, collection_id=cid, pairs=pairs)
+    task_ids, created = ensure_tasks(session, Task.__table__, collection_id=cid, pairs=pairs)
     if replace:
         session.execute(update(Task).where(Task.collection_id == cid).values(gold=None))
     set_task_gold(session, {task_ids[p]: qrels[k] for p, k in zip(pairs, keys, strict=True)})
     session.commit()
-    return {"gold_labels": len(keys), "new_tasks": new_tasks}
+    return {"gold_labels": len(keys), "new_tasks": len(created)}
 
 
 def list_judgments(

@@ -10,11 +10,21 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-
 revision = "0002"
 down_revision = "0001"
 branch_labels = None
 depends_on = None
+
+
+def _descending_index(table: str, column: str, tiebreak: str) -> None:
+    """(aggregation_id, column DESC NULLS LAST, tiebreak): the dashboards' default sort, so a page
+    is read from the index instead of sorting every row of the aggregation. SQLite orders NULLs
+    first, hence last when descending; it has no NULLS LAST in an index."""
+    nulls = " NULLS LAST" if op.get_bind().dialect.name == "postgresql" else ""
+    op.execute(
+        f"CREATE INDEX ix_{table}_aggregation_id_{column} "
+        f"ON {table} (aggregation_id, {column} DESC{nulls}, {tiebreak})"
+    )
 
 
 def upgrade() -> None:
@@ -154,13 +164,9 @@ def upgrade() -> None:
     )
     with op.batch_alter_table("aggregation_annotators", schema=None) as batch_op:
         batch_op.create_index(
-            "ix_aggregation_annotators_aggregation_id_competence",
-            ["aggregation_id", "competence"],
-            unique=False,
-        )
-        batch_op.create_index(
             "ix_aggregation_annotators_annotator_id", ["annotator_id"], unique=False
         )
+    _descending_index("aggregation_annotators", "competence", "annotator_id")
 
     op.create_table(
         "aggregation_artifacts",
@@ -206,17 +212,8 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("aggregation_id", "task_id", name=op.f("pk_aggregation_tasks")),
     )
-    with op.batch_alter_table("aggregation_tasks", schema=None) as batch_op:
-        batch_op.create_index(
-            "ix_aggregation_tasks_aggregation_id_difficulty",
-            ["aggregation_id", "difficulty"],
-            unique=False,
-        )
-        batch_op.create_index(
-            "ix_aggregation_tasks_aggregation_id_uncertainty",
-            ["aggregation_id", "uncertainty"],
-            unique=False,
-        )
+    _descending_index("aggregation_tasks", "difficulty", "task_id")
+    _descending_index("aggregation_tasks", "uncertainty", "task_id")
 
     op.create_table(
         "task_features",
@@ -246,15 +243,14 @@ def downgrade() -> None:
         batch_op.drop_index("ix_task_features_collection_id")
 
     op.drop_table("task_features")
-    with op.batch_alter_table("aggregation_tasks", schema=None) as batch_op:
-        batch_op.drop_index("ix_aggregation_tasks_aggregation_id_uncertainty")
-        batch_op.drop_index("ix_aggregation_tasks_aggregation_id_difficulty")
+    op.drop_index("ix_aggregation_tasks_aggregation_id_uncertainty", "aggregation_tasks")
+    op.drop_index("ix_aggregation_tasks_aggregation_id_difficulty", "aggregation_tasks")
 
     op.drop_table("aggregation_tasks")
     op.drop_table("aggregation_artifacts")
     with op.batch_alter_table("aggregation_annotators", schema=None) as batch_op:
         batch_op.drop_index("ix_aggregation_annotators_annotator_id")
-        batch_op.drop_index("ix_aggregation_annotators_aggregation_id_competence")
+    op.drop_index("ix_aggregation_annotators_aggregation_id_competence", "aggregation_annotators")
 
     op.drop_table("aggregation_annotators")
     op.drop_table("runs")
