@@ -67,3 +67,16 @@ def test_gp_fit_keeps_tensorflow_out_of_the_api_process(tmp_path) -> None:
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def test_validating_gp_parameters_does_not_import_tensorflow() -> None:
+    """The API validates every method's parameters; that must not load TensorFlow."""
+    code = (
+        "import sys\n"
+        "from models.registry import validate_params\n"
+        "for method in ('magp', 'gpmv', 'lk', 'mv', 'mace', 'ds'):\n"
+        "    validate_params(method, {})\n"
+        "import app.main\n"
+        "assert 'tensorflow' not in sys.modules, 'tensorflow was imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)

@@ -1,0 +1,419 @@
+"""Variational EM for the multi-annotator GP (thesis Algorithm 9), with conjugate E steps.
+
+Model (thesis eqs. 4.9–4.16, plus a per-task deviation, DESIGN §6):
+
+    g ~ GP(m(x), k(x, x')),   e_i ~ N(0, τ²),   f_i = g(x_i) + e_i,
+    P(y_a = 1 | f_i) = Φ((f_i + μ_i + μ_j) / sqrt(1 + σ_i² + σ_j²)).
+
+q(f) is the prior times one Gaussian site t_i(f_i) = exp(ν̃_i f_i − ½ τ̃_i f_i²) per task, the
+form of the optimal Gaussian approximation (Opper & Archambeau 2009). Given the sites, q is
+closed form: a GP regression on pseudo targets ỹ_i = ν̃_i / τ̃_i with noise precision
+β_i = τ̃_i / (1 + τ² τ̃_i) (the deviation e_i is folded into the noise), computed with inducing
+points Z (SVGP / Titsias 2009) or exactly with Z = X for small collections; then
+q(e_i | g_i) is the exact conditional. The per-task terms are therefore explicit variational
+parameters that inducing points do not have to carry.
+
+E step: natural-gradient (CVI, Khan & Lin 2017) updates of the sites, each a closed-form
+Newton-like step per task from the Gauss–Hermite statistics of its judgments:
+τ̃_i ← −2 ∂E_i/∂v_i, ν̃_i ← ∂E_i/∂m_i + τ̃_i m_i (damped).
+M step: L-BFGS on kernel, τ², mean function and noise parameters with the sites fixed.
+Objective (eq. 4.17): ELBO + log prior, where with sites fixed
+
+    ELBO = log Z_t(θ) + Σ_a E_q[log p(y_a | f_i)] − Σ_i E_q[log t_i(f_i)],
+
+log Z_t being the (collapsed, Titsias) log marginal likelihood of the Gaussian-site model.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import gpflow
+import numpy as np
+import scipy.optimize
+import tensorflow as tf
+from check_shapes import check_shapes
+
+from models.gp.likelihood import GaussianBernoulli, judgment_expectations
+
+JITTER = 1e-6
+# τ² is not in the thesis: Gamma(2, 1) (mode 1) rather than Gamma(1, 1), whose mode at 0 lets EM
+# collapse f onto the smooth g(x) on noisy data (the failure DESIGN §6 describes).
+DEVIATION_PRIOR_SHAPE = 2.0
+
+
+@dataclass
+class EMSettings:
+    n_iter: int = 50
+    tol: float = 1e-4
+    min_iter: int = 3
+    e_sweeps: int = 20
+    e_tol: float = 1e-3
+    e_rate: float = 0.7
+    m_iter: int = 10
+    m_lik_iter: int = 20
+
+
+@dataclass
+class EMTrace:
+    objective: list[float] = field(default_factory=list)
+    seconds: float = 0.0
+    n_iter: int = 0
+    converged: bool = False
+    e_sweeps: int = 0
+
+
+class CrowdGPCore(gpflow.base.Module):
+    """The tensors and parameters of one fit; ``features is None`` means no GP (the LK model).
+
+    ``inducing`` None with features means the full GP (Z = X). Judgments come as long int
+    arrays; the sites ν̃, τ̃ are non-trainable variables updated by the E step.
+    """
+
+    def __init__(
+        self,
+        *,
+        n_tasks: int,
+        task: np.ndarray,
+        annotator: np.ndarray,
+        label: np.ndarray,
+        likelihood: GaussianBernoulli,
+        features: np.ndarray | None = None,
+        kernel: gpflow.kernels.Kernel | None = None,
+        inducing: np.ndarray | None = None,
+        mean_function: gpflow.functions.MeanFunction | None = None,
+        deviation: bool = True,
+        deviation_variance: float = 1.0,
+    ) -> None:
+        super().__init__()
+        dtype = gpflow.default_float()
+        if features is None and not deviation:
+            raise ValueError("without features the per-task deviation is the only prior")
+        self.n_tasks = n_tasks
+        self.task = tf.constant(task, dtype=tf.int32)
+        self.annotator = tf.constant(annotator, dtype=tf.int32)
+        self.sign = tf.constant(2.0 * np.asarray(label, dtype=dtype) - 1.0, dtype=dtype)
+        self.likelihood = likelihood
+        self.X = None if features is None else tf.constant(features, dtype=dtype)
+        self.kernel = kernel
+        self.Z = None if inducing is None else tf.constant(inducing, dtype=dtype)
+        self.mean_function = mean_function
+        self.deviation = deviation
+        self.deviation_variance = gpflow.Parameter(
+            deviation_variance, transform=gpflow.utilities.positive(lower=1e-6),
+            prior=_gamma(DEVIATION_PRIOR_SHAPE), trainable=deviation, name="deviation_variance",
+        )
+        self.nat1 = tf.Variable(tf.zeros(n_tasks, dtype=dtype), trainable=False, name="site_nat1")
+        self.nat2 = tf.Variable(tf.zeros(n_tasks, dtype=dtype), trainable=False, name="site_nat2")
+        self._lik_loss_and_grads = tf.function(self._lik_loss_and_grads_impl)
+        self._gp_loss_and_grads = tf.function(self._gp_loss_and_grads_impl)
+        self._sweep = tf.function(self._sweep_impl)
+        self._state = tf.function(self._state_impl)
+        self._prep = tf.function(self.gp_prep)
+
+    # -- the GP part ----------------------------------------------------------------------
+    @property
+    def tau2(self) -> tf.Tensor:
+        if not self.deviation:
+            return tf.constant(0.0, dtype=gpflow.default_float())
+        return tf.convert_to_tensor(self.deviation_variance)
+
+    def prior_mean(self, X: tf.Tensor | None) -> tf.Tensor:
+        if self.mean_function is None or X is None:
+            return tf.zeros(self.n_tasks, dtype=gpflow.default_float())
+        return self.mean_function(X)[:, 0]
+
+    def gp_prep(self) -> tuple[tf.Tensor | None, tf.Tensor | None, tf.Tensor]:
+        """L = chol(Kuu), A = L⁻¹ Kuf and diag Kff; all depend on θ only (not on the sites)."""
+        if self.X is None or self.kernel is None:
+            return None, None, tf.zeros(self.n_tasks, dtype=gpflow.default_float())
+        Z = self.X if self.Z is None else self.Z
+        kuu = self.kernel(Z)
+        kuu += JITTER * tf.reduce_mean(tf.linalg.diag_part(kuu)) * tf.eye(
+            tf.shape(Z)[0], dtype=kuu.dtype)
+        L = tf.linalg.cholesky(kuu)
+        kuf = kuu if self.Z is None else self.kernel(Z, self.X)
+        A = tf.linalg.triangular_solve(L, kuf, lower=True)
+        kdiag = self.kernel(self.X, full_cov=False)
+        return L, A, kdiag
+
+    @check_shapes(
+        "kdiag: [n]",
+        "m0: [n]",
+        "return[0]: [n]",
+        "return[1]: [n]",
+        "return[2]: []",
+    )
+    def posterior(self, A: tf.Tensor | None, kdiag: tf.Tensor, m0: tf.Tensor
+                  ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+        """q(f_i) = N(m_f, v_f) given the sites, and log Z_t + Σ −E_q[log t_i] (see module doc)."""
+        nat1 = tf.convert_to_tensor(self.nat1)
+        nat2 = tf.convert_to_tensor(self.nat2)
+        tau2 = self.tau2
+        denom = 1.0 + tau2 * nat2
+        beta = nat2 / denom  # precision of the pseudo target ỹ as a noisy observation of g
+        b = nat1 / denom  # β ỹ
+        if A is None:
+            m_g, v_g = m0, tf.zeros_like(m0)
+            gp_terms = tf.constant(0.0, dtype=m0.dtype)
+        else:
+            d = tf.maximum(kdiag - tf.reduce_sum(tf.square(A), axis=0), 0.0)
+            B = tf.eye(tf.shape(A)[0], dtype=A.dtype) + tf.linalg.matmul(A * beta, A,
+                                                                          transpose_b=True)
+            LB = tf.linalg.cholesky(B)
+            LBinvA = tf.linalg.triangular_solve(LB, A, lower=True)
+            c = tf.linalg.matvec(LBinvA, b - beta * m0)
+            m_g = m0 + tf.linalg.matvec(LBinvA, c, transpose_a=True)
+            v_g = d + tf.reduce_sum(tf.square(LBinvA), axis=0)  # d + aᵀ B⁻¹ a
+            v_g = tf.maximum(v_g, 1e-12)
+            gp_terms = (
+                -tf.reduce_sum(tf.math.log(tf.linalg.diag_part(LB)))
+                - 0.5 * tf.reduce_sum(beta * d)
+                + 0.5 * tf.reduce_sum(tf.square(c))
+            )
+        w = tau2 * beta  # weight of the site against g in the mean of f = g + e
+        m_f = (1.0 - w) * m_g + tau2 * b
+        v_f = tf.square(1.0 - w) * v_g + tau2 * (1.0 - w)
+        site_terms = (
+            -0.5 * tf.reduce_sum(tf.math.log(denom))
+            + 0.5 * tau2 * tf.reduce_sum(nat1 * b)
+            + tf.reduce_sum(b * m0)
+            - 0.5 * tf.reduce_sum(beta * tf.square(m0))
+            + tf.reduce_sum(0.5 * nat2 * (tf.square(m_f) + v_f) - nat1 * m_f)
+        )
+        return m_f, v_f, gp_terms + site_terms
+
+    def predict_f(self, Xnew: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Mean and variance of f_* = g(x_*) + e_* for new tasks (e_* ~ N(0, τ²): unjudged)."""
+        if self.X is None or self.kernel is None:
+            raise ValueError("this model has no GP over features: it cannot predict new tasks")
+        dtype = gpflow.default_float()
+        Xs = tf.constant(Xnew, dtype=dtype)
+        L, A, kdiag = self.gp_prep()
+        m0 = self.prior_mean(self.X)
+        nat1, nat2 = tf.convert_to_tensor(self.nat1), tf.convert_to_tensor(self.nat2)
+        tau2 = self.tau2
+        beta = nat2 / (1.0 + tau2 * nat2)
+        b = nat1 / (1.0 + tau2 * nat2)
+        B = tf.eye(tf.shape(A)[0], dtype=dtype) + tf.linalg.matmul(A * beta, A, transpose_b=True)
+        LB = tf.linalg.cholesky(B)
+        c = tf.linalg.triangular_solve(LB, tf.linalg.matvec(A, b - beta * m0)[:, None], lower=True)
+        Z = self.X if self.Z is None else self.Z
+        As = tf.linalg.triangular_solve(L, self.kernel(Z, Xs), lower=True)
+        LBinvAs = tf.linalg.triangular_solve(LB, As, lower=True)
+        ms = tf.linalg.matvec(LBinvAs, c[:, 0], transpose_a=True)
+        if self.mean_function is not None:
+            ms += self.mean_function(Xs)[:, 0]
+        vs = (self.kernel(Xs, full_cov=False) - tf.reduce_sum(tf.square(As), 0)
+              + tf.reduce_sum(tf.square(LBinvAs), 0))
+        return ms.numpy(), np.maximum(vs.numpy(), 0.0) + float(tau2.numpy())
+
+    def judgment_terms(self, m_f: tf.Tensor, v_f: tf.Tensor
+                       ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+        offset, scale = self.likelihood.noise(self.task, self.annotator)
+        return judgment_expectations(
+            tf.gather(m_f, self.task), tf.gather(v_f, self.task), self.sign, offset, scale,
+            self.likelihood.nodes, self.likelihood.weights,
+        )
+
+    def elbo(self) -> tf.Tensor:
+        _, A, kdiag = self.gp_prep()
+        m_f, v_f, terms = self.posterior(A, kdiag, self.prior_mean(self.X))
+        ve, _, _ = self.judgment_terms(m_f, v_f)
+        return terms + tf.reduce_sum(ve)
+
+    def objective(self) -> tf.Tensor:
+        """ELBO + log prior of the trainable parameters (thesis eq. 4.17)."""
+        return self.elbo() + self.log_prior_density()
+
+    def log_prior_density(self) -> tf.Tensor:
+        """Σ log p(θ) over trainable parameters with a prior (Gamma(1, 1) on variances)."""
+        terms = [p.log_prior_density() for p in self.trainable_parameters if p.prior is not None]
+        return tf.add_n(terms) if terms else tf.constant(0.0, dtype=gpflow.default_float())
+
+    # -- compiled steps -------------------------------------------------------------------
+    def _sweep_impl(self, A: tf.Tensor | None, kdiag: tf.Tensor, m0: tf.Tensor, rate: tf.Tensor
+                    ) -> tf.Tensor:
+        m_f, v_f, _ = self.posterior(A, kdiag, m0)
+        _, dm, dv = self.judgment_terms(m_f, v_f)
+        g_m = tf.math.unsorted_segment_sum(dm, self.task, self.n_tasks)
+        g_v = tf.math.unsorted_segment_sum(dv, self.task, self.n_tasks)
+        new2 = -2.0 * g_v
+        new1 = g_m + new2 * m_f
+        self.nat1.assign((1.0 - rate) * self.nat1 + rate * new1)
+        self.nat2.assign((1.0 - rate) * self.nat2 + rate * new2)
+        return m_f
+
+    def _state_impl(self) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+        _, A, kdiag = self.gp_prep()
+        m_f, v_f, _ = self.posterior(A, kdiag, self.prior_mean(self.X))
+        return m_f, v_f, self.objective()
+
+    # -- the two steps ------------------------------------------------------------------------
+    def e_step(self, settings: EMSettings) -> int:
+        """Natural-gradient sweeps over the sites until the means stop moving; θ fixed."""
+        _, A, kdiag = self._prep()
+        m0 = self.prior_mean(self.X)
+        rate = tf.constant(settings.e_rate, dtype=gpflow.default_float())
+        previous = None
+        for sweep in range(1, settings.e_sweeps + 1):
+            m_f = self._sweep(A, kdiag, m0, rate).numpy()
+            if previous is not None and np.max(np.abs(m_f - previous)) < settings.e_tol:
+                return sweep
+            previous = m_f
+        return settings.e_sweeps
+
+    def m_step(self, settings: EMSettings) -> None:
+        """L-BFGS on θ with the sites fixed, in two blocks.
+
+        The noise parameters (σ_j², biases) do not change q given the sites, so they are fitted
+        first against the cached q(f) — O(#judgments) per evaluation, run to convergence; then
+        the few GP parameters (kernel, τ², mean function) with the full objective, whose every
+        evaluation costs the O(n M²) GP algebra, for ``m_iter`` iterations.
+        """
+        lik_vars = list(self.likelihood.trainable_variables)
+        ids = {id(v) for v in lik_vars}
+        gp_vars = [v for v in self.trainable_variables if id(v) not in ids]
+        if lik_vars:
+            m_f, v_f, _ = self._state()
+            _lbfgs(lambda: self._lik_loss_and_grads(m_f, v_f), lik_vars, settings.m_lik_iter)
+        if gp_vars and settings.m_iter > 0:
+            _lbfgs(self._gp_loss_and_grads, gp_vars, settings.m_iter)
+
+    def _lik_loss_and_grads_impl(self, m_f: tf.Tensor, v_f: tf.Tensor
+                                 ) -> tuple[tf.Tensor, list[tf.Tensor]]:
+        variables = self.likelihood.trainable_variables
+        with tf.GradientTape(watch_accessed_variables=False) as tape:
+            tape.watch(variables)
+            ve, _, _ = self.judgment_terms(m_f, v_f)
+            priors = [p.log_prior_density() for p in self.likelihood.trainable_parameters
+                      if p.prior is not None]
+            loss = -(tf.reduce_sum(ve) + tf.add_n(priors)) if priors else -tf.reduce_sum(ve)
+        grads = tape.gradient(loss, variables)
+        return loss, [tf.zeros_like(v) if g is None else g
+                      for v, g in zip(variables, grads, strict=True)]
+
+    def _gp_loss_and_grads_impl(self) -> tuple[tf.Tensor, list[tf.Tensor]]:
+        ids = {id(v) for v in self.likelihood.trainable_variables}
+        variables = [v for v in self.trainable_variables if id(v) not in ids]
+        with tf.GradientTape(watch_accessed_variables=False) as tape:
+            tape.watch(variables)
+            loss = -self.objective()
+        grads = tape.gradient(loss, variables)
+        return loss, [tf.zeros_like(v) if g is None else g
+                      for v, g in zip(variables, grads, strict=True)]
+
+
+def _lbfgs(loss_and_grads: Callable[[], tuple[tf.Tensor, list[tf.Tensor]]],
+           variables: list[tf.Variable], maxiter: int) -> None:
+    """scipy L-BFGS-B over ``variables`` (flattened); keeps the start if it did not improve."""
+    shapes = [tuple(v.shape) for v in variables]
+    splits = np.cumsum([int(np.prod(s)) for s in shapes])[:-1]
+
+    def assign(x: np.ndarray) -> None:
+        for v, part, shape in zip(variables, np.split(x, splits), shapes, strict=True):
+            v.assign(part.reshape(shape))
+
+    def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
+        assign(x)
+        loss, grads = loss_and_grads()
+        flat = np.concatenate([np.ravel(g.numpy()) for g in grads])
+        if not np.isfinite(loss.numpy()) or not np.all(np.isfinite(flat)):
+            return np.inf, np.zeros_like(x)
+        return float(loss.numpy()), flat
+
+    x0 = np.concatenate([np.ravel(v.numpy()) for v in variables])
+    start, _ = fun(x0)
+    res = scipy.optimize.minimize(fun, x0, jac=True, method="L-BFGS-B",
+                                  options={"maxiter": maxiter})
+    assign(res.x if np.isfinite(res.fun) and res.fun <= start else x0)
+
+
+def run_em(
+    core: CrowdGPCore,
+    settings: EMSettings,
+    progress: Callable[[float, str], None],
+) -> EMTrace:
+    """Algorithm 9: alternate E and M steps until the relative change of ELBO + log prior < tol."""
+    trace = EMTrace()
+    t0 = time.perf_counter()
+    for it in range(1, settings.n_iter + 1):
+        trace.e_sweeps += core.e_step(settings)
+        core.m_step(settings)
+        _, _, obj = core._state()
+        value = float(obj.numpy())
+        trace.objective.append(value)
+        trace.n_iter = it
+        progress(min(it / settings.n_iter, 0.99), f"EM iteration {it}: objective {value:.2f}")
+        if it >= settings.min_iter and len(trace.objective) > 1:
+            prev = trace.objective[-2]
+            if abs(value - prev) <= settings.tol * max(abs(prev), 1.0):
+                trace.converged = True
+                break
+    # A last E step so q matches the final θ.
+    trace.e_sweeps += core.e_step(settings)
+    trace.seconds = time.perf_counter() - t0
+    return trace
+
+
+def fit_task_noise(core: CrowdGPCore, grid: np.ndarray | None = None) -> None:
+    """MAP of each task's σ_i² under Gamma(1, 1) with q(f) and all other parameters fixed.
+
+    Learning σ_i² inside EM lets each task explain its own disagreement away and collapses τ²
+    (f then follows the features only); estimated after EM it is a read-out of difficulty. The
+    problem separates by task, so a log-spaced grid searched in one vectorised pass is exact
+    enough and costs O(#judgments × #quadrature points × #grid).
+    """
+    from scipy.special import log_ndtr as np_log_ndtr
+
+    grid = np.geomspace(1e-3, 30.0, 25) if grid is None else grid
+    m_f, v_f, _ = core._state()
+    task = core.task.numpy()
+    lik = core.likelihood
+    ann = core.annotator.numpy()
+    sign = core.sign.numpy()
+    offset = lik.task_bias.numpy()[task] + lik.annotator_bias.numpy()[ann]
+    base = 1.0 + lik.annotator_variance.numpy()[ann]
+    f = (m_f.numpy()[task][:, None] + np.sqrt(v_f.numpy()[task])[:, None] * lik.nodes[None, :]
+         + offset[:, None]) * sign[:, None]  # (N, Q): s_a (f + μ) at each node
+    best = np.full(core.n_tasks, -np.inf)
+    value = lik.task_variance.numpy().copy()
+    for g in grid:
+        ve = np_log_ndtr(f / np.sqrt(base + g)[:, None]) @ lik.weights
+        score = np.bincount(task, ve, minlength=core.n_tasks) - g  # + log Gamma(g | 1, 1)
+        better = score > best
+        best[better] = score[better]
+        value[better] = g
+    lik.task_variance.assign(value)
+
+
+def kmeans_inducing(X: np.ndarray, m: int, rng: np.random.Generator, n_iter: int = 10,
+                    max_rows: int = 20000) -> np.ndarray:
+    """Inducing inputs: k-means (Lloyd, k-means++ start) on a subsample of the task features."""
+    if X.shape[0] > max_rows:
+        X = X[rng.choice(X.shape[0], max_rows, replace=False)]
+    m = min(m, X.shape[0])
+    centres = [X[rng.integers(X.shape[0])]]
+    d2 = np.sum((X - centres[0]) ** 2, axis=1)
+    for _ in range(1, m):
+        p = d2 / d2.sum() if d2.sum() > 0 else np.full(X.shape[0], 1.0 / X.shape[0])
+        centres.append(X[rng.choice(X.shape[0], p=p)])
+        d2 = np.minimum(d2, np.sum((X - centres[-1]) ** 2, axis=1))
+    C = np.array(centres)
+    for _ in range(n_iter):
+        dist = (X**2).sum(1)[:, None] - 2 * X @ C.T + (C**2).sum(1)[None, :]
+        nearest = np.argmin(dist, axis=1)
+        counts = np.bincount(nearest, minlength=m)
+        for k in range(X.shape[1]):
+            sums = np.bincount(nearest, weights=X[:, k], minlength=m)
+            C[:, k] = np.where(counts > 0, sums / np.maximum(counts, 1), C[:, k])
+    return C
+
+
+def _gamma(shape: float = 1.0):  # noqa: ANN202 - a TFP distribution
+    import tensorflow_probability as tfp
+
+    dtype = gpflow.default_float()
+    return tfp.distributions.Gamma(tf.constant(shape, dtype=dtype), tf.constant(1.0, dtype=dtype))

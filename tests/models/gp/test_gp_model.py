@@ -1,0 +1,187 @@
+"""MAGP, GPMV and LK on small synthetic data (thesis Algorithm 10) and the EM invariants."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+tf = pytest.importorskip("tensorflow")
+gpflow = pytest.importorskip("gpflow")
+
+from scipy.special import log_ndtr  # noqa: E402
+
+from models.gp.likelihood import GaussianBernoulli  # noqa: E402
+from models.gp.model import GPMV, LK, MAGP, build_kernel  # noqa: E402
+from models.gp.training import CrowdGPCore, EMSettings  # noqa: E402
+from models.registry import get_method, make_aggregator, validate_params  # noqa: E402
+from models.synthetic import generate  # noqa: E402
+
+FAST = {"n_iter": 8, "m_step_iterations": 8}
+
+
+def _majority_accuracy(data, truth):
+    counts = data.counts()
+    return float(np.mean((counts[:, 1] > counts[:, 0]) == truth))
+
+
+@pytest.fixture(scope="module")
+def easy():
+    return generate(200, 20, noise_level=(0.0, 1.0), redundancy=5, random_state=3)
+
+
+def test_elbo_matches_brute_force_for_the_full_gp():
+    """With Z = X the closed-form q and ELBO equal the explicit Gaussian KL computation."""
+    rng = np.random.default_rng(1)
+    n = 6
+    X = rng.normal(size=(n, 2))
+    task = np.repeat(np.arange(n), 3)
+    ann = rng.integers(0, 3, size=3 * n)
+    lab = rng.integers(0, 2, size=3 * n)
+    tau2 = 0.7
+    kernel = build_kernel("rbf", 2)
+    kernel.variance.assign(1.3)
+    core = CrowdGPCore(n_tasks=n, task=task, annotator=ann, label=lab,
+                       likelihood=GaussianBernoulli(n, 3), features=X, kernel=kernel,
+                       deviation_variance=tau2)
+    core.nat1.assign(rng.normal(size=n))
+    core.nat2.assign(rng.uniform(0.1, 2.0, size=n))
+    m_f, v_f, _ = core._state()
+    K = kernel(X).numpy() + tau2 * np.eye(n)
+    S = np.linalg.inv(np.linalg.inv(K) + np.diag(core.nat2.numpy()))
+    mu = S @ core.nat1.numpy()
+    np.testing.assert_allclose(m_f.numpy(), mu, atol=1e-4)
+    np.testing.assert_allclose(v_f.numpy(), np.diag(S), atol=1e-4)
+    kl = 0.5 * (np.trace(np.linalg.solve(K, S)) + mu @ np.linalg.solve(K, mu) - n
+                + np.linalg.slogdet(K)[1] - np.linalg.slogdet(S)[1])
+    ve = core.judgment_terms(tf.constant(mu), tf.constant(np.diag(S).copy()))[0].numpy().sum()
+    assert core.elbo().numpy() == pytest.approx(ve - kl, abs=1e-3)
+
+
+def test_lk_elbo_is_a_tight_lower_bound_on_the_marginal_likelihood():
+    """One task, three judgments: after the E step the ELBO is just below log p(Y) (quadrature)."""
+    labels = np.array([1, 1, 0])
+    lik = GaussianBernoulli(1, 3, annotator_variance=np.array([0.2, 1.0, 3.0]))
+    core = CrowdGPCore(n_tasks=1, task=np.zeros(3, dtype=int), annotator=np.arange(3),
+                       label=labels, likelihood=lik, deviation_variance=2.0)
+    core.e_step(EMSettings(e_sweeps=200, e_tol=1e-10))
+    f = np.linspace(-15, 15, 20001)
+    sign = 2 * labels - 1
+    scale = np.sqrt(1 + 1 + np.array([0.2, 1.0, 3.0]))
+    log_joint = (-0.5 * f**2 / 2.0 - 0.5 * np.log(2 * np.pi * 2.0)
+                 + log_ndtr(sign[:, None] * f[None, :] / scale[:, None]).sum(0))
+    log_marginal = np.log(np.trapz(np.exp(log_joint), f))
+    elbo = core.elbo().numpy()
+    assert elbo <= log_marginal + 1e-6
+    assert elbo == pytest.approx(log_marginal, abs=0.02)
+
+
+def test_lk_recovers_labels_and_competence(easy):
+    data = easy.to_annotation_data(with_features=False)
+    model = LK(random_state=0, **FAST).fit(data)
+    res = model.result(data)
+    acc = float(np.mean(res.labels == easy.truth))
+    assert acc > 0.8
+    assert acc >= _majority_accuracy(data, easy.truth) - 0.02
+    # Annotators who judged enough: estimated noise variance follows the true one.
+    n = data.judgments_per_annotator()
+    busy = n >= 20
+    rho = np.corrcoef(res.annotator_columns["noise_variance"][busy],
+                      easy.annotator_noise[busy])[0, 1]
+    assert rho > 0.3
+    assert np.all((res.annotator_columns["competence"] >= 0)
+                  & (res.annotator_columns["competence"] <= 1))
+    assert set(res.task_columns) == {"p_relevant", "posterior_mean", "posterior_variance",
+                                     "difficulty", "bias"}
+    assert set(res.annotator_columns) == {"noise_variance", "competence", "bias"}
+    assert res.proba.shape == (data.n_tasks, 2)
+    assert np.all(np.isfinite(res.proba))
+    assert len(res.objective_history) == res.info["n_iter"]
+
+
+def test_magp_fits_predicts_and_is_deterministic(easy):
+    data = easy.to_annotation_data()
+    a = MAGP(random_state=7, kernel="linear", **FAST).fit(data)
+    b = MAGP(random_state=7, kernel="linear", **FAST).fit(data)
+    np.testing.assert_array_equal(a.proba_, b.proba_)
+    assert a.objective_history_ == b.objective_history_
+    res = a.result(data)
+    assert "fallback" not in res.info
+    assert float(np.mean(res.labels == easy.truth)) > 0.8
+    # New tasks: the two class means of Algorithm 10.
+    p = a.predict_proba(np.array([[2.0, -1.0], [-1.0, 2.0]]))
+    assert p.shape == (2, 2)
+    np.testing.assert_allclose(p.sum(axis=1), 1.0)
+    assert p[0, 1] > 0.6 > 0.4 > p[1, 1]
+    with pytest.raises(ValueError, match="features"):
+        a.predict_proba(np.zeros((1, 3)))
+
+
+def test_sparse_and_full_gp_agree(easy):
+    """Above full_gp_max_tasks the model uses inducing points; on easy data labels barely move."""
+    data = easy.to_annotation_data()
+    full = MAGP(random_state=0, **FAST).fit(data)
+    sparse = MAGP(random_state=0, full_gp_max_tasks=50, n_inducing=60, **FAST).fit(data)
+    assert full.info_["gp"] == "full"
+    assert sparse.info_["gp"].startswith("sparse")
+    assert np.mean(full.labels_ == sparse.labels_) > 0.95
+
+
+@pytest.mark.parametrize("cls", [MAGP, GPMV])
+def test_fallback_to_lk_without_features(easy, cls):
+    data = easy.to_annotation_data(with_features=False)
+    model = cls(random_state=0, **FAST).fit(data)
+    res = model.result(data)
+    assert res.info["fallback"] == "lk"
+    lk = LK(random_state=0, **FAST).fit(data)
+    np.testing.assert_allclose(model.proba_, lk.proba_, atol=1e-8)
+    with pytest.raises(ValueError, match="without features"):
+        model.predict_proba(np.zeros((1, 2)))
+
+
+def test_gpmv_labels_and_outputs(easy):
+    data = easy.to_annotation_data()
+    res = GPMV(random_state=0, **FAST).fit(data).result(data)
+    assert float(np.mean(res.labels == easy.truth)) > 0.8
+    assert "agreement" in res.annotator_columns
+    assert res.proba.shape == (data.n_tasks, 2)
+
+
+def test_registry_builds_the_gp_methods():
+    for name, cls in (("magp", MAGP), ("gpmv", GPMV), ("lk", LK)):
+        spec = get_method(name)
+        assert spec.cls is cls
+        for value in spec.defaults.values():
+            assert value is None or isinstance(value, bool | int | float | str)
+    model = make_aggregator("magp", {"kernel": "rbf+linear", "feature_groups": "0:1;1:2",
+                                     "random_state": 3})
+    assert isinstance(model, MAGP)
+    validate_params("lk", {"n_iter": 5})
+
+
+def test_kernel_groups():
+    k = build_kernel("rbf+linear", 5, "0:2;2:5")
+    assert [list(p.active_dims) for p in k.kernels] == [[0, 1], [2, 3, 4]]
+    with pytest.raises(ValueError):
+        build_kernel("rbf+linear", 5, "0:2;2:4;4:5")
+    with pytest.raises(ValueError):
+        MAGP(kernel="matern")
+
+
+def test_progress_is_reported(easy):
+    seen = []
+    LK(random_state=0, n_iter=3).fit(easy.to_annotation_data(),
+                                     lambda f, m: seen.append((f, m)))
+    assert seen and seen[-1][0] == 1.0
+    assert all(0.0 <= f <= 1.0 for f, _ in seen)
+
+
+@pytest.mark.slow
+def test_magp_beats_majority_vote_at_high_noise():
+    accs, mv = [], []
+    for seed in range(2):
+        s = generate(600, 30, noise_level=(4.0, 8.0), redundancy=5, random_state=seed)
+        data = s.to_annotation_data()
+        res = MAGP(random_state=0, kernel="linear").fit(data).result(data)
+        accs.append(np.mean(res.labels == s.truth))
+        mv.append(_majority_accuracy(data, s.truth))
+    assert np.mean(accs) > np.mean(mv) + 0.03
