@@ -63,6 +63,9 @@ def test_gp_fit_keeps_tensorflow_out_of_the_api_process(tmp_path) -> None:
             assert prediction.status_code == 200, prediction.text
             p = prediction.json()["p_relevant"]
             assert p[0] > 0.5 > p[1]  # class +1 lies towards [1, 0], class -1 towards [0, 1]
+            wrong = client.post(f"/api/v1/aggregations/{created['id']}/predict",
+                                json={"features": [[1.0]]})
+            assert wrong.status_code == 422 and wrong.json()["code"] == "invalid_features"
             assert client.get("/healthz").json()["tensorflow_loaded"] is False
     finally:
         server.terminate()

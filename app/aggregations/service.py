@@ -171,16 +171,19 @@ def annotator_results(session: Session, *, aggregation: Aggregation, sort: str,
                       min_judgments: int, limit: int, offset: int,
                       ) -> tuple[list[dict[str, Any]], int]:
     require_succeeded(aggregation)
+    where = (AggregationAnnotator.aggregation_id == aggregation.id,
+             AggregationAnnotator.n_judgments >= min_judgments)
+    # One result row per annotator: count without the join.
+    total = session.scalar(select(func.count()).select_from(AggregationAnnotator)
+                           .where(*where)) or 0
     query = (
         select(Annotator.external_id.label("annotator"), AggregationAnnotator.competence,
                AggregationAnnotator.noise_variance, AggregationAnnotator.bias,
                AggregationAnnotator.n_judgments, AggregationAnnotator.n_gold,
                AggregationAnnotator.gold_accuracy, AggregationAnnotator.extra)
         .join(Annotator, Annotator.id == AggregationAnnotator.annotator_id)
-        .where(AggregationAnnotator.aggregation_id == aggregation.id,
-               AggregationAnnotator.n_judgments >= min_judgments)
+        .where(*where)
     )
-    total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
     order = _order(sort, ANNOTATOR_SORTS, AggregationAnnotator.annotator_id)
     rows = session.execute(query.order_by(*order).limit(limit).offset(offset)).mappings()
     return [dict(r) for r in rows], total

@@ -191,6 +191,12 @@ def test_bad_sort_is_422(jobs_client, synthetic_file) -> None:
     response = client.get(f"{API}/aggregations/{created['id']}/annotators?sort=-height")
     assert response.status_code == 422 and response.json()["code"] == "invalid_sort"
     assert "competence" in response.json()["valid"]
+    # Majority vote has no model over features: nothing to predict with.
+    predict = client.post(f"{API}/aggregations/{created['id']}/predict",
+                          json={"features": [[0.0, 1.0]]})
+    assert predict.status_code == 409 and predict.json()["code"] == "cannot_predict"
+    empty = client.post(f"{API}/aggregations/{created['id']}/predict", json={"features": []})
+    assert empty.status_code == 422 and empty.json()["code"] == "invalid_body"
 
 
 @pytest.mark.slow
