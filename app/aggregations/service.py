@@ -19,7 +19,7 @@ from app.aggregations.tables import (
 from app.collections.service import lock_collection
 from app.collections.tables import Collection
 from app.core.errors import Conflict, InvalidInput, NotFound
-from app.jobs.runner import JobRunner
+from app.jobs.runner import JobRunner, submit_job
 from app.judgments.tables import Annotator, Document, Judgment, Task, Topic
 from models.registry import InvalidParams, UnknownMethod, validate_params, with_seed
 
@@ -64,12 +64,7 @@ def create_aggregation(session: Session, *, runner: JobRunner, collection: Colle
         collection_id=collection.id, method=spec.method, params=params, graded=spec.graded,
         status="queued", progress=0.0, progress_message="queued", watermark=watermark,
     )
-    session.add(aggregation)
-    session.commit()
-    job_id = runner.submit("fit", aggregation.id)
-    if job_id is not None:
-        aggregation.job_id = job_id
-        session.commit()
+    submit_job(session, runner, "fit", aggregation)
     return aggregation
 
 

@@ -9,8 +9,8 @@ from app.collections.tables import Collection
 from app.core.db import bulk_insert
 from app.core.errors import InvalidInput, NotFound
 from app.features.tables import FeatureBuild, FeatureSet, TaskFeatures
-from app.jobs.runner import JobRunner
-from app.judgments.ids import ensure_external_ids, ensure_tasks
+from app.jobs.runner import JobRunner, submit_job
+from app.judgments.ids import ensure_task_keys
 from app.judgments.tables import Document, Task, Topic
 
 # Prefixes of feature names ("group:name") that select a kernel group; others are "user".
@@ -36,18 +36,15 @@ def replace_features(
     """Store one vector per (topic, doc); tasks are created on first sight (for predictions)."""
     cid = collection.id
     keys = list(vectors)
-    topic_ids, _ = ensure_external_ids(session, Topic.__table__, collection_id=cid,
-                                       external_ids=[t for t, _ in keys])
-    doc_ids, _ = ensure_external_ids(session, Document.__table__, collection_id=cid,
-                                     external_ids=[d for _, d in keys])
-    pairs = [(topic_ids[t], doc_ids[d]) for t, d in keys]
-    task_ids, created = ensure_tasks(session, Task.__table__, collection_id=cid, pairs=pairs)
+    task_ids, created = ensure_task_keys(
+        session, collection_id=cid, keys=keys, topics=Topic.__table__,
+        documents=Document.__table__, tasks=Task.__table__)
     session.execute(delete(TaskFeatures).where(TaskFeatures.collection_id == cid))
     session.execute(delete(FeatureSet).where(FeatureSet.collection_id == cid))
     session.add(FeatureSet(collection_id=cid, names=names, source=source,
                            groups=groups if groups is not None else feature_groups(names)))
-    rows = [{"task_id": task_ids[p], "collection_id": cid, "vector": vectors[k]}
-            for p, k in zip(pairs, keys, strict=True)]
+    rows = [{"task_id": t, "collection_id": cid, "vector": vectors[k]}
+            for t, k in zip(task_ids, keys, strict=True)]
     bulk_insert(session, TaskFeatures.__table__, rows)
     session.commit()
     return {"tasks": len(rows), "dimensions": len(names), "new_tasks": len(created)}
@@ -101,12 +98,7 @@ def request_build(session: Session, *, runner: JobRunner, collection: Collection
         params={"lexical": lexical, "ranking": ranking, "semantic": semantic, "k1": k1, "b": b,
                 "mu": mu},
     )
-    session.add(build)
-    session.commit()
-    job_id = runner.submit("features", build.id)
-    if job_id is not None:
-        build.job_id = job_id
-        session.commit()
+    submit_job(session, runner, "features", build)
     return build
 
 

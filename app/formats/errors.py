@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import csv
+from collections.abc import Iterator
+
 
 class FileFormatError(ValueError):
     """A bad file: ``line`` is the 1-based line number in the file (the header is line 1)."""
@@ -25,3 +28,14 @@ def decode_text(raw: bytes | str) -> str:
         raise FileFormatError(
             f"file is not UTF-8 text (byte {exc.start})", code="invalid_encoding"
         ) from exc
+
+
+def delimited_rows(raw: bytes | str) -> tuple[int, Iterator[list[str]]]:
+    """(line number of the header, csv reader from the header on) of a delimited file: tab if the
+    header line has one, else comma. Leading blank lines are skipped; an empty file is refused."""
+    lines = decode_text(raw).splitlines()
+    first = next((i for i, line in enumerate(lines) if line.strip()), None)
+    if first is None:
+        raise FileFormatError("the file is empty", code="empty_file")
+    delimiter = "\t" if "\t" in lines[first] else ","
+    return first + 1, csv.reader(lines[first:], delimiter=delimiter)

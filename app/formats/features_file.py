@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import csv
 import math
 from dataclasses import dataclass
 
-from app.formats.errors import FileFormatError, decode_text
+from app.formats.errors import FileFormatError, delimited_rows
 
 
 @dataclass(frozen=True)
@@ -20,13 +19,7 @@ class FeatureRows:
 
 
 def parse_features(raw: bytes | str) -> FeatureRows:
-    text = decode_text(raw)
-    lines = text.splitlines()
-    first = next((i for i, line in enumerate(lines) if line.strip()), None)
-    if first is None:
-        raise FileFormatError("the file is empty", code="empty_file")
-    delimiter = "\t" if "\t" in lines[first] else ","
-    reader = csv.reader(lines[first:], delimiter=delimiter)
+    header_line, reader = delimited_rows(raw)
     header = [h.strip() for h in next(reader)]
     if len(header) < 3 or header[0].lower() not in ("topic", "topicid", "topic_id", "qid") or \
             header[1].lower() not in ("doc", "docid", "doc_id", "document", "task"):
@@ -37,7 +30,7 @@ def parse_features(raw: bytes | str) -> FeatureRows:
     names = header[2:]
     vectors: dict[tuple[str, str], list[float]] = {}
     for offset, row in enumerate(reader):
-        line = first + 2 + offset
+        line = header_line + 1 + offset
         if not row or all(not c.strip() for c in row):
             continue
         if len(row) != len(header):

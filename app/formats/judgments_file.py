@@ -12,10 +12,9 @@ Blank lines are skipped. The delimiter is a tab if the header has one, else a co
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass
 
-from app.formats.errors import FileFormatError, decode_text
+from app.formats.errors import FileFormatError, delimited_rows
 
 ALIASES: dict[str, tuple[str, ...]] = {
     "topic": ("topic", "topicid", "topic_id", "query", "qid"),
@@ -84,13 +83,7 @@ def _int(value: str, *, line: int, column: str) -> int:
 
 def parse_judgments(raw: bytes | str, *, default_topic: str = DEFAULT_TOPIC) -> JudgmentRows:
     """Parse a whole judgment file; raise FileFormatError naming the line and column."""
-    text = decode_text(raw)
-    lines = text.splitlines()
-    first = next((i for i, line in enumerate(lines) if line.strip()), None)
-    if first is None:
-        raise FileFormatError("the file is empty", code="empty_file")
-    delimiter = "\t" if "\t" in lines[first] else ","
-    reader = csv.reader(lines[first:], delimiter=delimiter)
+    header_line, reader = delimited_rows(raw)
     header = next(reader)
     index = _map_header(header)
     width = max(index.values()) + 1
@@ -106,7 +99,7 @@ def parse_judgments(raw: bytes | str, *, default_topic: str = DEFAULT_TOPIC) -> 
     golds: list[int | None] | None = [] if i_gold is not None else None
     line_numbers: list[int] = []
     for offset, row in enumerate(reader):
-        line = first + 2 + offset
+        line = header_line + 1 + offset
         if not row or all(not cell.strip() for cell in row):
             continue
         if len(row) < width:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
+
+from sqlalchemy.orm import Session
 
 from app.core.config import Settings
 
@@ -33,3 +35,14 @@ def make_runner(settings: Settings) -> JobRunner:
     from app.jobs.inline import InlineRunner
 
     return InlineRunner(settings)
+
+
+def submit_job(session: Session, runner: JobRunner, kind: JobKind, job: Any) -> None:
+    """Store a new job row (an Aggregation or a FeatureBuild, status "queued") and queue it;
+    the runner's own id (Celery's) is kept on the row so the job can be revoked."""
+    session.add(job)
+    session.commit()  # committed before queueing: the worker must find the row
+    runner_job_id = runner.submit(kind, job.id)
+    if runner_job_id is not None:
+        job.job_id = runner_job_id
+        session.commit()

@@ -146,3 +146,18 @@ def _select_tasks(session: Session, table: Table, collection_id: int,
         )
         out.update({(t, d): i for t, d, i in rows})
     return out
+
+
+def ensure_task_keys(
+    session: Session, *, collection_id: int, keys: Sequence[tuple[str, str]],
+    topics: Table, documents: Table, tasks: Table,
+) -> tuple[list[int], set[tuple[int, int]]]:
+    """Task ids for (topic external id, doc external id) keys, in order, creating topics,
+    documents and tasks on first sight; also the (topic id, doc id) pairs created."""
+    topic_ids, _ = ensure_external_ids(session, topics, collection_id=collection_id,
+                                       external_ids=[t for t, _ in keys])
+    doc_ids, _ = ensure_external_ids(session, documents, collection_id=collection_id,
+                                     external_ids=[d for _, d in keys])
+    pairs = [(topic_ids[t], doc_ids[d]) for t, d in keys]
+    task_ids, created = ensure_tasks(session, tasks, collection_id=collection_id, pairs=pairs)
+    return [task_ids[p] for p in pairs], created

@@ -14,7 +14,7 @@ from app.collections.tables import Collection
 from app.core.db import bulk_insert
 from app.core.errors import InvalidInput
 from app.formats.judgments_file import JudgmentRows
-from app.judgments.ids import ensure_external_ids, ensure_tasks
+from app.judgments.ids import ensure_external_ids, ensure_task_keys, ensure_tasks
 from app.judgments.tables import Annotator, Batch, Document, Judgment, Task, Topic
 
 MAX_ID_LENGTH = {"topic": 200, "doc": 500, "annotator": 200}
@@ -159,15 +159,12 @@ def set_gold(
             )
     cid = collection.id
     keys = list(qrels)
-    topic_ids, _ = ensure_external_ids(session, Topic.__table__, collection_id=cid,
-                                       external_ids=[t for t, _ in keys])
-    doc_ids, _ = ensure_external_ids(session, Document.__table__, collection_id=cid,
-                                     external_ids=[d for _, d in keys])
-    pairs = [(topic_ids[t], doc_ids[d]) for t, d in keys]
-    task_ids, created = ensure_tasks(session, Task.__table__, collection_id=cid, pairs=pairs)
+    task_ids, created = ensure_task_keys(
+        session, collection_id=cid, keys=keys, topics=Topic.__table__,
+        documents=Document.__table__, tasks=Task.__table__)
     if replace:
         session.execute(update(Task).where(Task.collection_id == cid).values(gold=None))
-    set_task_gold(session, {task_ids[p]: qrels[k] for p, k in zip(pairs, keys, strict=True)})
+    set_task_gold(session, {t: qrels[k] for t, k in zip(task_ids, keys, strict=True)})
     session.commit()
     return {"gold_labels": len(keys), "new_tasks": len(created)}
 
