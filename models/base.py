@@ -43,7 +43,8 @@ class AggregationResult:
 
     @property
     def labels(self) -> np.ndarray:
-        """Hard labels as label values (not indices): the most probable class per task."""
+        """Label values of the most probable class per task (ties: the lowest class). A model's
+        own tie rule is in ``Aggregator.labels_``, which the CLI and the service write."""
         return self.classes[np.argmax(self.proba, axis=1)]
 
     @property

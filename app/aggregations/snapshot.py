@@ -20,7 +20,6 @@ class Snapshot:
     data: AnnotationData
     task_ids: np.ndarray  # (n_tasks,) database ids aligned with data's task index
     annotator_ids: np.ndarray  # (n_annotators,)
-    n_raw_judgments: int  # rows read, before dropping ignore values and repeats
     feature_groups: dict[str, list[int]] | None = None  # columns per kernel group
 
 
@@ -80,4 +79,4 @@ def load_snapshot(session: Session, *, collection: Collection, watermark: int,
             if i in vectors
         }
         data = data.with_features(keyed, dim=len(feature_set.names))
-    return Snapshot(data, task_ids, annotator_ids, len(rows), groups)
+    return Snapshot(data, task_ids, annotator_ids, groups)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -60,11 +59,6 @@ def get_engine(url: str) -> Engine:
 @lru_cache(maxsize=8)
 def get_sessionmaker(url: str) -> sessionmaker[Session]:
     return sessionmaker(bind=get_engine(url), expire_on_commit=False)
-
-
-def session_scope(url: str) -> Iterator[Session]:
-    with get_sessionmaker(url)() as session:
-        yield session
 
 
 def alembic_config(url: str):  # type: ignore[no-untyped-def]
