@@ -59,6 +59,7 @@ class _CrowdGP(Aggregator):
         e_step_sweeps: int = 20,
         e_step_rate: float = 0.7,
         m_step_iterations: int = 10,
+        m_step_max_tasks: int = 20000,
         n_quadrature: int = DEFAULT_QUADRATURE_POINTS,
         random_state: int | None = None,
     ) -> None:
@@ -78,6 +79,7 @@ class _CrowdGP(Aggregator):
         self.e_step_sweeps = e_step_sweeps
         self.e_step_rate = e_step_rate
         self.m_step_iterations = m_step_iterations
+        self.m_step_max_tasks = m_step_max_tasks
         self.n_quadrature = n_quadrature
         self.random_state = random_state
         _parse_kernel(kernel)
@@ -85,6 +87,8 @@ class _CrowdGP(Aggregator):
             raise ValueError(f"mean_function must be one of {', '.join(MEAN_FUNCTIONS)}")
         if not 0.0 < e_step_rate <= 1.0:
             raise ValueError("e_step_rate must be in (0, 1]")
+        if m_step_max_tasks < 1:
+            raise ValueError("m_step_max_tasks must be a positive number of tasks")
 
     # -- fitting ------------------------------------------------------------------------------
     def fit(self, data: AnnotationData, progress: ProgressCallback = no_progress) -> Self:
@@ -129,7 +133,8 @@ class _CrowdGP(Aggregator):
             gpflow.set_trainable(core.deviation_variance, False)
         settings = EMSettings(
             n_iter=self.n_iter, tol=self.tol, e_sweeps=self.e_step_sweeps, e_rate=self.e_step_rate,
-            m_iter=self.m_step_iterations,
+            m_iter=self.m_step_iterations, m_max_tasks=self.m_step_max_tasks,
+            seed=self.random_state,
         )
         trace = run_em(core, settings, progress)
         if self.estimate_difficulty and not self.learn_task_noise and self._models_noise():
@@ -302,6 +307,7 @@ class GPMV(_CrowdGP):
         e_step_sweeps: int = 20,
         e_step_rate: float = 0.7,
         m_step_iterations: int = 10,
+        m_step_max_tasks: int = 20000,
         n_quadrature: int = DEFAULT_QUADRATURE_POINTS,
         random_state: int | None = None,
     ) -> None:
@@ -310,8 +316,8 @@ class GPMV(_CrowdGP):
             per_task_deviation=per_task_deviation, learn_task_noise=False, learn_bias=False,
             full_gp_max_tasks=full_gp_max_tasks, n_inducing=n_inducing, n_iter=n_iter, tol=tol,
             e_step_sweeps=e_step_sweeps, e_step_rate=e_step_rate,
-            m_step_iterations=m_step_iterations, n_quadrature=n_quadrature,
-            random_state=random_state,
+            m_step_iterations=m_step_iterations, m_step_max_tasks=m_step_max_tasks,
+            n_quadrature=n_quadrature, random_state=random_state,
         )
 
     def _judgments(self, data: AnnotationData, rng: np.random.Generator

@@ -39,6 +39,9 @@ from check_shapes import check_shapes
 from models.gp.likelihood import GaussianBernoulli, judgment_expectations
 
 JITTER = 1e-6
+# Columns (tasks) per block of the M × n matrices of the sparse GP algebra: the temporaries of
+# one block (M × 16,384 float64, 26 MB at M = 200) rather than of all n tasks are alive at once.
+COLUMN_BLOCK = 16384
 # τ² is not in the thesis: Gamma(2, 1) (mode 1) rather than Gamma(1, 1), whose mode at 0 lets EM
 # collapse f onto the smooth g(x) on noisy data (the failure DESIGN §6 describes).
 DEVIATION_PRIOR_SHAPE = 2.0
@@ -54,6 +57,10 @@ class EMSettings:
     e_rate: float = 0.7
     m_iter: int = 10
     m_lik_iter: int = 20
+    # Above this many tasks the GP block of the M step is fitted on a random subset of tasks
+    # (redrawn each iteration); None: always on all tasks.
+    m_max_tasks: int | None = 20000
+    seed: int | None = None
 
 
 @dataclass
@@ -109,6 +116,9 @@ class CrowdGPCore(gpflow.base.Module):
         self.nat2 = tf.Variable(tf.zeros(n_tasks, dtype=dtype), trainable=False, name="site_nat2")
         self._lik_loss_and_grads = tf.function(self._lik_loss_and_grads_impl)
         self._gp_loss_and_grads = tf.function(self._gp_loss_and_grads_impl)
+        # Subsets differ in their number of judgments: one trace with a free length.
+        self._gp_subset_loss_and_grads = tf.function(self._gp_subset_loss_and_grads_impl,
+                                                     reduce_retracing=True)
         self._sweep = tf.function(self._sweep_impl)
         self._state = tf.function(self._state_impl)
         self._prep = tf.function(self.gp_prep)
@@ -121,23 +131,35 @@ class CrowdGPCore(gpflow.base.Module):
         return tf.convert_to_tensor(self.deviation_variance)
 
     def prior_mean(self, X: tf.Tensor | None) -> tf.Tensor:
-        if self.mean_function is None or X is None:
+        if X is None:
             return tf.zeros(self.n_tasks, dtype=gpflow.default_float())
+        if self.mean_function is None:
+            return tf.zeros(tf.shape(X)[:1], dtype=gpflow.default_float())
         return self.mean_function(X)[:, 0]
 
-    def gp_prep(self) -> tuple[tf.Tensor | None, tf.Tensor | None, tf.Tensor]:
-        """L = chol(Kuu), A = L⁻¹ Kuf and diag Kff; all depend on θ only (not on the sites)."""
+    def gp_prep(self, X: tf.Tensor | None = None
+                ) -> tuple[tf.Tensor | None, list[tf.Tensor] | None, tf.Tensor]:
+        """L = chol(Kuu), A = L⁻¹ Kuf and diag Kff; all depend on θ only (not on the sites).
+
+        A comes as a list of column blocks (``COLUMN_BLOCK`` tasks each; ``np.hstack`` or
+        ``tf.concat`` them for the whole matrix). ``X`` is a subset of the task features (sparse
+        GP only); by default all of them.
+        """
         if self.X is None or self.kernel is None:
             return None, None, tf.zeros(self.n_tasks, dtype=gpflow.default_float())
-        Z = self.X if self.Z is None else self.Z
+        X = self.X if X is None else X
+        Z = X if self.Z is None else self.Z
         kuu = self.kernel(Z)
         kuu += JITTER * tf.reduce_mean(tf.linalg.diag_part(kuu)) * tf.eye(
             tf.shape(Z)[0], dtype=kuu.dtype)
         L = tf.linalg.cholesky(kuu)
-        kuf = kuu if self.Z is None else self.kernel(Z, self.X)
-        A = tf.linalg.triangular_solve(L, kuf, lower=True)
-        kdiag = self.kernel(self.X, full_cov=False)
-        return L, A, kdiag
+        if self.Z is None:
+            blocks = [tf.linalg.triangular_solve(L, kuu, lower=True)]
+        else:
+            blocks = [tf.linalg.triangular_solve(L, self.kernel(Z, X[start:stop]), lower=True)
+                      for start, stop in _column_blocks(X.shape[0])]
+        kdiag = self.kernel(X, full_cov=False)
+        return L, blocks, kdiag
 
     @check_shapes(
         "kdiag: [n]",
@@ -146,11 +168,16 @@ class CrowdGPCore(gpflow.base.Module):
         "return[1]: [n]",
         "return[2]: []",
     )
-    def posterior(self, A: tf.Tensor | None, kdiag: tf.Tensor, m0: tf.Tensor
+    def posterior(self, A: list[tf.Tensor] | None, kdiag: tf.Tensor, m0: tf.Tensor,
+                  nat1: tf.Tensor | None = None, nat2: tf.Tensor | None = None,
                   ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
-        """q(f_i) = N(m_f, v_f) given the sites, and log Z_t + Σ −E_q[log t_i] (see module doc)."""
-        nat1 = tf.convert_to_tensor(self.nat1)
-        nat2 = tf.convert_to_tensor(self.nat2)
+        """q(f_i) = N(m_f, v_f) given the sites, and log Z_t + Σ −E_q[log t_i] (see module doc).
+
+        ``nat1``, ``nat2``: the sites of a subset of tasks (with ``A``, ``kdiag``, ``m0`` of the
+        same subset); by default all sites.
+        """
+        nat1 = tf.convert_to_tensor(self.nat1 if nat1 is None else nat1)
+        nat2 = tf.convert_to_tensor(self.nat2 if nat2 is None else nat2)
         tau2 = self.tau2
         denom = 1.0 + tau2 * nat2
         beta = nat2 / denom  # precision of the pseudo target ỹ as a noisy observation of g
@@ -159,15 +186,26 @@ class CrowdGPCore(gpflow.base.Module):
             m_g, v_g = m0, tf.zeros_like(m0)
             gp_terms = tf.constant(0.0, dtype=m0.dtype)
         else:
-            d = tf.maximum(kdiag - tf.reduce_sum(tf.square(A), axis=0), 0.0)
-            B = tf.eye(tf.shape(A)[0], dtype=A.dtype) + tf.linalg.matmul(A * beta, A,
-                                                                          transpose_b=True)
+            # Titsias' algebra one column block at a time (sums over tasks are sums of blocks).
+            split = _split_like(A)
+            beta_k, resid_k, kdiag_k = split(beta), split(b - beta * m0), split(kdiag)
+            d = tf.concat([tf.maximum(kd - tf.reduce_sum(tf.square(a), axis=0), 0.0)
+                           for a, kd in zip(A, kdiag_k, strict=True)], axis=0)
+            B = tf.eye(tf.shape(A[0])[0], dtype=m0.dtype) + tf.add_n(
+                [tf.linalg.matmul(a * bk, a, transpose_b=True) for a, bk in zip(A, beta_k,
+                                                                                strict=True)])
             LB = tf.linalg.cholesky(B)
-            LBinvA = tf.linalg.triangular_solve(LB, A, lower=True)
-            c = tf.linalg.matvec(LBinvA, b - beta * m0)
-            m_g = m0 + tf.linalg.matvec(LBinvA, c, transpose_a=True)
-            v_g = d + tf.reduce_sum(tf.square(LBinvA), axis=0)  # d + aᵀ B⁻¹ a
+            c = tf.linalg.triangular_solve(LB, tf.add_n(
+                [tf.linalg.matvec(a, r) for a, r in zip(A, resid_k, strict=True)])[:, None],
+                lower=True)  # LB⁻¹ A (b − β m0)
+            w = tf.linalg.triangular_solve(LB, c, lower=True, adjoint=True)  # LB⁻ᵀ c
+            m_g = m0 + tf.concat([tf.linalg.matvec(a, w[:, 0], transpose_a=True) for a in A], 0)
+            # v_g = d + diag(Aᵀ B⁻¹ A)
+            v_g = d + tf.concat([
+                tf.reduce_sum(tf.square(tf.linalg.triangular_solve(LB, a, lower=True)), axis=0)
+                for a in A], axis=0)
             v_g = tf.maximum(v_g, 1e-12)
+            c = c[:, 0]
             gp_terms = (
                 -tf.reduce_sum(tf.math.log(tf.linalg.diag_part(LB)))
                 - 0.5 * tf.reduce_sum(beta * d)
@@ -191,7 +229,8 @@ class CrowdGPCore(gpflow.base.Module):
             raise ValueError("this model has no GP over features: it cannot predict new tasks")
         dtype = gpflow.default_float()
         Xs = tf.constant(Xnew, dtype=dtype)
-        L, A, kdiag = self.gp_prep()
+        L, blocks, kdiag = self.gp_prep()
+        A = tf.concat(blocks, axis=1)
         m0 = self.prior_mean(self.X)
         nat1, nat2 = tf.convert_to_tensor(self.nat1), tf.convert_to_tensor(self.nat2)
         tau2 = self.tau2
@@ -212,9 +251,15 @@ class CrowdGPCore(gpflow.base.Module):
 
     def judgment_terms(self, m_f: tf.Tensor, v_f: tf.Tensor
                        ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
-        offset, scale = self.likelihood.noise(self.task, self.annotator)
+        return self._judgment_terms(m_f, v_f, self.task, self.task, self.annotator, self.sign)
+
+    def _judgment_terms(self, m_f: tf.Tensor, v_f: tf.Tensor, row: tf.Tensor, task: tf.Tensor,
+                        annotator: tf.Tensor, sign: tf.Tensor
+                        ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+        """Per judgment: ``row`` indexes m_f/v_f, ``task`` the task noise parameters."""
+        offset, scale = self.likelihood.noise(task, annotator)
         return judgment_expectations(
-            tf.gather(m_f, self.task), tf.gather(v_f, self.task), self.sign, offset, scale,
+            tf.gather(m_f, row), tf.gather(v_f, row), sign, offset, scale,
             self.likelihood.nodes, self.likelihood.weights,
         )
 
@@ -265,13 +310,18 @@ class CrowdGPCore(gpflow.base.Module):
             previous = m_f
         return settings.e_sweeps
 
-    def m_step(self, settings: EMSettings) -> None:
+    def m_step(self, settings: EMSettings, rng: np.random.Generator | None = None) -> None:
         """L-BFGS on θ with the sites fixed, in two blocks.
 
         The noise parameters (σ_j², biases) do not change q given the sites, so they are fitted
         first against the cached q(f) — O(#judgments) per evaluation, run to convergence; then
         the few GP parameters (kernel, τ², mean function) with the full objective, whose every
-        evaluation costs the O(n M²) GP algebra, for ``m_iter`` iterations.
+        evaluation costs the O(n M²) GP algebra (and its backward pass the memory of several
+        M × n matrices), for ``m_iter`` iterations. Above ``m_max_tasks`` tasks that block sees a
+        random subset of tasks with their sites and judgments, its data terms scaled by n / |S|:
+        the subset-of-data estimate of a handful of hyperparameters (kernel variance and
+        lengthscales, τ², mean weights), which 20,000 tasks pin down; it bounds the M step's
+        time and memory independently of n.
         """
         lik_vars = list(self.likelihood.trainable_variables)
         ids = {id(v) for v in lik_vars}
@@ -279,8 +329,49 @@ class CrowdGPCore(gpflow.base.Module):
         if lik_vars:
             m_f, v_f, _ = self._state()
             _lbfgs(lambda: self._lik_loss_and_grads(m_f, v_f), lik_vars, settings.m_lik_iter)
-        if gp_vars and settings.m_iter > 0:
+        if not gp_vars or settings.m_iter <= 0:
+            return
+        limit = settings.m_max_tasks
+        if self.X is None or self.Z is None or limit is None or self.n_tasks <= limit:
             _lbfgs(self._gp_loss_and_grads, gp_vars, settings.m_iter)
+            return
+        subset = self._draw_subset(rng or np.random.default_rng(settings.seed), limit)
+        _lbfgs(lambda: self._gp_subset_loss_and_grads(*subset), gp_vars, settings.m_iter)
+
+    def _draw_subset(self, rng: np.random.Generator, size: int) -> tuple[tf.Tensor, ...]:
+        """``size`` tasks, their judgments (rows re-indexed into the subset) and n / size."""
+        tasks = np.sort(rng.choice(self.n_tasks, size, replace=False))
+        position = np.full(self.n_tasks, -1, dtype=np.int32)
+        position[tasks] = np.arange(size, dtype=np.int32)
+        task = self.task.numpy()
+        keep = position[task] >= 0
+        return (
+            tf.constant(tasks, dtype=tf.int32),
+            tf.constant(position[task[keep]], dtype=tf.int32),
+            tf.constant(task[keep], dtype=tf.int32),
+            tf.constant(self.annotator.numpy()[keep], dtype=tf.int32),
+            tf.constant(self.sign.numpy()[keep]),
+            tf.constant(self.n_tasks / size, dtype=gpflow.default_float()),
+        )
+
+    def _gp_subset_loss_and_grads_impl(
+        self, tasks: tf.Tensor, row: tf.Tensor, task: tf.Tensor, annotator: tf.Tensor,
+        sign: tf.Tensor, scale: tf.Tensor,
+    ) -> tuple[tf.Tensor, list[tf.Tensor]]:
+        ids = {id(v) for v in self.likelihood.trainable_variables}
+        variables = [v for v in self.trainable_variables if id(v) not in ids]
+        with tf.GradientTape(watch_accessed_variables=False) as tape:
+            tape.watch(variables)
+            X = tf.gather(self.X, tasks)
+            _, A, kdiag = self.gp_prep(X)
+            m_f, v_f, terms = self.posterior(A, kdiag, self.prior_mean(X),
+                                             tf.gather(self.nat1, tasks),
+                                             tf.gather(self.nat2, tasks))
+            ve, _, _ = self._judgment_terms(m_f, v_f, row, task, annotator, sign)
+            loss = -(scale * (terms + tf.reduce_sum(ve)) + self.log_prior_density())
+        grads = tape.gradient(loss, variables)
+        return loss, [tf.zeros_like(v) if g is None else g
+                      for v, g in zip(variables, grads, strict=True)]
 
     def _lik_loss_and_grads_impl(self, m_f: tf.Tensor, v_f: tf.Tensor
                                  ) -> tuple[tf.Tensor, list[tf.Tensor]]:
@@ -304,6 +395,21 @@ class CrowdGPCore(gpflow.base.Module):
         grads = tape.gradient(loss, variables)
         return loss, [tf.zeros_like(v) if g is None else g
                       for v, g in zip(variables, grads, strict=True)]
+
+
+def _column_blocks(n: int | None) -> list[tuple[int | None, int | None]]:
+    """(start, stop) of the column blocks of n tasks; one block when n is not known statically."""
+    if n is None:
+        return [(None, None)]
+    return [(start, min(start + COLUMN_BLOCK, n)) for start in range(0, max(n, 1), COLUMN_BLOCK)]
+
+
+def _split_like(blocks: list[tf.Tensor]) -> Callable[[tf.Tensor], list[tf.Tensor]]:
+    """Splits a per-task vector into pieces matching the column blocks of A."""
+    if len(blocks) == 1:
+        return lambda v: [v]
+    sizes = [int(a.shape[1]) for a in blocks]
+    return lambda v: tf.split(v, sizes, axis=0)
 
 
 def _lbfgs(loss_and_grads: Callable[[], tuple[tf.Tensor, list[tf.Tensor]]],
@@ -339,9 +445,10 @@ def run_em(
     """Algorithm 9: alternate E and M steps until the relative change of ELBO + log prior < tol."""
     trace = EMTrace()
     t0 = time.perf_counter()
+    rng = np.random.default_rng(settings.seed)
     for it in range(1, settings.n_iter + 1):
         trace.e_sweeps += core.e_step(settings)
-        core.m_step(settings)
+        core.m_step(settings, rng)
         _, _, obj = core._state()
         value = float(obj.numpy())
         trace.objective.append(value)
