@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import resource
 import sys
 import time
@@ -28,7 +29,11 @@ from models.data import AnnotationData  # noqa: E402
 from models.synthetic import NOISE_LEVELS, generate  # noqa: E402
 
 REDUNDANCIES = (3, 5, 7)
-RF10 = Path("/work/shared/data/trec-rf10-crowd/trec-rf10-data.txt")
+RF10 = Path(os.environ.get(  # beside the checkout, as the tests expect it
+    "CROWDQRELS_RF10_FILE",
+    Path(__file__).resolve().parents[1].parent / "shared" / "data" / "trec-rf10-crowd"
+    / "trec-rf10-data.txt",
+))
 
 
 def _baseline(name: str):  # noqa: ANN202 - an Aggregator class or None

@@ -11,9 +11,6 @@ import pytest
 from app.cli import main
 from app.formats.qrels import parse_qrels
 
-RF10 = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "trec-rf10-crowd" / \
-    "trec-rf10-data.txt"
-
 
 def _read_tsv(path: Path) -> list[dict[str, str]]:
     with path.open() as f:
@@ -110,11 +107,10 @@ def test_aggregate_graded(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert "classes [0, 1, 2]" in capsys.readouterr().out
 
 
-def test_aggregate_rf10(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    if not RF10.exists():
-        pytest.skip("RF10 file not available")
+def test_aggregate_rf10(rf10_path: Path, tmp_path: Path,
+                        capsys: pytest.CaptureFixture[str]) -> None:
     qrels = tmp_path / "rf10.qrels"
-    assert main(["aggregate", str(RF10), "--method", "ds", "--quiet", "--output", str(qrels),
+    assert main(["aggregate", str(rf10_path), "--method", "ds", "--quiet", "--output", str(qrels),
                  "--tasks", str(tmp_path / "t.tsv")]) == 0
     metrics = _metrics(capsys.readouterr().out)
     assert metrics["gold"] == 3275
@@ -123,10 +119,9 @@ def test_aggregate_rf10(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
 
 
 @pytest.mark.slow
-def test_aggregate_rf10_mace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    if not RF10.exists():
-        pytest.skip("RF10 file not available")
-    assert main(["aggregate", str(RF10), "--method", "mace", "--seed", "0",
+def test_aggregate_rf10_mace(rf10_path: Path, tmp_path: Path,
+                             capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["aggregate", str(rf10_path), "--method", "mace", "--seed", "0",
                  "--output", str(tmp_path / "rf10.qrels"),
                  "--annotators", str(tmp_path / "a.tsv")]) == 0
     metrics = _metrics(capsys.readouterr().out)

@@ -14,16 +14,6 @@ import pytest
 from models.data import AnnotationData
 from models.synthetic import NOISE_LEVELS, SyntheticData, generate
 
-RF10 = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "trec-rf10-crowd" / \
-    "trec-rf10-data.txt"
-
-
-@pytest.fixture(scope="session")
-def rf10_path() -> Path:
-    if not RF10.exists():
-        pytest.skip(f"RF10 file not found at {RF10}")
-    return RF10
-
 
 @pytest.fixture(scope="session")
 def rf10(rf10_path: Path) -> AnnotationData:
