@@ -171,8 +171,8 @@ class GaussianBernoulli(gpflow.likelihoods.Likelihood):
 
     ``Y`` has three columns: the label (0/1), the task index and the annotator index, so one row
     is one judgment and ``F`` is the latent of that judgment's task. Task and annotator noise
-    variances σ² carry Gamma(1, 1) priors (thesis §4.4.6); biases μ are fixed at 0 unless
-    ``learn_bias`` (then Normal(0, 1) priors).
+    variances σ² carry Gamma(1, 1) priors (thesis §4.4.6); biases μ_j (μ_i) are fixed at 0 unless
+    ``learn_annotator_bias`` (``learn_task_bias``), then with Normal(0, 1) priors.
     """
 
     def __init__(
@@ -183,7 +183,8 @@ class GaussianBernoulli(gpflow.likelihoods.Likelihood):
         task_variance: float | np.ndarray = 1.0,
         annotator_variance: float | np.ndarray = 1.0,
         learn_task_variance: bool = True,
-        learn_bias: bool = False,
+        learn_annotator_bias: bool = False,
+        learn_task_bias: bool = False,
         n_quadrature: int = DEFAULT_QUADRATURE_POINTS,
         **kwargs: Any,
     ) -> None:
@@ -201,10 +202,11 @@ class GaussianBernoulli(gpflow.likelihoods.Likelihood):
             transform=positive, prior=gamma, name="annotator_variance",
         )
         self.task_bias = gpflow.Parameter(
-            np.zeros(n_tasks, dtype=dtype), prior=normal, trainable=learn_bias, name="task_bias"
+            np.zeros(n_tasks, dtype=dtype), prior=normal, trainable=learn_task_bias,
+            name="task_bias"
         )
         self.annotator_bias = gpflow.Parameter(
-            np.zeros(n_annotators, dtype=dtype), prior=normal, trainable=learn_bias,
+            np.zeros(n_annotators, dtype=dtype), prior=normal, trainable=learn_annotator_bias,
             name="annotator_bias",
         )
         self.nodes, self.weights = gauss_hermite(n_quadrature)

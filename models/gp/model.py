@@ -51,7 +51,8 @@ class _CrowdGP(Aggregator):
         learn_deviation: bool = True,
         learn_task_noise: bool = False,
         estimate_difficulty: bool = True,
-        learn_bias: bool = False,
+        learn_annotator_bias: bool = True,
+        learn_task_bias: bool = False,
         full_gp_max_tasks: int = 500,
         n_inducing: int = 200,
         n_iter: int = 50,
@@ -71,7 +72,8 @@ class _CrowdGP(Aggregator):
         self.learn_deviation = learn_deviation
         self.learn_task_noise = learn_task_noise
         self.estimate_difficulty = estimate_difficulty
-        self.learn_bias = learn_bias
+        self.learn_annotator_bias = learn_annotator_bias
+        self.learn_task_bias = learn_task_bias
         self.full_gp_max_tasks = full_gp_max_tasks
         self.n_inducing = n_inducing
         self.n_iter = n_iter
@@ -168,7 +170,8 @@ class _CrowdGP(Aggregator):
 
         return GaussianBernoulli(
             n_tasks, n_annotators, learn_task_variance=self.learn_task_noise,
-            learn_bias=self.learn_bias, n_quadrature=self.n_quadrature,
+            learn_annotator_bias=self.learn_annotator_bias, learn_task_bias=self.learn_task_bias,
+            n_quadrature=self.n_quadrature,
         )
 
     def _standardise_fit(self, X: np.ndarray) -> np.ndarray:
@@ -263,7 +266,8 @@ class LK(_CrowdGP):
         learn_deviation: bool = True,
         learn_task_noise: bool = False,
         estimate_difficulty: bool = True,
-        learn_bias: bool = False,
+        learn_annotator_bias: bool = True,
+        learn_task_bias: bool = False,
         n_iter: int = 50,
         tol: float = 1e-4,
         e_step_sweeps: int = 20,
@@ -275,7 +279,8 @@ class LK(_CrowdGP):
         super().__init__(
             deviation_variance=deviation_variance, learn_deviation=learn_deviation,
             learn_task_noise=learn_task_noise, estimate_difficulty=estimate_difficulty,
-            learn_bias=learn_bias, n_iter=n_iter, tol=tol,
+            learn_annotator_bias=learn_annotator_bias, learn_task_bias=learn_task_bias,
+            n_iter=n_iter, tol=tol,
             e_step_sweeps=e_step_sweeps, e_step_rate=e_step_rate,
             m_step_iterations=m_step_iterations, n_quadrature=n_quadrature,
             random_state=random_state,
@@ -313,7 +318,7 @@ class GPMV(_CrowdGP):
     ) -> None:
         super().__init__(
             kernel=kernel, feature_groups=feature_groups, mean_function=mean_function,
-            per_task_deviation=per_task_deviation, learn_task_noise=False, learn_bias=False,
+            per_task_deviation=per_task_deviation, learn_task_noise=False,
             full_gp_max_tasks=full_gp_max_tasks, n_inducing=n_inducing, n_iter=n_iter, tol=tol,
             e_step_sweeps=e_step_sweeps, e_step_rate=e_step_rate,
             m_step_iterations=m_step_iterations, m_step_max_tasks=m_step_max_tasks,

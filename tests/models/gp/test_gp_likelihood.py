@@ -20,7 +20,8 @@ from models.gp.likelihood import (  # noqa: E402
 
 def _likelihood(task_var, ann_var, task_bias=None, ann_bias=None) -> GaussianBernoulli:
     lik = GaussianBernoulli(len(task_var), len(ann_var), task_variance=np.asarray(task_var),
-                            annotator_variance=np.asarray(ann_var), learn_bias=True)
+                            annotator_variance=np.asarray(ann_var),
+                            learn_annotator_bias=True, learn_task_bias=True)
     if task_bias is not None:
         lik.task_bias.assign(np.asarray(task_bias, dtype=np.float64))
     if ann_bias is not None:
