@@ -11,12 +11,26 @@ from collections.abc import Sequence
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from app.core.config import get_settings
     from app.core.db import upgrade_database
 
+    if args.workers > 1 and get_settings().jobs != "celery":
+        # The in-process runner's queue and child processes live in one API process: a second
+        # process could neither see nor cancel them.
+        print("crowdqrels serve: --workers above 1 needs the Celery runner "
+              "(CROWDQRELS_JOBS=celery and a `crowdqrels worker`)", file=sys.stderr)
+        return 2
     upgrade_database()
     uvicorn.run("app.main:create_app", factory=True, host=args.host, port=args.port,
-                log_level=args.log_level)
+                log_level=args.log_level, workers=args.workers)
     return 0
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def _migrate(args: argparse.Namespace) -> int:
@@ -41,6 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--log-level", default="info")
+    serve.add_argument("--workers", type=_positive_int, default=1,
+                       help="API processes (above 1 only with CROWDQRELS_JOBS=celery)")
     serve.set_defaults(func=_serve)
 
     migrate = sub.add_parser("migrate", help="apply database migrations (alembic upgrade head)")
