@@ -299,7 +299,8 @@ def main() -> None:
     acc.add_argument("--seeds", type=int, default=10)
     acc.add_argument("--cells", default="all", help="'all' or e.g. 0-2:5,4-8:3 (noise:redundancy)")
     acc.add_argument("--learn-annotator-bias", action="store_true",
-                     help="LK and MAGP learn annotator biases (their default; off: the thesis)")
+                     help="LK and MAGP learn annotator biases (LK's default; off: MAGP's, "
+                          "and the thesis' setting)")
     unseen = sub.add_parser("unseen")
     unseen.add_argument("--seeds", type=int, default=5)
     unseen.add_argument("--cells", default="0-2:5,4-8:5")

@@ -51,7 +51,7 @@ class _CrowdGP(Aggregator):
         learn_deviation: bool = True,
         learn_task_noise: bool = False,
         estimate_difficulty: bool = True,
-        learn_annotator_bias: bool = True,
+        learn_annotator_bias: bool = False,
         learn_task_bias: bool = False,
         full_gp_max_tasks: int = 500,
         n_inducing: int = 200,
@@ -255,7 +255,13 @@ class MAGP(_CrowdGP):
 
 
 class LK(_CrowdGP):
-    """The likelihood part of MAGP alone: f_i ~ N(0, τ²) independent, no features (§4.5.3)."""
+    """The likelihood part of MAGP alone: f_i ~ N(0, τ²) independent, no features (§4.5.3).
+
+    Unlike the thesis (and MAGP's default), LK learns annotator biases μ_j by default: on real
+    judgments that is most of what separates workers (RF10: 0.689 against 0.626 with μ_j = 0).
+    MAGP keeps them fixed by default because next to a GP mean function they slow EM down
+    (20,000 tasks: 17 EM iterations instead of 4) for no accuracy on data without biases.
+    """
 
     method = "lk"
     uses_features = False

@@ -466,34 +466,68 @@ def run_em(
 
 
 def fit_task_noise(core: CrowdGPCore, grid: np.ndarray | None = None) -> None:
-    """MAP of each task's σ_i² under Gamma(1, 1) with q(f) and all other parameters fixed.
+    """Each task's σ_i²: its posterior mean under Gamma(1, 1) given the rest of the fitted model.
 
-    Learning σ_i² inside EM lets each task explain its own disagreement away and collapses τ²
-    (f then follows the features only); estimated after EM it is a read-out of difficulty. The
-    problem separates by task, so a log-spaced grid searched in one vectorised pass is exact
-    enough and costs O(#judgments × #quadrature points × #grid).
+    The posterior of σ_i² weighs the marginal likelihood of the task's own judgments, with f_i
+    integrated over its cavity q(f_i) / t_i(f_i) (EP's cavity: what the GP and the prior say about
+    f_i before its judgments), by the Gamma(1, 1) prior:
+
+        p(σ_i² | y_i) ∝ ∫ Π_a Φ(s_a (f + μ_i + μ_j) / sqrt(1 + σ_j² + σ_i²)) N(f | m_c, v_c) df
+                        × exp(−σ_i²).
+
+    Why these choices: scored against the posterior q(f_i) instead of the cavity, a split task's
+    votes sit at f ≈ 0 where σ_i² changes nothing; and with a handful of judgments per task the
+    likelihood is flat enough that the MAP lies at the prior's mode, 0, for every task. The
+    posterior mean separates them (unanimous tasks below the prior mean 1, split ones above; a
+    task without judgments gets 1). Learning σ_i² inside EM lets each task explain its
+    disagreement away and collapses τ² (f then follows the features only), so this is a read-out
+    after EM. It separates by task: the integral over σ_i² is a trapezoid rule on ``grid``; the one
+    over f a Gauss–Hermite rule on q(f_i), which the integrand resembles (q ∝ cavity × site), with
+    the weights corrected by cavity / q, so a task with many judgments (a narrow integrand) is
+    still integrated where its mass is. One node at a time keeps temporaries at #judgments floats;
+    O(#judgments × #nodes × #grid).
     """
     from scipy.special import log_ndtr as np_log_ndtr
+    from scipy.special import logsumexp
 
-    grid = np.geomspace(1e-3, 30.0, 25) if grid is None else grid
+    grid = np.concatenate([[0.0], np.geomspace(0.01, 20.0, 30)]) if grid is None else grid
     m_f, v_f, _ = core._state()
+    m_f, v_f = m_f.numpy(), v_f.numpy()
+    # Cavity: q(f_i) / t_i(f_i), in natural parameters.
+    precision = np.maximum(1.0 / v_f - core.nat2.numpy(), 1e-6)
+    cavity_mean = (m_f / v_f - core.nat1.numpy()) / precision
+    sd_f = np.sqrt(v_f)
+    nodes_f = [m_f + sd_f * node for node in core.likelihood.nodes]
+    # log N(f | cavity) − log N(f | q) at each node, per task: the importance weights.
+    correction = [
+        0.5 * np.log(precision * v_f) - 0.5 * precision * (f - cavity_mean) ** 2
+        + 0.5 * (f - m_f) ** 2 / v_f
+        for f in nodes_f
+    ]
     task = core.task.numpy()
     lik = core.likelihood
     ann = core.annotator.numpy()
     sign = core.sign.numpy()
     offset = lik.task_bias.numpy()[task] + lik.annotator_bias.numpy()[ann]
     base = 1.0 + lik.annotator_variance.numpy()[ann]
-    f = (m_f.numpy()[task][:, None] + np.sqrt(v_f.numpy()[task])[:, None] * lik.nodes[None, :]
-         + offset[:, None]) * sign[:, None]  # (N, Q): s_a (f + μ) at each node
-    best = np.full(core.n_tasks, -np.inf)
-    value = lik.task_variance.numpy().copy()
-    for g in grid:
-        ve = np_log_ndtr(f / np.sqrt(base + g)[:, None]) @ lik.weights
-        score = np.bincount(task, ve, minlength=core.n_tasks) - g  # + log Gamma(g | 1, 1)
-        better = score > best
-        best[better] = score[better]
-        value[better] = g
-    lik.task_variance.assign(value)
+    centre = (m_f[task] + offset) * sign  # s_a (f + μ) = centre + spread × node
+    spread = sd_f[task] * sign
+    log_weights = np.log(lik.weights)[:, None]
+    log_post = np.empty((grid.size, core.n_tasks))
+    for k, g in enumerate(grid):
+        scale = 1.0 / np.sqrt(base + g)
+        per_node = np.stack([
+            np.bincount(task, np_log_ndtr((centre + spread * node) * scale),
+                        minlength=core.n_tasks) + corr
+            for node, corr in zip(lik.nodes, correction, strict=True)
+        ])  # (Q, n_tasks): log Π_a Φ(·) + log cavity / q at each node
+        log_post[k] = logsumexp(per_node + log_weights, axis=0) - g  # + log Gamma(g | 1, 1)
+    # Trapezoid weights of the (non-uniform) grid, then normalise per task.
+    step = np.diff(grid)
+    trapezoid = np.concatenate([[step[0]], step[:-1] + step[1:], [step[-1]]]) / 2.0
+    log_post += np.log(trapezoid)[:, None]
+    post = np.exp(log_post - logsumexp(log_post, axis=0))
+    lik.task_variance.assign(grid @ post)
 
 
 def kmeans_inducing(X: np.ndarray, m: int, rng: np.random.Generator, n_iter: int = 10,

@@ -101,6 +101,23 @@ def test_lk_recovers_labels_and_competence(easy):
     assert len(res.objective_history) == res.info["n_iter"]
 
 
+def test_task_difficulty_follows_disagreement(easy):
+    """σ_i² (posterior mean after EM) is higher where a task's judges disagree more.
+
+    Five judgments per task: unanimous tasks ≈ 0.82, two dissenters of five ≈ 1.13 (the prior
+    mean is 1). A MAP estimate put every task at 0.001 here.
+    """
+    data = easy.to_annotation_data(with_features=False)
+    model = LK(random_state=0, **FAST).fit(data)
+    counts = data.counts()
+    disagreement = counts.min(axis=1) / counts.sum(axis=1)
+    difficulty = model.result(data).task_columns["difficulty"]
+    assert np.all((difficulty > 0.0) & (difficulty < 20.0))
+    assert difficulty[disagreement >= 0.4].mean() > difficulty[disagreement == 0].mean() + 0.2
+    assert difficulty[disagreement == 0].max() < difficulty[disagreement >= 0.4].min()
+    assert np.corrcoef(difficulty, disagreement)[0, 1] > 0.8
+
+
 def test_lk_learns_annotator_biases():
     """Lenient annotators (who call two thirds of the non-relevant tasks relevant) get μ_j > 0,
     and learning μ_j (the default) beats the thesis' model with biases fixed at 0 (0.839 vs 0.752,
@@ -209,7 +226,8 @@ def test_fallback_to_lk_without_features(easy, cls):
     model = cls(random_state=0, **FAST).fit(data)
     res = model.result(data)
     assert res.info["fallback"] == "lk"
-    lk = LK(random_state=0, **FAST).fit(data)
+    # The fallback is LK with the method's own settings (annotator biases fixed by default).
+    lk = LK(random_state=0, learn_annotator_bias=False, **FAST).fit(data)
     np.testing.assert_allclose(model.proba_, lk.proba_, atol=1e-8)
     with pytest.raises(ValueError, match="without features"):
         model.predict_proba(np.zeros((1, 2)))
