@@ -124,26 +124,18 @@ def export(model: Any) -> GPPredictor:
     core = model.core_
     if core.X is None or core.kernel is None:
         raise ValueError("this model has no GP over features: nothing to export")
+    from models.gp.training import site_system
+
     L, blocks, _ = core.gp_prep()
     L = L.numpy()
     X = core.X.numpy()
     d = X.shape[1]
-    nat1, nat2 = core.nat1.numpy(), core.nat2.numpy()
+    _, beta, b = core.pseudo_observations()
     tau2 = float(core.tau2.numpy())
-    beta = nat2 / (1.0 + tau2 * nat2)
-    b = nat1 / (1.0 + tau2 * nat2)
-    m0 = core.prior_mean(core.X).numpy()
+    m0 = core.prior_mean(core.X)
     m = L.shape[0]
-    # B = I + A diag(β) Aᵀ and A (b − β m0), summed over the column blocks of A.
-    B, rhs, start = np.eye(m), np.zeros(m), 0
-    for block in blocks:
-        a = block.numpy()
-        part = slice(start, start + a.shape[1])
-        B += (a * beta[part]) @ a.T
-        rhs += a @ (b - beta * m0)[part]
-        start = part.stop
-    LB = np.linalg.cholesky(B)
-    c = np.linalg.solve(LB, rhs)
+    LB, c = (t.numpy() for t in site_system(blocks, beta, b - beta * m0))
+    B = LB @ LB.T
     # w = L⁻ᵀ LB⁻ᵀ c ; M = L⁻ᵀ (I − B⁻¹) L⁻¹
     w = np.linalg.solve(L.T, np.linalg.solve(LB.T, c))
     Linv = np.linalg.solve(L, np.eye(m))

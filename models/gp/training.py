@@ -161,6 +161,14 @@ class CrowdGPCore(gpflow.base.Module):
         kdiag = self.kernel(X, full_cov=False)
         return L, blocks, kdiag
 
+    def pseudo_observations(self, nat1: tf.Tensor | None = None, nat2: tf.Tensor | None = None
+                            ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+        """(1 + τ² τ̃, β, β ỹ): the sites as Gaussian observations ỹ = ν̃/τ̃ of g, e_i folded in."""
+        nat1 = tf.convert_to_tensor(self.nat1 if nat1 is None else nat1)
+        nat2 = tf.convert_to_tensor(self.nat2 if nat2 is None else nat2)
+        denom = 1.0 + self.tau2 * nat2
+        return denom, nat2 / denom, nat1 / denom
+
     @check_shapes(
         "kdiag: [n]",
         "m0: [n]",
@@ -179,33 +187,24 @@ class CrowdGPCore(gpflow.base.Module):
         nat1 = tf.convert_to_tensor(self.nat1 if nat1 is None else nat1)
         nat2 = tf.convert_to_tensor(self.nat2 if nat2 is None else nat2)
         tau2 = self.tau2
-        denom = 1.0 + tau2 * nat2
-        beta = nat2 / denom  # precision of the pseudo target ỹ as a noisy observation of g
-        b = nat1 / denom  # β ỹ
+        denom, beta, b = self.pseudo_observations(nat1, nat2)
         if A is None:
             m_g, v_g = m0, tf.zeros_like(m0)
             gp_terms = tf.constant(0.0, dtype=m0.dtype)
         else:
             # Titsias' algebra one column block at a time (sums over tasks are sums of blocks).
             split = _split_like(A)
-            beta_k, resid_k, kdiag_k = split(beta), split(b - beta * m0), split(kdiag)
+            kdiag_k = split(kdiag)
             d = tf.concat([tf.maximum(kd - tf.reduce_sum(tf.square(a), axis=0), 0.0)
                            for a, kd in zip(A, kdiag_k, strict=True)], axis=0)
-            B = tf.eye(tf.shape(A[0])[0], dtype=m0.dtype) + tf.add_n(
-                [tf.linalg.matmul(a * bk, a, transpose_b=True) for a, bk in zip(A, beta_k,
-                                                                                strict=True)])
-            LB = tf.linalg.cholesky(B)
-            c = tf.linalg.triangular_solve(LB, tf.add_n(
-                [tf.linalg.matvec(a, r) for a, r in zip(A, resid_k, strict=True)])[:, None],
-                lower=True)  # LB⁻¹ A (b − β m0)
-            w = tf.linalg.triangular_solve(LB, c, lower=True, adjoint=True)  # LB⁻ᵀ c
+            LB, c = site_system(A, beta, b - beta * m0)
+            w = tf.linalg.triangular_solve(LB, c[:, None], lower=True, adjoint=True)  # LB⁻ᵀ c
             m_g = m0 + tf.concat([tf.linalg.matvec(a, w[:, 0], transpose_a=True) for a in A], 0)
             # v_g = d + diag(Aᵀ B⁻¹ A)
             v_g = d + tf.concat([
                 tf.reduce_sum(tf.square(tf.linalg.triangular_solve(LB, a, lower=True)), axis=0)
                 for a in A], axis=0)
             v_g = tf.maximum(v_g, 1e-12)
-            c = c[:, 0]
             gp_terms = (
                 -tf.reduce_sum(tf.math.log(tf.linalg.diag_part(LB)))
                 - 0.5 * tf.reduce_sum(beta * d)
@@ -229,25 +228,19 @@ class CrowdGPCore(gpflow.base.Module):
             raise ValueError("this model has no GP over features: it cannot predict new tasks")
         dtype = gpflow.default_float()
         Xs = tf.constant(Xnew, dtype=dtype)
-        L, blocks, kdiag = self.gp_prep()
-        A = tf.concat(blocks, axis=1)
+        L, A, _ = self.gp_prep()
         m0 = self.prior_mean(self.X)
-        nat1, nat2 = tf.convert_to_tensor(self.nat1), tf.convert_to_tensor(self.nat2)
-        tau2 = self.tau2
-        beta = nat2 / (1.0 + tau2 * nat2)
-        b = nat1 / (1.0 + tau2 * nat2)
-        B = tf.eye(tf.shape(A)[0], dtype=dtype) + tf.linalg.matmul(A * beta, A, transpose_b=True)
-        LB = tf.linalg.cholesky(B)
-        c = tf.linalg.triangular_solve(LB, tf.linalg.matvec(A, b - beta * m0)[:, None], lower=True)
+        _, beta, b = self.pseudo_observations()
+        LB, c = site_system(A, beta, b - beta * m0)
         Z = self.X if self.Z is None else self.Z
         As = tf.linalg.triangular_solve(L, self.kernel(Z, Xs), lower=True)
         LBinvAs = tf.linalg.triangular_solve(LB, As, lower=True)
-        ms = tf.linalg.matvec(LBinvAs, c[:, 0], transpose_a=True)
+        ms = tf.linalg.matvec(LBinvAs, c, transpose_a=True)
         if self.mean_function is not None:
             ms += self.mean_function(Xs)[:, 0]
         vs = (self.kernel(Xs, full_cov=False) - tf.reduce_sum(tf.square(As), 0)
               + tf.reduce_sum(tf.square(LBinvAs), 0))
-        return ms.numpy(), np.maximum(vs.numpy(), 0.0) + float(tau2.numpy())
+        return ms.numpy(), np.maximum(vs.numpy(), 0.0) + float(self.tau2.numpy())
 
     def judgment_terms(self, m_f: tf.Tensor, v_f: tf.Tensor
                        ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
@@ -324,8 +317,7 @@ class CrowdGPCore(gpflow.base.Module):
         time and memory independently of n.
         """
         lik_vars = list(self.likelihood.trainable_variables)
-        ids = {id(v) for v in lik_vars}
-        gp_vars = [v for v in self.trainable_variables if id(v) not in ids]
+        gp_vars = self._gp_variables()
         if lik_vars:
             m_f, v_f, _ = self._state()
             _lbfgs(lambda: self._lik_loss_and_grads(m_f, v_f), lik_vars, settings.m_lik_iter)
@@ -358,43 +350,46 @@ class CrowdGPCore(gpflow.base.Module):
         self, tasks: tf.Tensor, row: tf.Tensor, task: tf.Tensor, annotator: tf.Tensor,
         sign: tf.Tensor, scale: tf.Tensor,
     ) -> tuple[tf.Tensor, list[tf.Tensor]]:
-        ids = {id(v) for v in self.likelihood.trainable_variables}
-        variables = [v for v in self.trainable_variables if id(v) not in ids]
-        with tf.GradientTape(watch_accessed_variables=False) as tape:
-            tape.watch(variables)
+        def loss() -> tf.Tensor:
             X = tf.gather(self.X, tasks)
             _, A, kdiag = self.gp_prep(X)
             m_f, v_f, terms = self.posterior(A, kdiag, self.prior_mean(X),
                                              tf.gather(self.nat1, tasks),
                                              tf.gather(self.nat2, tasks))
             ve, _, _ = self._judgment_terms(m_f, v_f, row, task, annotator, sign)
-            loss = -(scale * (terms + tf.reduce_sum(ve)) + self.log_prior_density())
-        grads = tape.gradient(loss, variables)
-        return loss, [tf.zeros_like(v) if g is None else g
-                      for v, g in zip(variables, grads, strict=True)]
+            return -(scale * (terms + tf.reduce_sum(ve)) + self.log_prior_density())
+
+        return _value_and_grads(loss, self._gp_variables())
 
     def _lik_loss_and_grads_impl(self, m_f: tf.Tensor, v_f: tf.Tensor
                                  ) -> tuple[tf.Tensor, list[tf.Tensor]]:
-        variables = self.likelihood.trainable_variables
-        with tf.GradientTape(watch_accessed_variables=False) as tape:
-            tape.watch(variables)
+        def loss() -> tf.Tensor:
             ve, _, _ = self.judgment_terms(m_f, v_f)
             priors = [p.log_prior_density() for p in self.likelihood.trainable_parameters
                       if p.prior is not None]
-            loss = -(tf.reduce_sum(ve) + tf.add_n(priors)) if priors else -tf.reduce_sum(ve)
-        grads = tape.gradient(loss, variables)
-        return loss, [tf.zeros_like(v) if g is None else g
-                      for v, g in zip(variables, grads, strict=True)]
+            return -(tf.reduce_sum(ve) + tf.add_n(priors)) if priors else -tf.reduce_sum(ve)
+
+        return _value_and_grads(loss, list(self.likelihood.trainable_variables))
 
     def _gp_loss_and_grads_impl(self) -> tuple[tf.Tensor, list[tf.Tensor]]:
+        return _value_and_grads(lambda: -self.objective(), self._gp_variables())
+
+    def _gp_variables(self) -> list[tf.Variable]:
+        """The GP block of the M step: every trainable variable outside the likelihood."""
         ids = {id(v) for v in self.likelihood.trainable_variables}
-        variables = [v for v in self.trainable_variables if id(v) not in ids]
-        with tf.GradientTape(watch_accessed_variables=False) as tape:
-            tape.watch(variables)
-            loss = -self.objective()
-        grads = tape.gradient(loss, variables)
-        return loss, [tf.zeros_like(v) if g is None else g
-                      for v, g in zip(variables, grads, strict=True)]
+        return [v for v in self.trainable_variables if id(v) not in ids]
+
+
+def site_system(A: list[tf.Tensor], beta: tf.Tensor, resid: tf.Tensor
+                ) -> tuple[tf.Tensor, tf.Tensor]:
+    """LB = chol(I + A diag(β) Aᵀ) and c = LB⁻¹ A r, summed over the column blocks of A."""
+    split = _split_like(A)
+    B = tf.eye(tf.shape(A[0])[0], dtype=beta.dtype) + tf.add_n(
+        [tf.linalg.matmul(a * bk, a, transpose_b=True)
+         for a, bk in zip(A, split(beta), strict=True)])
+    LB = tf.linalg.cholesky(B)
+    Ar = tf.add_n([tf.linalg.matvec(a, r) for a, r in zip(A, split(resid), strict=True)])
+    return LB, tf.linalg.triangular_solve(LB, Ar[:, None], lower=True)[:, 0]
 
 
 def _column_blocks(n: int | None) -> list[tuple[int | None, int | None]]:
@@ -410,6 +405,17 @@ def _split_like(blocks: list[tf.Tensor]) -> Callable[[tf.Tensor], list[tf.Tensor
         return lambda v: [v]
     sizes = [int(a.shape[1]) for a in blocks]
     return lambda v: tf.split(v, sizes, axis=0)
+
+
+def _value_and_grads(loss: Callable[[], tf.Tensor], variables: list[tf.Variable]
+                     ) -> tuple[tf.Tensor, list[tf.Tensor]]:
+    """loss() and its gradients w.r.t. ``variables`` (zeros where it does not depend on one)."""
+    with tf.GradientTape(watch_accessed_variables=False) as tape:
+        tape.watch(variables)
+        value = loss()
+    grads = tape.gradient(value, variables)
+    return value, [tf.zeros_like(v) if g is None else g
+                   for v, g in zip(variables, grads, strict=True)]
 
 
 def _lbfgs(loss_and_grads: Callable[[], tuple[tf.Tensor, list[tf.Tensor]]],
@@ -491,13 +497,14 @@ def fit_task_noise(core: CrowdGPCore, grid: np.ndarray | None = None) -> None:
     from scipy.special import logsumexp
 
     grid = np.concatenate([[0.0], np.geomspace(0.01, 20.0, 30)]) if grid is None else grid
+    lik = core.likelihood
     m_f, v_f, _ = core._state()
     m_f, v_f = m_f.numpy(), v_f.numpy()
     # Cavity: q(f_i) / t_i(f_i), in natural parameters.
     precision = np.maximum(1.0 / v_f - core.nat2.numpy(), 1e-6)
     cavity_mean = (m_f / v_f - core.nat1.numpy()) / precision
     sd_f = np.sqrt(v_f)
-    nodes_f = [m_f + sd_f * node for node in core.likelihood.nodes]
+    nodes_f = [m_f + sd_f * node for node in lik.nodes]
     # log N(f | cavity) − log N(f | q) at each node, per task: the importance weights.
     correction = [
         0.5 * np.log(precision * v_f) - 0.5 * precision * (f - cavity_mean) ** 2
@@ -505,7 +512,6 @@ def fit_task_noise(core: CrowdGPCore, grid: np.ndarray | None = None) -> None:
         for f in nodes_f
     ]
     task = core.task.numpy()
-    lik = core.likelihood
     ann = core.annotator.numpy()
     sign = core.sign.numpy()
     offset = lik.task_bias.numpy()[task] + lik.annotator_bias.numpy()[ann]
