@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi import APIRouter, Depends, Path, Query
 from fastapi.responses import JSONResponse, PlainTextResponse
 from starlette.concurrency import run_in_threadpool
 
@@ -19,23 +19,19 @@ from app.aggregations.schemas import (
     TaskResults,
 )
 from app.aggregations.tables import Aggregation
-from app.api.deps import CollectionDep, SessionDep
-from app.jobs.runner import JobRunner
+from app.api.deps import CollectionDep, RunnerDep, SessionDep
+from app.auth.deps import PrincipalDep
 
 collection_router = APIRouter(prefix="/collections/{c}", tags=["aggregations"])
 router = APIRouter(prefix="/aggregations", tags=["aggregations"])
 
 
-def get_runner(request: Request) -> JobRunner:
-    return request.app.state.runner  # type: ignore[no-any-return]
-
-
-RunnerDep = Annotated[JobRunner, Depends(get_runner)]
-
-
-def load_aggregation(session: SessionDep,
+def load_aggregation(session: SessionDep, principal: PrincipalDep,
                      a: Annotated[int, Path(description="the aggregation's id")]) -> Aggregation:
-    return service.get_aggregation(session, aggregation_id=a)
+    aggregation = service.get_aggregation(session, aggregation_id=a)
+    if not principal.can_see(aggregation.collection_id):
+        raise service.aggregation_not_found(a)
+    return aggregation
 
 
 AggregationDep = Annotated[Aggregation, Depends(load_aggregation)]

@@ -71,8 +71,12 @@ def create_aggregation(session: Session, *, runner: JobRunner, collection: Colle
 def get_aggregation(session: Session, *, aggregation_id: int) -> Aggregation:
     aggregation = session.get(Aggregation, aggregation_id)
     if aggregation is None:
-        raise NotFound(f"no aggregation {aggregation_id}", code="aggregation_not_found")
+        raise aggregation_not_found(aggregation_id)
     return aggregation
+
+
+def aggregation_not_found(aggregation_id: int) -> NotFound:
+    return NotFound(f"no aggregation {aggregation_id}", code="aggregation_not_found")
 
 
 def list_aggregations(session: Session, *, collection: Collection, limit: int,

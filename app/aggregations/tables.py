@@ -2,54 +2,40 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
     JSON,
-    DateTime,
     Float,
     ForeignKey,
     Index,
     Integer,
     LargeBinary,
     String,
-    Text,
-    func,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.core.db import Base, BigId
+from app.jobs.tables import FINISHED, STATUSES, JobColumns
 
-STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
-FINISHED = frozenset({"succeeded", "failed", "cancelled"})
+__all__ = ["FINISHED", "STATUSES", "Aggregation", "AggregationAnnotator", "AggregationArtifact",
+           "AggregationTask"]
 
-
-class Aggregation(Base):
+class Aggregation(JobColumns, Base):
     __tablename__ = "aggregations"
     __table_args__ = (Index("ix_aggregations_collection_id", "collection_id"),)
 
-    id: Mapped[int] = mapped_column(BigId, primary_key=True)
     collection_id: Mapped[int] = mapped_column(ForeignKey("collections.id", ondelete="CASCADE"))
     method: Mapped[str] = mapped_column(String(20))
     params: Mapped[dict[str, Any]] = mapped_column(JSON)
     graded: Mapped[bool] = mapped_column(default=False)  # fit on graded labels, not binarised
-    status: Mapped[str] = mapped_column(String(20), default="queued")
-    progress: Mapped[float] = mapped_column(Float, default=0.0)
-    progress_message: Mapped[str | None] = mapped_column(String(500))
     # The consistent snapshot: the fit reads judgments with id <= watermark.
     watermark: Mapped[int] = mapped_column(BigId)
     n_judgments: Mapped[int | None] = mapped_column(Integer)  # judgments the model used
-    job_id: Mapped[str | None] = mapped_column(String(200))
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
-    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    timings: Mapped[dict[str, float] | None] = mapped_column(JSON)  # seconds per stage
     objective_history: Mapped[list[float] | None] = mapped_column(JSON)
     evaluation: Mapped[dict[str, Any] | None] = mapped_column(JSON)  # against gold
     info: Mapped[dict[str, Any] | None] = mapped_column(JSON)  # e.g. {"fallback": "lk"}
     classes: Mapped[list[int] | None] = mapped_column(JSON)  # label values of the fit
-    error: Mapped[str | None] = mapped_column(Text)
 
 
 class AggregationTask(Base):

@@ -8,10 +8,12 @@ from typing import Annotated
 from fastapi import Depends, Path, Request
 from sqlalchemy.orm import Session
 
+from app.auth.deps import PrincipalDep
 from app.collections import service as collections_service
 from app.collections.tables import Collection
 from app.core.config import Settings
 from app.core.db import get_sessionmaker
+from app.jobs.runner import JobRunner
 
 
 def get_settings_dep(request: Request) -> Settings:
@@ -31,9 +33,20 @@ SessionDep = Annotated[Session, Depends(get_session)]
 
 def load_collection(
     session: SessionDep,
+    principal: PrincipalDep,
     c: Annotated[str, Path(description="the collection's id or name")],
 ) -> Collection:
-    return collections_service.get_collection(session, key=c)
+    collection = collections_service.get_collection(session, key=c)
+    if not principal.can_see(collection.id):
+        raise collections_service.collection_not_found(c)
+    return collection
 
 
 CollectionDep = Annotated[Collection, Depends(load_collection)]
+
+
+def get_runner(request: Request) -> JobRunner:
+    return request.app.state.runner  # type: ignore[no-any-return]
+
+
+RunnerDep = Annotated[JobRunner, Depends(get_runner)]

@@ -45,8 +45,13 @@ def get_collection(session: Session, *, key: str) -> Collection:
     else:
         collection = session.scalar(select(Collection).where(Collection.name == key))
     if collection is None:
-        raise NotFound(f"no collection {key!r}", code="collection_not_found")
+        raise collection_not_found(key)
     return collection
+
+
+def collection_not_found(key: str) -> NotFound:
+    """The one 404 for a collection that does not exist or that the caller may not see."""
+    return NotFound(f"no collection {key!r}", code="collection_not_found")
 
 
 def lock_collection(session: Session, *, collection_id: int) -> None:

@@ -7,9 +7,9 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from app.aggregations.router import RunnerDep
-from app.api.deps import CollectionDep, SessionDep
+from app.api.deps import CollectionDep, RunnerDep, SessionDep
 from app.api.uploads import read_upload
+from app.auth.deps import PrincipalDep
 from app.core.errors import NotFound
 from app.features import service
 from app.formats.features_file import parse_features
@@ -94,5 +94,9 @@ def build_features(session: SessionDep, runner: RunnerDep, collection: Collectio
 
 
 @builds_router.get("/{build_id}", response_model=FeatureBuildPublic)
-def get_feature_build(session: SessionDep, build_id: int) -> FeatureBuildPublic:
-    return FeatureBuildPublic.model_validate(service.get_build(session, build_id=build_id))
+def get_feature_build(session: SessionDep, principal: PrincipalDep,
+                      build_id: int) -> FeatureBuildPublic:
+    build = service.get_build(session, build_id=build_id)
+    if not principal.can_see(build.collection_id):
+        raise service.build_not_found(build_id)
+    return FeatureBuildPublic.model_validate(build)

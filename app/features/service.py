@@ -105,5 +105,9 @@ def request_build(session: Session, *, runner: JobRunner, collection: Collection
 def get_build(session: Session, *, build_id: int) -> FeatureBuild:
     build = session.get(FeatureBuild, build_id)
     if build is None:
-        raise NotFound(f"no feature build {build_id}", code="feature_build_not_found")
+        raise build_not_found(build_id)
     return build
+
+
+def build_not_found(build_id: int) -> NotFound:
+    return NotFound(f"no feature build {build_id}", code="feature_build_not_found")

@@ -5,10 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, DateTime, Float, ForeignKey, Index, String, Text, func
+from sqlalchemy import JSON, DateTime, ForeignKey, Index, String, func
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.core.db import Base, BigId
+from app.jobs.tables import JobColumns
 
 
 class FeatureSet(Base):
@@ -33,22 +34,12 @@ class TaskFeatures(Base):
     vector: Mapped[list[float]] = mapped_column(JSON)
 
 
-class FeatureBuild(Base):
+class FeatureBuild(JobColumns, Base):
     """A job that builds the collection's features from its texts and runs (CPU-heavy)."""
 
     __tablename__ = "feature_builds"
     __table_args__ = (Index("ix_feature_builds_collection_id", "collection_id"),)
 
-    id: Mapped[int] = mapped_column(BigId, primary_key=True)
     collection_id: Mapped[int] = mapped_column(ForeignKey("collections.id", ondelete="CASCADE"))
     params: Mapped[dict[str, Any]] = mapped_column(JSON)
-    status: Mapped[str] = mapped_column(String(20), default="queued")
-    progress: Mapped[float] = mapped_column(Float, default=0.0)
-    progress_message: Mapped[str | None] = mapped_column(String(500))
-    job_id: Mapped[str | None] = mapped_column(String(200))
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
-    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    timings: Mapped[dict[str, float] | None] = mapped_column(JSON)
     report: Mapped[dict[str, Any] | None] = mapped_column(JSON)  # names, groups, notes
-    error: Mapped[str | None] = mapped_column(Text)

@@ -6,7 +6,8 @@ from celery import Celery
 
 from app.core.config import get_settings
 
-TASK_NAMES = {"fit": "crowdqrels.fit", "features": "crowdqrels.build_features"}
+# One task for every job kind (app.jobs.kinds): a new kind needs no new Celery task.
+TASK_NAME = "crowdqrels.job"
 
 
 def make_celery(broker_url: str) -> Celery:
@@ -26,21 +27,12 @@ def make_celery(broker_url: str) -> Celery:
 celery_app = make_celery(get_settings().broker_url)
 
 
-def _run(kind: str, job_id: int) -> str:
-    from app.jobs.dispatch import run_job
+@celery_app.task(name=TASK_NAME)
+def run_job(kind: str, job_id: int) -> str:
+    from app.jobs.kinds import get_kind
 
     # The worker's own settings name the database: the API and the workers share it.
-    return run_job(kind, get_settings().database_url, job_id)
-
-
-@celery_app.task(name=TASK_NAMES["fit"])
-def fit(aggregation_id: int) -> str:
-    return _run("fit", aggregation_id)
-
-
-@celery_app.task(name=TASK_NAMES["features"])
-def build_features(feature_build_id: int) -> str:
-    return _run("features", feature_build_id)
+    return get_kind(kind).run(get_settings().database_url, job_id)
 
 
 def run_worker(*, concurrency: int = 1, queues: str | None = None) -> None:

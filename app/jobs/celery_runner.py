@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from app.core.config import Settings
-from app.jobs.celery_app import TASK_NAMES, make_celery
-from app.jobs.runner import JobKind
+from app.jobs.celery_app import TASK_NAME, make_celery
 
 
 class CeleryRunner:
@@ -18,11 +17,11 @@ class CeleryRunner:
     def stop(self) -> None:
         pass
 
-    def submit(self, kind: JobKind, job_id: int) -> str | None:
-        result = self.app.send_task(TASK_NAMES[kind], args=[job_id], queue=self.queue)
+    def submit(self, kind: str, job_id: int) -> str | None:
+        result = self.app.send_task(TASK_NAME, args=[kind, job_id], queue=self.queue)
         return str(result.id)
 
-    def cancel(self, kind: JobKind, job_id: int, runner_job_id: str | None) -> None:
+    def cancel(self, kind: str, job_id: int, runner_job_id: str | None) -> None:
         # A fit also sees 'cancelled' in the database at its next progress report and stops.
         if runner_job_id:
             self.app.control.revoke(runner_job_id, terminate=True, signal="SIGTERM")

@@ -1,16 +1,16 @@
-"""Entry point of a job's child process: ``python -m app.jobs.child fit|features ID``."""
+"""Entry point of a job's child process: ``python -m app.jobs.child KIND ID``."""
 
 from __future__ import annotations
 
 import sys
 
 from app.core.config import Settings
-from app.jobs.dispatch import run_job
+from app.jobs.kinds import get_kind
 
 
 def main() -> int:
     kind, job_id = sys.argv[1], int(sys.argv[2])
-    run_job(kind, Settings().database_url, job_id)
+    get_kind(kind).run(Settings().database_url, job_id)
     return 0
 
 

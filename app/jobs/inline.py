@@ -18,8 +18,7 @@ from sqlalchemy import select, update
 
 from app.core.config import Settings
 from app.core.db import get_sessionmaker
-from app.jobs.dispatch import job_table
-from app.jobs.runner import JOB_KINDS, JobKind
+from app.jobs.kinds import KINDS, get_kind
 
 
 def child_environment(database_url: str) -> dict[str, str]:
@@ -34,7 +33,7 @@ class InlineRunner:
     def __init__(self, settings: Settings) -> None:
         self.database_url = settings.database_url
         self.max_parallel = settings.max_parallel_fits
-        self._queue: queue.Queue[tuple[JobKind, int] | None] = queue.Queue()
+        self._queue: queue.Queue[tuple[str, int] | None] = queue.Queue()
         self._running: dict[tuple[str, int], subprocess.Popen[bytes]] = {}
         self._cancelled: set[tuple[str, int]] = set()
         self._lock = threading.Lock()
@@ -62,8 +61,8 @@ class InlineRunner:
     def _recover(self) -> None:
         """Jobs left 'running' by an earlier API process died with it; 'queued' ones restart."""
         with get_sessionmaker(self.database_url)() as session:
-            for kind in JOB_KINDS:
-                table = job_table(kind)
+            for kind in KINDS.values():
+                table = kind.table_class()
                 session.execute(
                     update(table).where(table.status == "running").values(
                         status="failed", error="interrupted: the API restarted during the job",
@@ -74,14 +73,14 @@ class InlineRunner:
                     select(table.id).where(table.status == "queued").order_by(table.id)
                 ).all()
                 for job_id in queued:
-                    self._queue.put((kind, job_id))
+                    self._queue.put((kind.name, job_id))
 
     # -- jobs --------------------------------------------------------------------------------
-    def submit(self, kind: JobKind, job_id: int) -> str | None:
+    def submit(self, kind: str, job_id: int) -> str | None:
         self._queue.put((kind, job_id))
         return None
 
-    def cancel(self, kind: JobKind, job_id: int, runner_job_id: str | None) -> None:
+    def cancel(self, kind: str, job_id: int, runner_job_id: str | None) -> None:
         with self._lock:
             self._cancelled.add((kind, job_id))
             process = self._running.get((kind, job_id))
@@ -105,7 +104,7 @@ class InlineRunner:
                 self._running[item] = process
             threading.Thread(target=self._watch, args=(item, process), daemon=True).start()
 
-    def _watch(self, key: tuple[JobKind, int], process: subprocess.Popen[bytes]) -> None:
+    def _watch(self, key: tuple[str, int], process: subprocess.Popen[bytes]) -> None:
         process.wait()
         with self._lock:
             self._running.pop(key, None)
@@ -114,9 +113,9 @@ class InlineRunner:
         if process.returncode != 0 and not cancelled:
             self._mark_failed(key, f"the job process died (exit code {process.returncode})")
 
-    def _mark_failed(self, key: tuple[JobKind, int], error: str) -> None:
+    def _mark_failed(self, key: tuple[str, int], error: str) -> None:
         kind, job_id = key
-        table = job_table(kind)
+        table = get_kind(kind).table_class()
         with get_sessionmaker(self.database_url)() as session:
             session.execute(
                 update(table)

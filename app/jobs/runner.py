@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from sqlalchemy.orm import Session
 
 from app.core.config import Settings
-
-# "fit": an aggregation (app.jobs.fit); "features": a feature build (app.jobs.build_features).
-JobKind = Literal["fit", "features"]
-JOB_KINDS: tuple[JobKind, ...] = ("fit", "features")
 
 
 class JobRunner(Protocol):
@@ -20,10 +16,10 @@ class JobRunner(Protocol):
     def stop(self) -> None:
         """Called once when the API stops."""
 
-    def submit(self, kind: JobKind, job_id: int) -> str | None:
-        """Queue a job (a fit or a feature build); return the runner's own job id if it has one."""
+    def submit(self, kind: str, job_id: int) -> str | None:
+        """Queue a job of a kind of app.jobs.kinds; return the runner's own job id if it has one."""
 
-    def cancel(self, kind: JobKind, job_id: int, runner_job_id: str | None) -> None:
+    def cancel(self, kind: str, job_id: int, runner_job_id: str | None) -> None:
         """Stop a queued or running job (its status is already 'cancelled' in the database)."""
 
 
@@ -37,8 +33,8 @@ def make_runner(settings: Settings) -> JobRunner:
     return InlineRunner(settings)
 
 
-def submit_job(session: Session, runner: JobRunner, kind: JobKind, job: Any) -> None:
-    """Store a new job row (an Aggregation or a FeatureBuild, status "queued") and queue it;
+def submit_job(session: Session, runner: JobRunner, kind: str, job: Any) -> None:
+    """Store a new job row (a table with JobColumns, status "queued") and queue it;
     the runner's own id (Celery's) is kept on the row so the job can be revoked."""
     session.add(job)
     session.commit()  # committed before queueing: the worker must find the row

@@ -1,0 +1,44 @@
+"""The dependencies every route declares: its scope, and the caller for collection checks.
+
+Every route names its scope, ``dependencies=[require_scope("read")]`` (GET),
+``require_scope("ingest")`` (adding judgments, texts, runs, features) or
+``require_scope("admin")`` (creating collections, replacing gold, starting or cancelling jobs,
+keys). Whatever loads a row that belongs to a collection checks
+``principal.can_see(collection_id)`` and raises the row's NotFound when it is false.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import Depends, Request
+
+from app.auth.principal import OPEN, Principal, Scope
+from app.core.errors import DomainError
+
+
+class Forbidden(DomainError):
+    status_code = 403
+    code = "forbidden"
+
+
+def get_principal(request: Request) -> Principal:
+    """The caller, as authentication (middleware) left it on the request; open when it is off."""
+    principal = getattr(request.state, "principal", None)
+    return principal if principal is not None else OPEN
+
+
+PrincipalDep = Annotated[Principal, Depends(get_principal)]
+
+
+def require_scope(scope: Scope) -> Any:
+    """A route dependency: 403 unless the caller's key has ``scope`` (or a higher one)."""
+
+    def check(principal: PrincipalDep) -> None:
+        if not principal.allows(scope):
+            raise Forbidden(f"this needs a key with scope {scope!r}; "
+                            f"{principal.name!r} has {principal.scope!r}",
+                            code="insufficient_scope", required=scope)
+
+    check.required_scope = scope  # type: ignore[attr-defined]  # read by the route-table test
+    return Depends(check)

@@ -1,0 +1,68 @@
+"""The body of a feature-build job: the collection's tasks, texts and runs -> task features."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from sqlalchemy import select
+
+from app.collections.tables import Collection
+from app.corpus.service import load_runs
+from app.features.service import replace_features
+from app.features.tables import FeatureBuild
+from app.jobs.lifecycle import JobContext, run_tracked
+from app.judgments.tables import Document, Task, Topic
+
+
+def run_feature_build(database_url: str, build_id: int) -> str:
+    return run_tracked(database_url, FeatureBuild, build_id, _build,
+                       first_message="reading texts and runs")
+
+
+def _build(context: JobContext) -> dict[str, Any]:
+    session, build, timings = context.session, context.job, context.timings
+    start = time.perf_counter()
+    collection = session.get(Collection, build.collection_id)
+    assert collection is not None
+    params = dict(build.params)
+    tasks = session.execute(
+        select(Topic.external_id, Document.external_id)
+        .join(Task, Task.topic_id == Topic.id)
+        .join(Document, Document.id == Task.document_id)
+        .where(Task.collection_id == collection.id).order_by(Task.id)
+    ).all()
+    if not tasks:
+        raise ValueError("the collection has no tasks")
+    topic_texts = dict(session.execute(select(Topic.external_id, Topic.text).where(
+        Topic.collection_id == collection.id, Topic.text.is_not(None))).all())
+    doc_texts = dict(session.execute(select(Document.external_id, Document.text).where(
+        Document.collection_id == collection.id, Document.text.is_not(None))).all())
+    runs = load_runs(session, collection_id=collection.id) if params["ranking"] else {}
+    use_texts = params["lexical"]  # semantic features need them too (checked on request)
+    if use_texts and (not topic_texts or not doc_texts):
+        raise ValueError("lexical and semantic features need topic and document texts: "
+                         "PUT .../topics and .../documents first")
+    if params["ranking"] and not runs:
+        raise ValueError("ranking features need runs: PUT .../runs/{name} first")
+    timings["load_s"] = time.perf_counter() - start
+    context.set(progress=0.1, progress_message="building features")
+
+    from models.features import build_features
+
+    stages: dict[str, float] = {}
+    features = build_features(
+        [(t, d) for t, d in tasks],
+        topic_texts=topic_texts if use_texts else None,
+        doc_texts=doc_texts if use_texts else None,
+        runs=runs or None, embeddings=params["semantic"],
+        k1=params["k1"], b=params["b"], mu=params["mu"], timings=stages,
+    )
+    timings.update({f"build_{k}": v for k, v in stages.items()})
+    context.set(progress=0.9, progress_message="storing features")
+    start = time.perf_counter()
+    replace_features(session, collection=collection, names=features.names,
+                     vectors=features.as_dict(), source="built", groups=features.groups)
+    timings["store_s"] = time.perf_counter() - start
+    return {"report": {"tasks": len(tasks), "names": features.names, "groups": features.groups,
+                       "notes": list(features.notes), "constant": list(features.constant)}}

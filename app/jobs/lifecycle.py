@@ -1,0 +1,128 @@
+"""The life of one job, the same for every kind: queued -> running -> succeeded | failed |
+cancelled, with throttled progress reports that also notice a cancel.
+
+``run_tracked`` marks the row running, calls the kind's body with a ``JobContext``, and records
+the outcome; the body does the work and returns the columns to set on success. A failed job
+keeps its error; nothing a body raises escapes (a worker must never die of a bad job).
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+from sqlalchemy import update
+from sqlalchemy.orm import Session
+
+from app.core.db import get_sessionmaker
+from app.jobs.tables import ACTIVE, FINISHED
+
+PROGRESS_EVERY_S = 0.5
+
+
+class JobCancelled(Exception):
+    """Raised by a progress report once the job's row says 'cancelled'."""
+
+
+@dataclass
+class JobContext:
+    """What a job body gets: its session, its row, a progress callback, its timings."""
+
+    session: Session
+    table: Any
+    job: Any
+    progress: Callable[[float, str], None]
+    timings: dict[str, Any] = field(default_factory=dict)
+
+    def set(self, **values: object) -> None:
+        """Write columns of the job's row now (committed)."""
+        _set(self.session, self.table, self.job.id, **values)
+
+    def cancelled(self) -> bool:
+        self.session.refresh(self.job)
+        return bool(self.job.status == "cancelled")
+
+
+def _set(session: Session, table: Any, job_id: int, **values: object) -> None:
+    session.execute(update(table).where(table.id == job_id).values(**values))
+    session.commit()
+
+
+def run_tracked(database_url: str, table: Any, job_id: int,
+                body: Callable[[JobContext], dict[str, Any] | None], *,
+                first_message: str = "starting") -> str:
+    """Run ``body`` for the job row ``table.id == job_id``; return its final status.
+
+    ``body`` returns extra columns to store with status 'succeeded' (or None). A row already
+    finished (cancelled before it started) is left alone.
+    """
+    make_session = get_sessionmaker(database_url)
+    with make_session() as session:
+        job = session.get(table, job_id)
+        if job is None:
+            return "missing"
+        if job.status in FINISHED:
+            return str(job.status)
+        started = session.execute(
+            update(table).where(table.id == job_id, table.status.in_(ACTIVE)).values(
+                status="running", started_at=datetime.now(UTC), progress=0.0,
+                progress_message=first_message)
+        ).rowcount
+        session.commit()
+        if not started:
+            return "cancelled"
+        session.refresh(job)
+        with make_session() as progress_session:
+            context = JobContext(session=session, table=table, job=job,
+                                 progress=progress_reporter(progress_session, table, job_id))
+            try:
+                values = body(context) or {}
+                session.refresh(job)
+                if job.status == "cancelled":
+                    return "cancelled"
+                timings = {**context.timings, **values.pop("timings", {})}
+                _set(session, table, job_id, status="succeeded", progress=1.0,
+                     progress_message="done", finished_at=datetime.now(UTC),
+                     timings=timings or None, **values)
+                return "succeeded"
+            except JobCancelled:
+                session.rollback()
+                return "cancelled"
+            except Exception as exc:  # a failed job is recorded, never lost
+                session.rollback()
+                detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+                tail = "".join(traceback.format_tb(exc.__traceback__)[-3:])
+                session.execute(
+                    update(table).where(table.id == job_id, table.status == "running").values(
+                        status="failed", finished_at=datetime.now(UTC),
+                        error=f"{detail}\n{tail}", timings=context.timings or None,
+                        progress_message="failed"))
+                session.commit()
+                return "failed"
+
+
+def progress_reporter(session: Session, table: Any, job_id: int) -> Callable[[float, str], None]:
+    """A progress callback that writes at most every PROGRESS_EVERY_S and raises JobCancelled
+    once the row is no longer running (cancelled through the API)."""
+    last = 0.0
+
+    def report(fraction: float, message: str) -> None:
+        nonlocal last
+        now = time.monotonic()
+        if now - last < PROGRESS_EVERY_S and fraction < 1.0:
+            return
+        last = now
+        changed = session.execute(
+            update(table).where(table.id == job_id, table.status == "running").values(
+                progress=float(np.clip(fraction, 0.0, 1.0)), progress_message=message[:500])
+        ).rowcount
+        session.commit()
+        if changed == 0:
+            raise JobCancelled
+
+    return report
