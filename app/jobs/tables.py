@@ -28,5 +28,7 @@ class JobColumns:
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # Written by the running job; a running row whose heartbeat is stale lost its process.
+    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     timings: Mapped[dict[str, Any] | None] = mapped_column(JSON)  # seconds per stage
     error: Mapped[str | None] = mapped_column(Text)
