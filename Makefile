@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 
-.PHONY: serve test test-fast services lint bench clean
+.PHONY: serve test test-fast services browser lint bench clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,12 +26,16 @@ serve: $(VENV)/.installed
 services:
 	./scripts/start-services.sh
 
+## Debian chromium + chromedriver for the dashboard's browser test, when missing
+browser:
+	./scripts/install-browser.sh
+
 ## install the dev extras and run the whole suite (slow tests included) on SQLite, PostgreSQL, Redis
-test: $(VENV)/.installed-dev services
+test: $(VENV)/.installed-dev services browser
 	$(PY) -m pytest -q
 
 ## the suite without the tests marked slow
-test-fast: $(VENV)/.installed-dev services
+test-fast: $(VENV)/.installed-dev services browser
 	$(PY) -m pytest -q -m "not slow"
 
 lint: $(VENV)/.installed-dev

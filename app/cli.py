@@ -11,10 +11,18 @@ from collections.abc import Sequence
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from app.auth.modes import InsecureMode, check_serve_mode
     from app.core.config import get_settings
     from app.core.db import upgrade_database
 
-    if args.workers > 1 and get_settings().jobs != "celery":
+    try:
+        settings = get_settings()
+        mode = check_serve_mode(settings, args.host)
+    except (InsecureMode, ValueError) as exc:
+        print(f"crowdqrels serve: {exc}", file=sys.stderr)
+        return 2
+    print(f"crowdqrels serve: {mode}", file=sys.stderr, flush=True)
+    if args.workers > 1 and settings.jobs != "celery":
         # The in-process runner's queue and child processes live in one API process: a second
         # process could neither see nor cancel them.
         print("crowdqrels serve: --workers above 1 needs the Celery runner "
@@ -69,6 +77,15 @@ def build_parser() -> argparse.ArgumentParser:
     from app.offline import add_offline_commands
 
     add_offline_commands(sub)
+    from app.auth.cli import add_commands as add_key_commands
+
+    add_key_commands(sub)
+    from app.evaluations.cli import add_commands as add_evaluation_commands
+
+    add_evaluation_commands(sub)
+    from app.sampling.cli import add_commands as add_sampling_commands
+
+    add_sampling_commands(sub)
     return parser
 
 

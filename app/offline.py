@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from models.data import AnnotationData
     from models.evaluation import Evaluation
 
-METHODS = ("mv", "mace", "ds", "magp", "gpmv", "lk")
+METHODS = ("mv", "mace", "ds", "magp", "gpmv", "lk", "ibcc", "ebcc", "ordinal-ds", "ordinal-gp")
 DEFAULT_IGNORE = (-2,)
 NOISE_CHOICES = ("0-2", "2-4", "4-8", "8-12")  # models.synthetic.NOISE_LEVELS, without numpy
 
@@ -84,20 +84,13 @@ def build_aggregator(method: str, params: dict[str, Any] | None = None,
 
 
 def score_labels(labels: np.ndarray, proba: np.ndarray, gold: np.ndarray, *,
-                 relevant: int = 1) -> Evaluation | None:
-    """Accuracy / precision / recall / F1 of the hard ``labels`` (class indices, so a model's own
-    tie rule counts) and log loss of ``proba`` against gold class indices."""
-    import numpy as np
+                 relevant: int = 1, classes: np.ndarray | None = None) -> Evaluation | None:
+    """Accuracy / precision / recall / F1 (and for graded data MAE and quadratic κ) of the hard
+    ``labels`` (class indices, so a model's own tie rule counts), log loss and binary-view
+    accuracy of ``proba``, against gold class indices."""
+    from models.evaluation import evaluate
 
-    from models.evaluation import Evaluation, evaluate
-
-    soft = evaluate(proba, gold, relevant_index=relevant)
-    if soft is None:
-        return None
-    hard = evaluate(np.eye(proba.shape[1])[labels], gold, relevant_index=relevant)
-    assert hard is not None
-    return Evaluation(hard.n_gold, hard.accuracy, hard.precision, hard.recall, hard.f1,
-                      soft.log_loss)
+    return evaluate(proba, gold, relevant_index=relevant, classes=classes, labels=labels)
 
 
 # -- output tables -----------------------------------------------------------------------------
@@ -224,6 +217,15 @@ def _aggregate(args: argparse.Namespace) -> int:
     from models.features.build import with_kernel_params
 
     params = with_kernel_params(args.method, params, groups)
+    if args.clamp_gold or args.folds:
+        from models.registry import get_method
+
+        if "use_gold" not in get_method(args.method).defaults:
+            return fail(f"method {args.method!r} cannot clamp gold labels (no use_gold)")
+        if args.clamp_gold:
+            params["use_gold"] = True
+    if args.folds is not None and (args.folds < 2 or data.gold is None):
+        return fail("--folds needs K >= 2 and gold labels (--gold or a gold column)")
     try:
         model = build_aggregator(args.method, params, args.seed)
     except (UnknownMethod, InvalidParams) as exc:
@@ -249,7 +251,12 @@ def _aggregate(args: argparse.Namespace) -> int:
         emit &= result.task_columns["selected"] > 0
 
     if args.output:
-        values = data.classes[labels]
+        qrels_labels = labels
+        if args.grade == "expected":
+            from models.ordinal_ds import expected_grade_index
+
+            qrels_labels = expected_grade_index(result.proba, data.classes)
+        values = data.classes[qrels_labels]
         Path(args.output).write_text(format_qrels(
             (str(data.topic_ids[i]), str(data.doc_ids[i]), int(values[i]))
             for i in np.flatnonzero(emit)
@@ -269,9 +276,23 @@ def _aggregate(args: argparse.Namespace) -> int:
           f"{data.n_judgments} judgments, classes {data.classes.tolist()}")
     if "fallback" in result.info:
         print(f"fallback: {result.info['fallback']}")
+    scored_labels, scored_proba = labels, result.proba
+    if args.folds is not None:
+        from models.evaluation.heldout import heldout_predictions
+
+        held = heldout_predictions(lambda: build_aggregator(args.method, params, args.seed), data,
+                                   args.folds, random_state=args.seed, full_model=model)
+        scored_labels, scored_proba = held.labels, held.proba
+        clamp = "gold clamped" if params.get("use_gold") else "gold not used in fitting"
+        print(f"held-out evaluation: {args.folds} folds over the gold tasks ({clamp}); each "
+              "gold task scored by a fit that did not see its label")
+    elif params.get("use_gold") and data.gold is not None:
+        print("warning: gold clamped and scored on the same tasks (in-sample, inflated); "
+              "use --folds K for a held-out score", file=sys.stderr)
     if data.gold is not None:
         gold = np.where(emit, data.gold, -1)  # the tasks that got a qrels line
-        evaluation = score_labels(labels, result.proba, gold, relevant=relevant)
+        evaluation = score_labels(scored_labels, scored_proba, gold, relevant=relevant,
+                                  classes=data.classes)
         if evaluation is None:
             print("no task with a gold label: nothing to evaluate")
         else:
@@ -282,6 +303,11 @@ def _aggregate(args: argparse.Namespace) -> int:
                 print(f"recall {evaluation.recall:.4f}")
                 print(f"f1 {evaluation.f1:.4f}")
             print(f"log_loss {evaluation.log_loss:.4f}")
+            if evaluation.kappa is not None:
+                print(f"mae {evaluation.mae:.4f}")
+                print(f"kappa {evaluation.kappa:.4f}")
+                print(f"binary_accuracy {evaluation.binary_accuracy:.4f} "
+                      f"(P(label >= {args.relevant_from}) >= 0.5)")
     return 0
 
 
@@ -308,8 +334,13 @@ def _built_features(data: AnnotationData, args: argparse.Namespace
 def _synth(args: argparse.Namespace) -> int:
     from models.synthetic import NOISE_LEVELS, generate
 
+    if args.grades < 2 or args.bias_sd < 0:
+        print("crowdqrels synth: error: --grades must be at least 2 and --bias-sd >= 0",
+              file=sys.stderr)
+        return 2
     data = generate(args.tasks, args.annotators, noise_level=NOISE_LEVELS[args.noise],
-                    redundancy=args.redundancy, random_state=args.seed)
+                    redundancy=args.redundancy, grades=args.grades, bias_sd=args.bias_sd,
+                    random_state=args.seed)
     paths = data.write(Path(args.outdir))
     for name, path in paths.items():
         print(f"{name}\t{path}")
@@ -345,7 +376,18 @@ def add_offline_commands(subparsers: argparse._SubParsersAction) -> None:  # typ
                            help="label values meaning 'could not judge' (default -2)")
     aggregate.add_argument("--graded", action="store_true",
                            help="keep graded labels as classes instead of binarising")
+    aggregate.add_argument("--grade", choices=("most_probable", "expected"),
+                           default="most_probable",
+                           help="graded qrels: the most probable grade (default) or the expected "
+                                "grade rounded to the scale")
     aggregate.add_argument("--quiet", action="store_true", help="no progress bar")
+    aggregate.add_argument("--clamp-gold", action="store_true",
+                           help="hold gold labels fixed during fitting (use_gold=true; methods "
+                                "with a use_gold parameter)")
+    aggregate.add_argument("--folds", type=int, metavar="K",
+                           help="score by K-fold over the gold tasks: each fold is predicted by a "
+                                "fit without its gold (with --clamp-gold the other folds' gold is "
+                                "clamped), so gold never inflates the reported figures")
     aggregate.set_defaults(func=_aggregate)
 
     synth = subparsers.add_parser(
@@ -359,4 +401,8 @@ def add_offline_commands(subparsers: argparse._SubParsersAction) -> None:  # typ
                        help="annotator noise variance range (default 0-2)")
     synth.add_argument("--redundancy", type=int, default=5)
     synth.add_argument("--seed", type=int)
+    synth.add_argument("--grades", type=int, default=2,
+                       help="number of grades K (default 2: binary Algorithm 10); labels 0..K-1")
+    synth.add_argument("--bias-sd", type=float, default=0.0,
+                       help="standard deviation of planted annotator biases (default 0: none)")
     synth.set_defaults(func=_synth)

@@ -6,15 +6,21 @@ from app.aggregations.tables import (
     AggregationArtifact,
     AggregationTask,
 )
+from app.auth.tables import ApiKey, AuditEvent, IdempotencyRecord, UiSession
 from app.collections.tables import Collection
 from app.corpus.tables import Run
+from app.evaluations.tables import Evaluation
 from app.features.tables import FeatureBuild, FeatureSet, TaskFeatures
 from app.judgments.tables import Annotator, Batch, Document, Judgment, Task, Topic
+from app.sampling.tables import SampledPair, Sampling, SamplingRound
 
 __all__ = [
     "Aggregation", "AggregationAnnotator", "AggregationArtifact", "AggregationTask", "Annotator",
     "Batch", "Collection", "Document", "FeatureBuild", "FeatureSet", "Judgment", "Run", "Task",
     "TaskFeatures", "Topic",
+    "ApiKey", "AuditEvent", "IdempotencyRecord", "UiSession",
+    "Evaluation",
+    "SampledPair", "Sampling", "SamplingRound",
 ]
 
 

@@ -39,7 +39,7 @@ RF10 = Path(os.environ.get(  # beside the checkout, as the tests expect it
     / "trec-rf10-data.txt",
 ))
 
-CASES = ("mv", "mace", "ds", "crowdkit-mv", "crowdkit-mace", "crowdkit-ds")
+CASES = ("mv", "mace", "ds", "crowdkit-mv", "crowdkit-mace", "crowdkit-ds", "ibcc", "ebcc")
 N_ITER = 50
 
 
@@ -79,11 +79,14 @@ def _fit(case: str, data):  # type: ignore[no-untyped-def]
         out = labels.reindex(np.arange(data.n_tasks)).fillna(-1).to_numpy().astype(np.int64)
         return seconds, out
 
+    from models.bcc import EBCC, IBCC
     from models.dawid_skene import DawidSkene
     from models.mace import MACE
     from models.majority_vote import MajorityVote
 
     model = {
+        "ibcc": lambda: IBCC(),  # defaults: stops on the ELBO (tol 1e-6 per judgment)
+        "ebcc": lambda: EBCC(random_state=0),  # defaults: M = 10, stops when q(T) moves < 1e-3
         "mv": lambda: MajorityVote(),
         "mace": lambda: MACE(variant="em", n_restarts=1, n_iter=N_ITER, random_state=0),
         "ds": lambda: DawidSkene(n_iter=N_ITER, tol=0.0),
@@ -140,7 +143,7 @@ def speed_table(args: argparse.Namespace) -> str:
         "crowd-kit: peak MiB | ours: acc | crowd-kit: acc |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for method in ("mv", "mace", "ds"):
+    for method in ("mv", "mace", "ds", "ibcc", "ebcc"):
         ours, theirs = rows.get(method), rows.get(f"crowdkit-{method}")
         if ours is None:
             continue

@@ -47,15 +47,24 @@ class DawidSkene(Aggregator):
         self.smoothing = smoothing
         self.use_gold = use_gold
 
-    def fit(self, data: AnnotationData, progress: ProgressCallback = no_progress) -> Self:
+    def fit(self, data: AnnotationData, progress: ProgressCallback = no_progress, *,
+            init: DawidSkene | None = None) -> Self:
+        """EM from the majority-vote posterior; with ``init`` (a fitted DawidSkene, e.g. on an
+        earlier snapshot of the same collection) a warm start: the first E step uses its prior
+        and its annotators' confusion matrices (matched by annotator id; a new annotator gets
+        their mean), so a refit after a small batch needs few iterations."""
         gold = data.gold if (self.use_gold and data.gold is not None) else None
-        counts = data.counts().astype(np.float64)
-        totals = counts.sum(axis=1, keepdims=True)
-        proba = np.divide(counts, totals, out=np.full_like(counts, 1.0 / data.n_classes),
-                          where=totals > 0)
-        proba = _fix_gold(proba, gold)
         n = max(data.n_judgments, 1)
         idx = _Judgments.from_data(data, gold)
+        if init is not None:
+            prior0, confusion0 = _aligned_parameters(init, data)
+            _, proba = _e_step(idx, prior0, confusion0)
+        else:
+            counts = data.counts().astype(np.float64)
+            totals = counts.sum(axis=1, keepdims=True)
+            proba = np.divide(counts, totals, out=np.full_like(counts, 1.0 / data.n_classes),
+                              where=totals > 0)
+            proba = _fix_gold(proba, gold)
         history: list[float] = []
         self.n_iter_ = 0
         for it in range(self.n_iter):
@@ -67,6 +76,7 @@ class DawidSkene(Aggregator):
             if len(history) > 1 and abs(history[-1] - history[-2]) / n < self.tol:
                 break
         prior, confusion = self._m_step(idx, proba)
+        self.annotator_ids_ = data.annotator_ids
         self.prior_ = prior
         self.confusion_ = confusion
         self.proba_ = proba
@@ -183,6 +193,21 @@ def _e_step(
     if not idx.all_judged:
         log_marginal = log_marginal[idx.judged]
     return float(log_marginal.sum()), proba
+
+
+def _aligned_parameters(init: DawidSkene, data: AnnotationData
+                        ) -> tuple[np.ndarray, np.ndarray]:
+    """``init``'s prior and confusion matrices re-indexed to ``data``'s annotators."""
+    k = data.n_classes
+    if init.confusion_.shape[1:] != (k, k):
+        raise ValueError("init was fitted with a different number of classes")
+    position = {a: j for j, a in enumerate(init.annotator_ids_.tolist())}
+    found = np.array([position.get(a, -1) for a in data.annotator_ids.tolist()], dtype=np.int64)
+    confusion = np.empty((data.n_annotators, k, k))
+    known = found >= 0
+    confusion[known] = init.confusion_[found[known]]
+    confusion[~known] = init.confusion_.mean(axis=0)
+    return init.prior_.copy(), confusion
 
 
 def _fix_gold(proba: np.ndarray, gold: np.ndarray | None) -> np.ndarray:

@@ -28,6 +28,7 @@ from models.base import AggregationResult, Aggregator, ProgressCallback, no_prog
 from models.data import UNKNOWN, AnnotationData
 
 VARIANTS = ("em", "vb")
+WARM_TOL = 1e-5  # log-likelihood gain per judgment below which a warm start stops
 
 
 class MACE(Aggregator):
@@ -72,22 +73,33 @@ class MACE(Aggregator):
         self.random_state = random_state
 
     # -- fitting -----------------------------------------------------------------------------
-    def fit(self, data: AnnotationData, progress: ProgressCallback = no_progress) -> Self:
+    def fit(self, data: AnnotationData, progress: ProgressCallback = no_progress, *,
+            init: MACE | None = None) -> Self:
+        """EM (or VB) with ``n_restarts`` random restarts; with ``init`` (a fitted MACE, e.g. on an
+        earlier snapshot of the same collection) one warm restart from its competences and spam
+        distributions (matched by annotator id; a new annotator gets their mean) instead, stopping
+        once an iteration gains less than max(tol, WARM_TOL) log-likelihood per judgment."""
         k = data.n_classes
         smoothing = 0.01 / k if self.smoothing is None else float(self.smoothing)
         gold = data.gold if (self.use_gold and data.gold is not None) else None
         idx = _Judgments.from_data(data, gold)
         rng = np.random.default_rng(self.random_state)
-        total = max(self.n_restarts * max(self.n_iter, 1), 1)
+        n_restarts = 1 if init is not None else self.n_restarts
+        # A warm start begins near the optimum: stop once an iteration gains little.
+        tol = max(self.tol, WARM_TOL) if init is not None else self.tol
+        total = max(n_restarts * max(self.n_iter, 1), 1)
 
         best: tuple[float, np.ndarray, np.ndarray, list[float]] | None = None
         restart_ll: list[float] = []
-        for r in range(self.n_restarts):
-            # MACE.java's initialisation: uniform(0, 1) + smoothing, normalised, per annotator.
-            knowing = rng.random((data.n_annotators, 2)) + smoothing
-            knowing /= knowing.sum(axis=1, keepdims=True)
-            spam = rng.random((data.n_annotators, k)) + smoothing
-            spam /= spam.sum(axis=1, keepdims=True)
+        for r in range(n_restarts):
+            if init is not None:
+                knowing, spam = _aligned_parameters(init, data)
+            else:
+                # MACE.java's initialisation: uniform(0, 1) + smoothing, normalised, per annotator.
+                knowing = rng.random((data.n_annotators, 2)) + smoothing
+                knowing /= knowing.sum(axis=1, keepdims=True)
+                spam = rng.random((data.n_annotators, k)) + smoothing
+                spam /= spam.sum(axis=1, keepdims=True)
             ll, _, counts = _e_step(idx, knowing, spam)
             history = [ll]
             for it in range(self.n_iter):
@@ -95,8 +107,8 @@ class MACE(Aggregator):
                 ll, _, counts = _e_step(idx, knowing, spam)
                 history.append(ll)
                 progress((r * self.n_iter + it + 1) / total,
-                         f"restart {r + 1}/{self.n_restarts}, log-likelihood {ll:.2f}")
-                if self.tol > 0 and abs(history[-1] - history[-2]) <= self.tol * data.n_judgments:
+                         f"restart {r + 1}/{n_restarts}, log-likelihood {ll:.2f}")
+                if tol > 0 and abs(history[-1] - history[-2]) <= tol * data.n_judgments:
                     break
             restart_ll.append(ll)
             if best is None or ll > best[0]:
@@ -109,6 +121,7 @@ class MACE(Aggregator):
         self.loss_history_ = [-v / max(data.n_judgments, 1) for v in history]
         self.objective_history_ = history
         self.restart_log_likelihoods_ = restart_ll
+        self.annotator_ids_ = data.annotator_ids
         # Normalised: under VB the exp-digamma values are sub-normalised weights.
         self.competence_ = knowing[:, 1] / knowing.sum(axis=1)
         self.spam_dist_ = spam / spam.sum(axis=1, keepdims=True)
@@ -229,6 +242,22 @@ def _e_step(
     know_total = know.sum(axis=1)
     knowing_counts = np.stack([idx.per_annotator - know_total, know_total], axis=1)
     return log_likelihood, proba, (knowing_counts, spam_counts)
+
+
+def _aligned_parameters(init: MACE, data: AnnotationData) -> tuple[np.ndarray, np.ndarray]:
+    """(knowing, spam) tables from ``init``'s competences and spam distributions, re-indexed to
+    ``data``'s annotators."""
+    if init.spam_dist_.shape[1] != data.n_classes:
+        raise ValueError("init was fitted with a different number of classes")
+    position = {a: j for j, a in enumerate(init.annotator_ids_.tolist())}
+    found = np.array([position.get(a, -1) for a in data.annotator_ids.tolist()], dtype=np.int64)
+    known = found >= 0
+    competence = np.full(data.n_annotators, float(init.competence_.mean()))
+    competence[known] = init.competence_[found[known]]
+    competence = np.clip(competence, 1e-6, 1 - 1e-6)
+    spam = np.tile(init.spam_dist_.mean(axis=0), (data.n_annotators, 1))
+    spam[known] = init.spam_dist_[found[known]]
+    return np.stack([1.0 - competence, competence], axis=1), spam
 
 
 def _select_confident(entropy: np.ndarray, judged: np.ndarray, threshold: float) -> np.ndarray:

@@ -20,8 +20,14 @@ METHOD_PATHS: dict[str, str] = {
     "magp": "models.gp.model:MAGP",
     "gpmv": "models.gp.model:GPMV",
     "lk": "models.gp.model:LK",
+    "ibcc": "models.bcc:IBCC",
+    "ebcc": "models.bcc:EBCC",
+    "ordinal-ds": "models.ordinal_ds:OrdinalDawidSkene",
+    "ordinal-gp": "models.gp.ordinal:OrdinalGP",
 }
-GP_METHODS = frozenset({"magp", "gpmv", "lk"})
+GP_METHODS = frozenset({"magp", "gpmv", "lk", "ordinal-gp"})
+# Methods that read the labels as ordered grades (the class order is the scale's order).
+ORDINAL_METHODS = frozenset({"ordinal-ds", "ordinal-gp"})
 
 
 class UnknownMethod(ValueError):

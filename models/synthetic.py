@@ -5,6 +5,14 @@ Tasks: class y_i in {-1, +1} with equal probability; features x_i ~ N(μ_y, I) w
 Annotators: noise variance σ_j² ~ U(noise_level); chosen for a task by a power law
 P(j) ∝ 1 / j^α (α = 1.5), ``redundancy`` (β) distinct annotators per task.
 Judgment: label = 1 when y_i + ε > 0 with ε ~ N(0, σ_i² + σ_j²), else 0.
+
+Graded extension (``grades`` K > 2, ``crowdqrels synth --grades K``): the true grade t_i is uniform
+on {0, …, K−1}, its feature mean μ_t = [t/(K−1), 1 − t/(K−1)] (the two binary means at the ends,
+the others between them), its latent location c_t = 2t − (K−1) (±1 for K = 2) and the judgment
+the grade whose cell of the midpoints c_t + 1 holds c_{t_i} + b_j + ε: spacing 2 between grades,
+as between the binary classes, so the noise levels keep their meaning. ``bias_sd`` plants a
+per-annotator bias b_j ~ N(0, bias_sd²) (leniency > 0); 0 (the default) draws none, and K = 2
+with no bias is Algorithm 10 draw for draw.
 """
 
 from __future__ import annotations
@@ -29,11 +37,13 @@ TOPIC = "synth"
 class SyntheticData:
     task: np.ndarray  # (n_judgments,) task index
     annotator: np.ndarray  # (n_judgments,) annotator index
-    label: np.ndarray  # (n_judgments,) 0/1
+    label: np.ndarray  # (n_judgments,) grade 0..K−1 (0/1 for binary)
     features: np.ndarray  # (n_tasks, 2)
-    truth: np.ndarray  # (n_tasks,) 0/1
+    truth: np.ndarray  # (n_tasks,) grade 0..K−1
     task_noise: np.ndarray  # (n_tasks,) σ_i²
     annotator_noise: np.ndarray  # (n_annotators,) σ_j²
+    annotator_bias: np.ndarray | None = None  # (n_annotators,) b_j, when planted
+    n_grades: int = 2
 
     @property
     def doc_ids(self) -> np.ndarray:
@@ -53,7 +63,7 @@ class SyntheticData:
             topic_ids=np.full(n, TOPIC),
             doc_ids=self.doc_ids,
             annotator_ids=self.annotator_ids,
-            classes=np.array([0, 1]),
+            classes=np.arange(self.n_grades),
             gold=self.truth.astype(np.int64),
             features=self.features if with_features else None,
         )
@@ -84,9 +94,11 @@ class SyntheticData:
             for i, y in enumerate(self.truth.tolist()):
                 f.write(f"{TOPIC} 0 {docs[i]} {y}\n")
         with paths["annotators"].open("w") as f:
-            f.write("annotator\tnoise_variance\n")
+            bias = self.annotator_bias
+            f.write("annotator\tnoise_variance" + ("\tbias" if bias is not None else "") + "\n")
             for j, v in enumerate(self.annotator_noise.tolist()):
-                f.write(f"{anns[j]}\t{v:.6f}\n")
+                extra = f"\t{bias[j]:.6f}" if bias is not None else ""
+                f.write(f"{anns[j]}\t{v:.6f}{extra}\n")
         with paths["tasks"].open("w") as f:
             f.write("topic\tdoc\ttruth\tnoise_variance\n")
             for i, (y, v) in enumerate(zip(self.truth.tolist(), self.task_noise.tolist(),
@@ -102,17 +114,25 @@ def generate(
     noise_level: tuple[float, float] = (0.0, 2.0),
     redundancy: int = 5,
     alpha: float = 1.5,
+    grades: int = 2,
+    bias_sd: float = 0.0,
     random_state: int | None = None,
 ) -> SyntheticData:
-    """Draw one data set of Algorithm 10; deterministic for a given ``random_state``."""
+    """Draw one data set of Algorithm 10 (graded with ``grades`` > 2, biased with ``bias_sd`` > 0);
+    deterministic for a given ``random_state``."""
     if not 1 <= redundancy <= n_annotators:
         raise ValueError("redundancy must be between 1 and the number of annotators")
     low, high = noise_level
     if not 0 <= low <= high:
         raise ValueError("noise_level must be an interval (low, high) with 0 <= low <= high")
+    if grades < 2:
+        raise ValueError("grades must be at least 2")
+    if bias_sd < 0:
+        raise ValueError("bias_sd must be >= 0")
     rng = np.random.default_rng(random_state)
-    truth = rng.integers(0, 2, size=n_tasks)
-    means = np.where(truth[:, None] == 1, [1.0, 0.0], [0.0, 1.0])
+    truth = rng.integers(0, grades, size=n_tasks)
+    share = truth / (grades - 1)
+    means = np.column_stack([share, 1.0 - share])
     features = means + rng.standard_normal((n_tasks, 2))
     task_noise = np.sum((features - means) ** 2, axis=1)
     annotator_noise = rng.uniform(low, high, size=n_annotators)
@@ -122,9 +142,16 @@ def generate(
     task = np.repeat(np.arange(n_tasks), redundancy)
     annotator = chosen.ravel()
     sd = np.sqrt(task_noise[task] + annotator_noise[annotator])
-    signed = np.where(truth[task] == 1, 1.0, -1.0)
-    label = (signed + sd * rng.standard_normal(task.shape[0]) > 0).astype(np.int64)
-    return SyntheticData(task, annotator, label, features, truth, task_noise, annotator_noise)
+    location = 2.0 * truth[task] - (grades - 1)  # ±1 for binary
+    z = location + sd * rng.standard_normal(task.shape[0])
+    bias = None
+    if bias_sd > 0:
+        bias = bias_sd * rng.standard_normal(n_annotators)
+        z += bias[annotator]
+    cuts = 2.0 * np.arange(grades - 1) - (grades - 2)  # midpoints between locations (0 binary)
+    label = np.searchsorted(cuts, z, side="left").astype(np.int64)
+    return SyntheticData(task, annotator, label, features, truth, task_noise, annotator_noise,
+                         bias, grades)
 
 
 def _distinct_power_law(

@@ -41,7 +41,7 @@ def test_synth_writes_all_files(synth_dir: Path) -> None:
     assert len(parse_qrels((synth_dir / "gold.qrels").read_text())) == 300
 
 
-@pytest.mark.parametrize("method", ["mv", "mace", "ds"])
+@pytest.mark.parametrize("method", ["mv", "mace", "ds", "ibcc", "ebcc"])
 def test_aggregate_synthetic(synth_dir: Path, tmp_path: Path, method: str,
                              capsys: pytest.CaptureFixture[str]) -> None:
     qrels, ann, tasks = tmp_path / "out.qrels", tmp_path / "ann.tsv", tmp_path / "tasks.tsv"
@@ -156,3 +156,22 @@ def test_aggregate_builds_features_from_texts_and_runs(tmp_path, capsys) -> None
                          str(tmp_path / "topics.tsv")])
     assert missing_docs == 2
     assert "--documents" in capsys.readouterr().err
+
+
+def test_aggregate_clamp_gold_with_folds(synth_dir: Path, capsys: pytest.CaptureFixture[str]
+                                         ) -> None:
+    """--clamp-gold alone scores in-sample (1.0 on gold, with a warning); with --folds every gold
+    task is scored by a fit that did not see it."""
+    args = ["aggregate", str(synth_dir / "judgments.tsv"), "--method", "ibcc", "--gold",
+            str(synth_dir / "gold.qrels"), "--quiet", "--clamp-gold"]
+    assert main(args) == 0
+    out, err = capsys.readouterr()
+    assert "accuracy 1.0000" in out and "in-sample" in err
+    assert main([*args, "--folds", "3", "--seed", "0"]) == 0
+    out, _ = capsys.readouterr()
+    assert "held-out evaluation: 3 folds" in out
+    accuracy = float(out.split("accuracy ")[1].split()[0])
+    assert 0.6 < accuracy < 0.99
+    assert main(["aggregate", str(synth_dir / "judgments.tsv"), "--method", "mv",
+                 "--gold", str(synth_dir / "gold.qrels"), "--clamp-gold", "--quiet"]) == 2
+    assert "cannot clamp" in capsys.readouterr().err

@@ -15,6 +15,9 @@ from app.aggregations.tables import Aggregation
 from app.collections.tables import Collection
 from app.jobs.lifecycle import JobCancelled, JobContext, run_tracked
 
+# Folds of the held-out evaluation of a fit that clamps gold (params use_gold).
+HELD_OUT_FOLDS = 5
+
 
 def run_fit(database_url: str, aggregation_id: int) -> str:
     """Fit one aggregation; return its final status. Never raises for a failed fit."""
@@ -30,6 +33,10 @@ def _fit(context: JobContext) -> dict[str, Any]:
     snapshot = load_snapshot(session, collection=collection, watermark=aggregation.watermark,
                              graded=aggregation.graded)
     timings["load_s"] = time.perf_counter() - start
+    built = _build_missing_features(context, collection, aggregation.method, snapshot)
+    if built:
+        snapshot = load_snapshot(session, collection=collection, watermark=aggregation.watermark,
+                                 graded=aggregation.graded)
 
     context.progress(0.0, "fitting")
     start = time.perf_counter()
@@ -40,12 +47,54 @@ def _fit(context: JobContext) -> dict[str, Any]:
     model = make_aggregator(aggregation.method, params)
     model.fit(snapshot.data, context.progress)
     result = model.result(snapshot.data)
+    if built:
+        result.info["features_built"] = True
     timings["fit_s"] = time.perf_counter() - start
+
+    held_out = None
+    data = snapshot.data
+    n_gold = 0 if data.gold is None else int((data.gold >= 0).sum())
+    if params.get("use_gold") and n_gold >= HELD_OUT_FOLDS:
+        # Gold clamped in the fit: score each gold task by a fit that did not see its label.
+        from models.evaluation.heldout import heldout_predictions
+
+        start = time.perf_counter()
+        context.progress(0.99, f"held-out evaluation: {HELD_OUT_FOLDS} folds over the gold")
+        held = heldout_predictions(
+            lambda: make_aggregator(aggregation.method, params), data, HELD_OUT_FOLDS,
+            random_state=params.get("random_state"), full_model=model)
+        held_out = held.proba
+        timings["held_out_s"] = time.perf_counter() - start
 
     if context.cancelled():
         raise JobCancelled
     start = time.perf_counter()
     store_results(session, aggregation=aggregation, snapshot=snapshot, result=result,
-                  model=model, relevant_from=collection.relevant_from)
+                  model=model, relevant_from=collection.relevant_from,
+                  evaluation_proba=held_out)
     timings["store_s"] = time.perf_counter() - start
     return {}
+
+
+def _build_missing_features(context: JobContext, collection: Collection, method: str,
+                            snapshot: object) -> bool:
+    """A GP method on a collection without features but with texts or runs: build the features
+    first (as POST .../features/build with its defaults would), so the GP does not silently fall
+    back to LK. Collections with nothing to build from still fit LK (``info.fallback``)."""
+    from app.features.job import DEFAULT_BUILD, build_and_store, buildable_inputs
+    from models.registry import GP_METHODS
+
+    if method not in GP_METHODS or method == "lk" or snapshot.data.features is not None:
+        return False
+    inputs = buildable_inputs(context.session, collection)
+    if not any(inputs.values()):
+        return False
+    what = " and ".join(k for k, v in (("texts", inputs["lexical"]), ("runs", inputs["ranking"]))
+                        if v)
+    context.set(progress=0.0, progress_message=f"building features from the collection's {what} "
+                "(none stored yet)")
+    stages: dict[str, float] = {}
+    build_and_store(context.session, collection, {**DEFAULT_BUILD, **inputs}, stages,
+                    lambda f, msg: context.progress(0.0, f"building features: {msg}"))
+    context.timings.update({f"features_{k}": v for k, v in stages.items()})
+    return True

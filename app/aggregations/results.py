@@ -34,7 +34,10 @@ def _float(value: Any) -> float | None:
 
 
 def store_results(session: Session, *, aggregation: Aggregation, snapshot: Snapshot,
-                  result: AggregationResult, model: object, relevant_from: int) -> None:
+                  result: AggregationResult, model: object, relevant_from: int,
+                  evaluation_proba: np.ndarray | None = None) -> None:
+    """``evaluation_proba``: held-out predictions to score against gold instead of the fit's own
+    (a fit that clamps gold is perfect on it); the stored results stay the fit's."""
     data = snapshot.data
     proba = np.asarray(result.proba, dtype=float)
     rel = relevant_index(data.classes, relevant_from, graded=aggregation.graded)
@@ -93,8 +96,11 @@ def store_results(session: Session, *, aggregation: Aggregation, snapshot: Snaps
 
     evaluation = None
     if data.gold is not None:
-        scores = evaluate(proba, data.gold, relevant_index=rel)
+        scored = proba if evaluation_proba is None else np.asarray(evaluation_proba, dtype=float)
+        scores = evaluate(scored, data.gold, relevant_index=rel, classes=data.classes)
         evaluation = scores.as_dict() if scores is not None else None
+        if evaluation is not None:
+            evaluation["held_out"] = evaluation_proba is not None
     info = dict(result.info)
     if data.notes:
         info["data_notes"] = list(data.notes)

@@ -2,11 +2,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Path, Query
+from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from fastapi.responses import JSONResponse, PlainTextResponse
 from starlette.concurrency import run_in_threadpool
 
 from app.aggregations import downloads, service
+from app.aggregations.listing import CACHE_CONTROL, ListingCache
 from app.aggregations.schemas import (
     AggregationCreate,
     AggregationPublic,
@@ -19,15 +20,23 @@ from app.aggregations.schemas import (
     TaskResults,
 )
 from app.aggregations.tables import Aggregation
-from app.api.deps import CollectionDep, RunnerDep, SessionDep
-from app.auth.deps import PrincipalDep
+from app.api.deps import MAX_INT, CollectionDep, RunnerDep, SessionDep, SettingsDep
+from app.auth import audit
+from app.auth.deps import PrincipalDep, get_principal, require_scope
+from app.auth.idempotency import IdempotencyDep
+from app.collections.tables import Collection
+from app.core.config import Settings
+from app.core.db import get_sessionmaker
+from app.jobs.maintenance import fail_stale_jobs
 
 collection_router = APIRouter(prefix="/collections/{c}", tags=["aggregations"])
 router = APIRouter(prefix="/aggregations", tags=["aggregations"])
 
 
-def load_aggregation(session: SessionDep, principal: PrincipalDep,
-                     a: Annotated[int, Path(description="the aggregation's id")]) -> Aggregation:
+def load_aggregation(
+    session: SessionDep, principal: PrincipalDep,
+    a: Annotated[int, Path(description="the aggregation's id", ge=1, le=MAX_INT)],
+) -> Aggregation:
     aggregation = service.get_aggregation(session, aggregation_id=a)
     if not principal.can_see(aggregation.collection_id):
         raise service.aggregation_not_found(a)
@@ -36,7 +45,7 @@ def load_aggregation(session: SessionDep, principal: PrincipalDep,
 
 AggregationDep = Annotated[Aggregation, Depends(load_aggregation)]
 Limit = Annotated[int, Query(ge=1, le=10_000)]
-Offset = Annotated[int, Query(ge=0)]
+Offset = Annotated[int, Query(ge=0, le=MAX_INT)]
 
 
 def public(aggregation: Aggregation) -> AggregationPublic:
@@ -54,29 +63,44 @@ def public(aggregation: Aggregation) -> AggregationPublic:
     )
 
 
-@collection_router.post("/aggregations", status_code=202, response_model=AggregationPublic)
-def create_aggregation(session: SessionDep, runner: RunnerDep, collection: CollectionDep,
-                       body: AggregationCreate) -> AggregationPublic:
-    aggregation = service.create_aggregation(session, runner=runner, collection=collection,
-                                             spec=body)
-    return public(aggregation)
+@collection_router.post("/aggregations", status_code=202, response_model=AggregationPublic,
+                        dependencies=[require_scope("admin")])
+def create_aggregation(session: SessionDep, runner: RunnerDep, settings: SettingsDep,
+                       principal: PrincipalDep, idempotency: IdempotencyDep,
+                       collection: CollectionDep, body: AggregationCreate) -> Any:
+    """Start a fit; with an ``Idempotency-Key`` a retry returns the same fit."""
+    fail_stale_jobs(session, stale_after_s=settings.job_stale_after_s)
+
+    def work() -> AggregationPublic:
+        aggregation = service.create_aggregation(session, runner=runner, collection=collection,
+                                                 spec=body)
+        audit.record(session, principal=principal, action="fit_started", collection=collection,
+                     target_id=aggregation.id, counts={
+                         "method": aggregation.method, "watermark": aggregation.watermark})
+        return public(aggregation)
+
+    return idempotency.run(session, body=body.model_dump_json(), status_code=202, work=work)
 
 
-@collection_router.get("/aggregations", response_model=AggregationsPublic)
-def list_aggregations(session: SessionDep, collection: CollectionDep, limit: Limit = 100,
-                      offset: Offset = 0) -> AggregationsPublic:
+@collection_router.get("/aggregations", response_model=AggregationsPublic,
+                       dependencies=[require_scope("read")])
+def list_aggregations(session: SessionDep, settings: SettingsDep, collection: CollectionDep,
+                      limit: Limit = 100, offset: Offset = 0) -> AggregationsPublic:
+    fail_stale_jobs(session, stale_after_s=settings.job_stale_after_s)
     rows, total = service.list_aggregations(session, collection=collection, limit=limit,
                                             offset=offset)
     return AggregationsPublic(data=[public(a) for a in rows], count=total)
 
 
-@collection_router.get("/aggregations/comparison", response_model=Comparison)
+@collection_router.get("/aggregations/comparison", response_model=Comparison,
+                       dependencies=[require_scope("read")])
 def compare_aggregations(session: SessionDep, collection: CollectionDep) -> Comparison:
     rows = service.comparison(session, collection=collection)
     return Comparison.model_validate({"data": rows, "count": len(rows)})
 
 
-@collection_router.get("/annotators/{annotator}", response_model=AnnotatorHistory)
+@collection_router.get("/annotators/{annotator}", response_model=AnnotatorHistory,
+                       dependencies=[require_scope("read")])
 def annotator_history(session: SessionDep, collection: CollectionDep,
                       annotator: str) -> AnnotatorHistory:
     """One annotator's competence across the collection's succeeded aggregations."""
@@ -84,48 +108,88 @@ def annotator_history(session: SessionDep, collection: CollectionDep,
         service.annotator_history(session, collection=collection, annotator=annotator))
 
 
-@router.get("/{a}", response_model=AggregationPublic)
+@router.get("/{a}", response_model=AggregationPublic, dependencies=[require_scope("read")])
 def get_aggregation(aggregation: AggregationDep) -> AggregationPublic:
     return public(aggregation)
 
 
-@router.delete("/{a}", response_model=AggregationPublic)
-def cancel_aggregation(session: SessionDep, runner: RunnerDep,
+@router.delete("/{a}", response_model=AggregationPublic, dependencies=[require_scope("admin")])
+def cancel_aggregation(session: SessionDep, runner: RunnerDep, principal: PrincipalDep,
                        aggregation: AggregationDep) -> AggregationPublic:
-    return public(service.cancel_aggregation(session, runner=runner, aggregation=aggregation))
+    cancelled = service.cancel_aggregation(session, runner=runner, aggregation=aggregation)
+    audit.record(session, principal=principal, action="fit_cancelled",
+                 collection=session.get(Collection, cancelled.collection_id),
+                 target_id=cancelled.id)
+    return public(cancelled)
 
 
-@router.get("/{a}/qrels", response_model=None)
+@router.get("/{a}/qrels", response_model=None, dependencies=[require_scope("read")],
+            responses={200: {"description": "qrels as TREC text, TSV or JSON", "content": {
+                "text/plain": {"schema": {"type": "string"}},
+                "text/tab-separated-values": {"schema": {"type": "string"}},
+                "application/json": {"schema": {"type": "object"}}}}})
 def qrels(session: SessionDep, aggregation: AggregationDep,
           format: Literal["trec", "tsv", "json"] = "trec",
           threshold: Annotated[float | None, Query(ge=0.0, le=1.0)] = None,
+          grade: Literal["most_probable", "expected"] = "most_probable",
           ) -> PlainTextResponse | JSONResponse:
     """TREC qrels sorted by topic then doc. Without ``threshold`` the label is the most probable
-    one; with it, relevance is binary: P(relevant) >= threshold."""
+    grade, or with ``grade=expected`` the expected grade rounded to the scale (graded qrels for
+    nDCG); with ``threshold``, relevance is binary: P(relevant) >= threshold."""
     rows = service.all_task_results(session, aggregation=aggregation)
     classes = aggregation.classes or []
     if format == "json":
-        return JSONResponse(downloads.as_json(rows, classes, threshold))
+        return JSONResponse(downloads.as_json(rows, classes, threshold, grade))
     if format == "tsv":
-        return PlainTextResponse(downloads.tsv(rows, classes, threshold),
+        return PlainTextResponse(downloads.tsv(rows, classes, threshold, grade),
                                  media_type="text/tab-separated-values")
-    return PlainTextResponse(downloads.trec(rows, threshold), headers={
+    return PlainTextResponse(downloads.trec(rows, threshold, classes, grade), headers={
         "content-disposition": f'attachment; filename="aggregation-{aggregation.id}.qrels"'})
 
 
-@router.get("/{a}/annotators", response_model=AnnotatorResults)
-def annotators(session: SessionDep, aggregation: AggregationDep, sort: str = "-competence",
-               min_judgments: Annotated[int, Query(ge=0)] = 0, limit: Limit = 100,
-               offset: Offset = 0) -> AnnotatorResults:
+def get_listing_cache(request: Request) -> ListingCache:
+    """The application's cache of succeeded fits' orderings (one per app, so per database)."""
+    cache = getattr(request.app.state, "listing_cache", None)
+    if cache is None:
+        cache = request.app.state.listing_cache = ListingCache()
+    return cache  # type: ignore[no-any-return]
+
+
+
+
+@router.get("/{a}/annotators", response_model=AnnotatorResults,
+            dependencies=[require_scope("read")])
+async def annotators(request: Request,
+                     a: Annotated[int, Path(description="the aggregation's id", le=MAX_INT)],
+                     sort: str = "-competence",
+                     min_judgments: Annotated[int, Query(ge=0, le=MAX_INT)] = 0,
+                     q: Annotated[str | None, Query(max_length=200,
+                                                    description="annotator id contains")] = None,
+                     limit: Limit = 100, offset: Offset = 0) -> Response:
     """Sort by competence, noise_variance, bias, n_judgments, gold_accuracy or annotator
-    ('-' for descending)."""
-    data, total = service.annotator_results(session, aggregation=aggregation, sort=sort,
-                                            min_judgments=min_judgments, limit=limit,
-                                            offset=offset)
-    return AnnotatorResults.model_validate({"data": data, "count": total})
+    ('-' for descending). A succeeded fit's results never change: pages come from an ordering
+    computed once, with an ETag (``If-None-Match`` -> 304) and ``Cache-Control``."""
+    # Async, and no session unless the ordering must be read: a cached page costs no thread
+    # hop and no query. The caller and the access check are those of every route.
+    cache = get_listing_cache(request)
+    principal = get_principal(request)
+    args = {"cache": cache, "aggregation_id": a, "visible": principal.can_see, "sort": sort,
+            "min_judgments": min_judgments, "q": q, "limit": limit, "offset": offset}
+    result = service.cached_annotator_page(**args)
+    if result is None:
+        result = await run_in_threadpool(_annotator_page, request.app.state.settings, args)
+    headers = {"ETag": result.etag, "Cache-Control": CACHE_CONTROL}
+    if result.etag in {t.strip() for t in request.headers.get("if-none-match", "").split(",")}:
+        return Response(status_code=304, headers=headers)
+    return Response(result.body, media_type="application/json", headers=headers)
 
 
-@router.get("/{a}/tasks", response_model=TaskResults)
+def _annotator_page(settings: Settings, args: dict[str, Any]) -> Any:
+    with get_sessionmaker(settings.database_url)() as session:
+        return service.annotator_page(session, **args)
+
+
+@router.get("/{a}/tasks", response_model=TaskResults, dependencies=[require_scope("read")])
 def tasks(session: SessionDep, aggregation: AggregationDep, topic: str | None = None,
           sort: str = "-difficulty", limit: Limit = 100, offset: Offset = 0) -> TaskResults:
     """Sort by difficulty, uncertainty, p_relevant, posterior_variance or topic."""
@@ -134,7 +198,7 @@ def tasks(session: SessionDep, aggregation: AggregationDep, topic: str | None = 
     return TaskResults.model_validate({"data": data, "count": total})
 
 
-@router.post("/{a}/predict", response_model=PredictResponse)
+@router.post("/{a}/predict", response_model=PredictResponse, dependencies=[require_scope("read")])
 async def predict(session: SessionDep, aggregation: AggregationDep,
                   body: PredictRequest) -> PredictResponse:
     from app.aggregations.prediction import predict_for
@@ -142,3 +206,34 @@ async def predict(session: SessionDep, aggregation: AggregationDep,
     result: dict[str, Any] = await run_in_threadpool(
         predict_for, session, aggregation=aggregation, features=body.features)
     return PredictResponse(**result)
+
+
+@router.get("/{a}/summary", dependencies=[require_scope("read")])
+def task_summary(session: SessionDep, aggregation: AggregationDep) -> dict[str, Any]:
+    """Per task uncertainty, difficulty and P(relevant); per topic share relevant and mean
+    uncertainty (what the dashboard plots)."""
+    return service.task_summary(session, aggregation=aggregation)
+
+
+@router.get("/{a}/tasks/{task_id}", dependencies=[require_scope("read")])
+def task_detail(session: SessionDep, aggregation: AggregationDep,
+                task_id: Annotated[int, Path(le=MAX_INT)]) -> dict[str, Any]:
+    """One task: its posterior in this fit and its judgments with each annotator's competence."""
+    return service.task_detail(session, aggregation=aggregation, task_id=task_id)
+
+
+@collection_router.get("/aggregations/agreement", dependencies=[require_scope("read")])
+def agreement(session: SessionDep, collection: CollectionDep) -> dict[str, Any]:
+    """Share of common tasks with the same label, for every two succeeded fits."""
+    return service.agreement_matrix(session, collection=collection)
+
+
+@collection_router.get("/annotators/{annotator}/confusion", dependencies=[require_scope("read")])
+def annotator_confusion(session: SessionDep, collection: CollectionDep,
+                        annotator: str, aggregation: int | None = None) -> dict[str, Any]:
+    """The annotator's labels against gold and against a fit's labels (default: the latest
+    succeeded fit)."""
+    return service.annotator_confusion(
+        session, collection=collection, annotator=annotator,
+        aggregation=service.reference_aggregation(session, collection=collection,
+                                                  aggregation_id=aggregation))

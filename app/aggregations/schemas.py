@@ -7,9 +7,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class AggregationCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
-    method: str = Field(description="mv | mace | ds | magp | gpmv | lk")
+    method: str = Field(description="mv | mace | ds | magp | gpmv | lk | ibcc | ebcc | ordinal-ds "
+                                    "| ordinal-gp")
     params: dict[str, Any] = Field(default_factory=dict)
     graded: bool = Field(default=False, description="fit the graded labels instead of binary")
     seed: int | None = Field(default=None, description="random_state of methods that have one")
@@ -78,6 +79,7 @@ class TaskResult(BaseModel):
     bias: float | None
     gold: int | None
     extra: dict[str, float | None] | None
+    task_id: int | None = None  # links to /aggregations/{a}/tasks/{task_id}
 
 
 class TaskResults(BaseModel):
@@ -114,6 +116,10 @@ class ComparisonRow(BaseModel):
     recall: float | None
     f1: float | None
     log_loss: float | None
+    mae: float | None = None
+    kappa: float | None = None  # quadratic-weighted Cohen's κ, graded fits
+    binary_accuracy: float | None = None  # graded fits: P(grade >= relevant_from) >= 0.5
+    ranked_by: str = "accuracy"  # "kappa" for graded fits
     fit_seconds: float | None
 
 
@@ -123,7 +129,7 @@ class Comparison(BaseModel):
 
 
 class PredictRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     features: list[list[float]] = Field(min_length=1, description="one vector per new task")
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Select, func, select, update
+import numpy as np
+from sqlalchemy import Select, case, func, select, update
 from sqlalchemy.orm import Session
 
 from app.aggregations.schemas import AggregationCreate
@@ -21,7 +23,13 @@ from app.collections.tables import Collection
 from app.core.errors import Conflict, InvalidInput, NotFound
 from app.jobs.runner import JobRunner, submit_job
 from app.judgments.tables import Annotator, Document, Judgment, Task, Topic
-from models.registry import InvalidParams, UnknownMethod, validate_params, with_seed
+from models.registry import (
+    ORDINAL_METHODS,
+    InvalidParams,
+    UnknownMethod,
+    validate_params,
+    with_seed,
+)
 
 ANNOTATOR_SORTS = {
     "competence": AggregationAnnotator.competence,
@@ -60,12 +68,40 @@ def create_aggregation(session: Session, *, runner: JobRunner, collection: Colle
         raise InvalidInput(
             f"collection {collection.name!r} has no judgments to aggregate",
             code="empty_collection")
+    if spec.method in ORDINAL_METHODS:
+        _check_ordinal(session, collection=collection, where=usable_where, graded=spec.graded)
     aggregation = Aggregation(
         collection_id=collection.id, method=spec.method, params=params, graded=spec.graded,
         status="queued", progress=0.0, progress_message="queued", watermark=watermark,
     )
     submit_job(session, runner, "fit", aggregation)
     return aggregation
+
+
+def _check_ordinal(session: Session, *, collection: Collection, where: list[Any],
+                   graded: bool) -> None:
+    """An ordinal method needs an ordered numeric scale and at least two grades judged (binary
+    fits: both sides of relevant_from); raises InvalidInput (422) naming the problem."""
+    from models.ordinal_ds import OrdinalScaleError, check_ordinal_scale
+
+    scale = list(collection.labels or [])
+    present = sorted(session.scalars(select(Judgment.label).where(*where).distinct()))
+    if graded:
+        present = [v for v in present if v in scale]
+    else:
+        scale = [0, 1]
+        present = sorted({int(v >= collection.relevant_from) for v in present})
+    try:
+        if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in scale):
+            raise OrdinalScaleError(
+                f"an ordinal model needs a numeric label scale, got {scale!r}",
+                "scale_not_ordinal")
+        index = {v: i for i, v in enumerate(scale)}
+        check_ordinal_scale(np.asarray(scale), np.asarray([index.get(v, 0) for v in present]))
+    except OrdinalScaleError as exc:
+        session.rollback()
+        raise InvalidInput(f"collection {collection.name!r}: {exc}", code=exc.code,
+                           labels=scale, judged=present) from None
 
 
 def get_aggregation(session: Session, *, aggregation_id: int) -> Aggregation:
@@ -121,7 +157,7 @@ def _task_query(aggregation: Aggregation) -> Select[Any]:
                AggregationTask.p_relevant, AggregationTask.proba, AggregationTask.uncertainty,
                AggregationTask.posterior_mean, AggregationTask.posterior_variance,
                AggregationTask.difficulty, AggregationTask.bias, Task.gold,
-               AggregationTask.extra)
+               AggregationTask.extra, AggregationTask.task_id)
         .join(Task, Task.id == AggregationTask.task_id)
         .join(Topic, Topic.id == Task.topic_id)
         .join(Document, Document.id == Task.document_id)
@@ -130,7 +166,7 @@ def _task_query(aggregation: Aggregation) -> Select[Any]:
 
 
 TASK_FIELDS = ("topic", "doc", "label", "p_relevant", "proba", "uncertainty", "posterior_mean",
-               "posterior_variance", "difficulty", "bias", "gold", "extra")
+               "posterior_variance", "difficulty", "bias", "gold", "extra", "task_id")
 
 
 def all_task_results(session: Session, *, aggregation: Aggregation) -> list[dict[str, Any]]:
@@ -167,11 +203,16 @@ def task_results(session: Session, *, aggregation: Aggregation, topic: str | Non
 
 
 def annotator_results(session: Session, *, aggregation: Aggregation, sort: str,
-                      min_judgments: int, limit: int, offset: int,
+                      min_judgments: int, limit: int | None, offset: int, q: str | None = None,
                       ) -> tuple[list[dict[str, Any]], int]:
+    """A page of annotator results (``limit=None``: every row); ``q``: annotator id contains."""
     require_succeeded(aggregation)
-    where = (AggregationAnnotator.aggregation_id == aggregation.id,
-             AggregationAnnotator.n_judgments >= min_judgments)
+    where: tuple[Any, ...] = (AggregationAnnotator.aggregation_id == aggregation.id,
+                              AggregationAnnotator.n_judgments >= min_judgments)
+    if q:
+        where = (*where, AggregationAnnotator.annotator_id.in_(
+            select(Annotator.id).where(Annotator.collection_id == aggregation.collection_id,
+                                       Annotator.external_id.icontains(q, autoescape=True))))
     # One result row per annotator: count without the join.
     total = session.scalar(select(func.count()).select_from(AggregationAnnotator)
                            .where(*where)) or 0
@@ -184,7 +225,10 @@ def annotator_results(session: Session, *, aggregation: Aggregation, sort: str,
         .where(*where)
     )
     order = _order(sort, ANNOTATOR_SORTS, AggregationAnnotator.annotator_id)
-    rows = session.execute(query.order_by(*order).limit(limit).offset(offset)).mappings()
+    query = query.order_by(*order).offset(offset)
+    if limit is not None:
+        query = query.limit(limit)
+    rows = session.execute(query).mappings()
     return [dict(r) for r in rows], total
 
 
@@ -220,11 +264,235 @@ def comparison(session: Session, *, collection: Collection) -> list[dict[str, An
     out = []
     for a in rows:
         e = a.evaluation or {}
+        ordinal = e.get("kappa") is not None
         out.append({
             "aggregation_id": a.id, "method": a.method, "params": a.params, "graded": a.graded,
             "n_gold": e.get("n_gold"), "accuracy": e.get("accuracy"),
             "precision": e.get("precision"), "recall": e.get("recall"), "f1": e.get("f1"),
-            "log_loss": e.get("log_loss"), "fit_seconds": (a.timings or {}).get("fit_s"),
+            "log_loss": e.get("log_loss"), "mae": e.get("mae"), "kappa": e.get("kappa"),
+            "binary_accuracy": e.get("binary_accuracy"),
+            "ranked_by": "kappa" if ordinal else "accuracy",
+            "fit_seconds": (a.timings or {}).get("fit_s"),
         })
-    out.sort(key=lambda r: (r["accuracy"] is None, -(r["accuracy"] or 0.0), r["aggregation_id"]))
+    # Binary fits first, best accuracy first; then graded fits, best quadratic κ first (exact
+    # accuracy ignores how far off a wrong grade is).
+    out.sort(key=lambda r: (r["ranked_by"] == "kappa", r[r["ranked_by"]] is None,
+                            -(r[r["ranked_by"]] or 0.0), r["aggregation_id"]))
     return out
+
+
+# --- Dashboards: the JSON API and the pages read these same functions. -----------------------
+
+def sort_key(sort: str, columns: dict[str, Any] | None = None) -> str:
+    """``sort`` normalised ("+x" -> "x"); invalid_sort for an unknown column."""
+    _order(sort, columns or ANNOTATOR_SORTS, AggregationAnnotator.annotator_id)
+    name = sort.lstrip("-+")
+    return f"-{name}" if sort.startswith("-") else name
+
+
+def annotator_page(session: Session, *, cache: Any, aggregation_id: int,
+                   visible: Callable[[int], bool], sort: str, min_judgments: int,
+                   q: str | None, limit: int, offset: int) -> Any:
+    """A page of the annotator listing (``listing.Page``): the rows, order and count of
+    ``annotator_results``, sliced from the fit's cached ordering (``listing.ListingCache``).
+
+    A succeeded fit already cached is served without a query; ``visible(collection_id)`` is the
+    caller's access check (404 as for any aggregation it may not see)."""
+    from app.aggregations.listing import page
+
+    key = sort_key(sort)
+    hit = _cached_ordering(cache, aggregation_id, visible, key)
+    if hit is None:
+        aggregation = get_aggregation(session, aggregation_id=aggregation_id)
+        if not visible(aggregation.collection_id):
+            raise aggregation_not_found(aggregation_id)
+        require_succeeded(aggregation)
+        hit = cache.ordering(session, aggregation=aggregation, sort=key)
+    return page(hit, sort=key, min_judgments=min_judgments, q=q, limit=limit, offset=offset)
+
+
+def _cached_ordering(cache: Any, aggregation_id: int, visible: Callable[[int], bool],
+                     key: str) -> Any:
+    collection_id = cache.known_succeeded(aggregation_id)
+    if collection_id is None or not visible(collection_id):
+        return None
+    return cache.cached(aggregation_id, key)
+
+
+def cached_annotator_page(*, cache: Any, aggregation_id: int, visible: Callable[[int], bool],
+                          sort: str, min_judgments: int, q: str | None, limit: int,
+                          offset: int) -> Any:
+    """``annotator_page`` when its ordering is cached (no database needed), else None."""
+    from app.aggregations.listing import page
+
+    key = sort_key(sort)
+    hit = _cached_ordering(cache, aggregation_id, visible, key)
+    if hit is None:
+        return None
+    return page(hit, sort=key, min_judgments=min_judgments, q=q, limit=limit, offset=offset)
+
+
+def task_summary(session: Session, *, aggregation: Aggregation) -> dict[str, Any]:
+    """Per task: uncertainty, difficulty and P(relevant) as arrays, and per topic the share of
+    tasks labelled relevant and their mean uncertainty."""
+    require_succeeded(aggregation)
+    rows = session.execute(
+        select(Topic.external_id, AggregationTask.p_relevant, AggregationTask.uncertainty,
+               AggregationTask.difficulty, AggregationTask.label)
+        .join(Task, Task.id == AggregationTask.task_id)
+        .join(Topic, Topic.id == Task.topic_id)
+        .where(AggregationTask.aggregation_id == aggregation.id)
+    ).all()
+    classes = aggregation.classes or []
+    collection = session.get(Collection, aggregation.collection_id)
+    relevant_from = collection.relevant_from if collection is not None else 1
+    topics: dict[str, list[float]] = {}
+    uncertainty, difficulty, p_relevant = [], [], []
+    for topic, p, u, d, label in rows:
+        uncertainty.append(u)
+        p_relevant.append(p)
+        if d is not None:
+            difficulty.append(d)
+        t = topics.setdefault(topic, [0.0, 0.0, 0.0])
+        t[0] += 1
+        t[1] += 1.0 if label >= relevant_from else 0.0
+        t[2] += u
+    per_topic = [{"topic": k, "tasks": int(v[0]), "share_relevant": v[1] / v[0],
+                  "mean_uncertainty": v[2] / v[0]} for k, v in sorted(topics.items())]
+    return {"n_tasks": len(rows), "classes": classes, "uncertainty": uncertainty,
+            "difficulty": difficulty, "p_relevant": p_relevant, "per_topic": per_topic}
+
+
+def get_task(session: Session, *, collection_id: int, task_id: int) -> Task:
+    task = session.get(Task, task_id)
+    if task is None or task.collection_id != collection_id:
+        raise NotFound(f"no task {task_id}", code="task_not_found")
+    return task
+
+
+def task_detail(session: Session, *, aggregation: Aggregation, task_id: int) -> dict[str, Any]:
+    """One task in one fit: its posterior, and its judgments with each annotator's competence."""
+    require_succeeded(aggregation)
+    task = get_task(session, collection_id=aggregation.collection_id, task_id=task_id)
+    topic = session.get(Topic, task.topic_id)
+    document = session.get(Document, task.document_id)
+    result = session.execute(
+        select(AggregationTask.label, AggregationTask.p_relevant, AggregationTask.proba,
+               AggregationTask.uncertainty, AggregationTask.posterior_mean,
+               AggregationTask.posterior_variance, AggregationTask.difficulty,
+               AggregationTask.bias)
+        .where(AggregationTask.aggregation_id == aggregation.id,
+               AggregationTask.task_id == task_id)).mappings().first()
+    judgments = session.execute(
+        select(Judgment.id, Annotator.external_id.label("annotator"), Judgment.label,
+               Judgment.received_at, AggregationAnnotator.competence,
+               AggregationAnnotator.gold_accuracy, AggregationAnnotator.n_judgments)
+        .join(Annotator, Annotator.id == Judgment.annotator_id)
+        .outerjoin(AggregationAnnotator,
+                   (AggregationAnnotator.annotator_id == Judgment.annotator_id)
+                   & (AggregationAnnotator.aggregation_id == aggregation.id))
+        .where(Judgment.task_id == task_id, Judgment.id <= aggregation.watermark)
+        .order_by(Judgment.id)).mappings().all()
+    return {
+        "task_id": task.id, "topic": topic.external_id if topic else None,
+        "doc": document.external_id if document else None, "gold": task.gold,
+        "classes": aggregation.classes or [], "result": dict(result) if result else None,
+        "judgments": [dict(j) for j in judgments],
+    }
+
+
+def task_id_of(session: Session, *, collection_id: int, topic: str, doc: str) -> int | None:
+    return session.scalar(
+        select(Task.id).join(Topic, Topic.id == Task.topic_id)
+        .join(Document, Document.id == Task.document_id)
+        .where(Task.collection_id == collection_id, Topic.external_id == topic,
+               Document.external_id == doc))
+
+
+def annotator_confusion(session: Session, *, collection: Collection, annotator: str,
+                        aggregation: Aggregation | None) -> dict[str, Any]:
+    """The annotator's labels against gold, and against ``aggregation``'s labels: counts
+    {(their label, reference label): n} over their latest judgment per task."""
+    annotator_id = session.scalar(select(Annotator.id).where(
+        Annotator.collection_id == collection.id, Annotator.external_id == annotator))
+    if annotator_id is None:
+        raise NotFound(f"no annotator {annotator!r} in collection {collection.name!r}",
+                       code="annotator_not_found")
+    query = select(Judgment.id, Judgment.task_id, Judgment.label).where(
+        Judgment.annotator_id == annotator_id)
+    if aggregation is not None:
+        query = query.where(Judgment.id <= aggregation.watermark)
+    latest: dict[int, tuple[int, int]] = {}  # task -> (judgment id, label): the latest one
+    for judgment_id, task_id, label in session.execute(query):
+        if task_id not in latest or judgment_id > latest[task_id][0]:
+            latest[task_id] = (judgment_id, label)
+    tasks = list(latest)
+    gold_of: dict[int, int] = {}
+    fitted: dict[int, int] = {}
+    for chunk in (tasks[i:i + 5000] for i in range(0, len(tasks), 5000)):
+        gold_of.update(session.execute(select(Task.id, Task.gold).where(
+            Task.id.in_(chunk), Task.gold.in_(collection.labels))).all())
+        if aggregation is not None and aggregation.status == "succeeded":
+            fitted.update(session.execute(select(AggregationTask.task_id, AggregationTask.label)
+                                          .where(AggregationTask.aggregation_id == aggregation.id,
+                                                 AggregationTask.task_id.in_(chunk))).all())
+
+    def cells(reference: dict[int, int]) -> list[tuple[int, int, int]]:
+        counts: dict[tuple[int, int], int] = {}
+        for task_id, (_, label) in latest.items():
+            if task_id in reference:
+                key = (label, reference[task_id])
+                counts[key] = counts.get(key, 0) + 1
+        return [(a, b, n) for (a, b), n in counts.items()]
+
+    gold = cells(gold_of)
+    vs_aggregated = cells(fitted)
+
+    def matrix(cells: list[Any]) -> dict[str, Any]:
+        values = sorted(set(collection.labels) | {int(a) for a, _, _ in cells}
+                        | {int(b) for _, b, _ in cells})
+        index = {v: i for i, v in enumerate(values)}
+        counts = [[0] * len(values) for _ in values]
+        for mine, reference, n in cells:
+            counts[index[int(mine)]][index[int(reference)]] += int(n)
+        return {"labels": values, "counts": counts, "total": sum(int(n) for *_, n in cells)}
+
+    return {"annotator": annotator, "aggregation_id": aggregation.id if aggregation else None,
+            "vs_gold": matrix(list(gold)), "vs_aggregated": matrix(vs_aggregated)}
+
+
+def agreement_matrix(session: Session, *, collection: Collection) -> dict[str, Any]:
+    """For every two succeeded fits: the share of the tasks both labelled with the same label."""
+    ids = list(session.scalars(select(Aggregation.id).where(
+        Aggregation.collection_id == collection.id, Aggregation.status == "succeeded")
+        .order_by(Aggregation.id)))
+    a1 = AggregationTask.__table__.alias("a1")
+    a2 = AggregationTask.__table__.alias("a2")
+    cells: dict[tuple[int, int], tuple[int, int]] = {}
+    if ids:
+        rows = session.execute(
+            select(a1.c.aggregation_id, a2.c.aggregation_id, func.count(),
+                   func.sum(case((a1.c.label == a2.c.label, 1), else_=0)))
+            .select_from(a1.join(a2, a1.c.task_id == a2.c.task_id))
+            .where(a1.c.aggregation_id.in_(ids), a2.c.aggregation_id.in_(ids),
+                   a1.c.aggregation_id <= a2.c.aggregation_id)
+            .group_by(a1.c.aggregation_id, a2.c.aggregation_id))
+        for x, y, n, same in rows:
+            cells[(x, y)] = cells[(y, x)] = (int(n), int(same or 0))
+    share = [[(cells[(x, y)][1] / cells[(x, y)][0]) if cells.get((x, y), (0, 0))[0] else None
+              for y in ids] for x in ids]
+    return {"aggregation_ids": ids, "agreement": share,
+            "common_tasks": [[cells.get((x, y), (0, 0))[0] for y in ids] for x in ids]}
+
+
+def reference_aggregation(session: Session, *, collection: Collection,
+                          aggregation_id: int | None) -> Aggregation | None:
+    """The fit ``aggregation_id`` of this collection, or its latest succeeded one (None if none)."""
+    if aggregation_id is not None:
+        aggregation = session.get(Aggregation, aggregation_id)
+        if aggregation is None or aggregation.collection_id != collection.id:
+            raise aggregation_not_found(aggregation_id)
+        return aggregation
+    return session.scalar(select(Aggregation).where(
+        Aggregation.collection_id == collection.id, Aggregation.status == "succeeded")
+        .order_by(Aggregation.id.desc()).limit(1))

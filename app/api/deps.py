@@ -15,6 +15,9 @@ from app.core.config import Settings
 from app.core.db import get_sessionmaker
 from app.jobs.runner import JobRunner
 
+# The largest integer the databases store (BIGINT): the bound of ids and offsets in requests.
+MAX_INT = 2**63 - 1
+
 
 def get_settings_dep(request: Request) -> Settings:
     return request.app.state.settings  # type: ignore[no-any-return]

@@ -22,10 +22,23 @@ class Forbidden(DomainError):
     code = "forbidden"
 
 
+class Unauthorized(DomainError):
+    status_code = 401
+    code = "missing_api_key"
+    headers = {"WWW-Authenticate": 'Bearer realm="crowdqrels"'}
+
+
 def get_principal(request: Request) -> Principal:
     """The caller, as authentication (middleware) left it on the request; open when it is off."""
     principal = getattr(request.state, "principal", None)
-    return principal if principal is not None else OPEN
+    if principal is not None:
+        return principal  # type: ignore[no-any-return]
+    settings = getattr(request.app.state, "settings", None)
+    if settings is not None and settings.auth_required:
+        # The middleware admits no unauthenticated /api or /ui request; anything else that
+        # asks who is calling gets the same answer.
+        raise Unauthorized("this needs an API key: send 'Authorization: Bearer <key>'")
+    return OPEN
 
 
 PrincipalDep = Annotated[Principal, Depends(get_principal)]
@@ -34,7 +47,10 @@ PrincipalDep = Annotated[Principal, Depends(get_principal)]
 def require_scope(scope: Scope) -> Any:
     """A route dependency: 403 unless the caller's key has ``scope`` (or a higher one)."""
 
-    def check(principal: PrincipalDep) -> None:
+    # Async and without sub-dependencies: FastAPI runs it on the event loop, so a route whose
+    # body is async (the cached annotator listing) pays no thread hop for its scope check.
+    async def check(request: Request) -> None:
+        principal = get_principal(request)
         if not principal.allows(scope):
             raise Forbidden(f"this needs a key with scope {scope!r}; "
                             f"{principal.name!r} has {principal.scope!r}",

@@ -6,9 +6,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 
 class CollectionCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Python's re for the name's look-ahead (not all digits), which the schema states too.
+    model_config = ConfigDict(extra="forbid", strict=True, regex_engine="python-re")
 
-    name: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$",
+    name: str = Field(min_length=1, max_length=200,
+                      pattern=r"^(?![0-9]+$)[A-Za-z0-9][A-Za-z0-9._-]*$",
                       description="unique; letters, digits, '.', '_', '-'; not all digits")
     description: str | None = None
     labels: list[int] = Field(default=[0, 1], min_length=2, description="the label scale")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import statistics
+from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
@@ -16,7 +17,7 @@ from app.collections.schemas import (
 )
 from app.collections.tables import Collection
 from app.core.errors import Conflict, NotFound
-from app.judgments.tables import Annotator, Document, Judgment, Task, Topic
+from app.judgments.tables import Annotator, Batch, Document, Judgment, Task, Topic
 
 
 def create_collection(session: Session, *, spec: CollectionCreate) -> Collection:
@@ -32,16 +33,21 @@ def create_collection(session: Session, *, spec: CollectionCreate) -> Collection
     return collection
 
 
-def list_collections(session: Session, *, limit: int, offset: int) -> tuple[list[Collection], int]:
-    total = session.scalar(select(func.count()).select_from(Collection)) or 0
-    rows = session.scalars(select(Collection).order_by(Collection.id).limit(limit).offset(offset))
+def list_collections(session: Session, *, limit: int, offset: int,
+                     only: frozenset[int] | None = None) -> tuple[list[Collection], int]:
+    """A page of collections; ``only``: just these ids (a key limited to some collections)."""
+    where = [] if only is None else [Collection.id.in_(sorted(only))]
+    total = session.scalar(select(func.count()).select_from(Collection).where(*where)) or 0
+    rows = session.scalars(select(Collection).where(*where).order_by(Collection.id)
+                           .limit(limit).offset(offset))
     return list(rows), total
 
 
 def get_collection(session: Session, *, key: str) -> Collection:
     """By id when ``key`` is all digits, else by name (names cannot be all digits)."""
     if key.isdigit():
-        collection = session.get(Collection, int(key))
+        # (beyond the integer range no row can match; the database would refuse the value)
+        collection = session.get(Collection, int(key)) if len(key) < 10 else None
     else:
         collection = session.scalar(select(Collection).where(Collection.name == key))
     if collection is None:
@@ -97,7 +103,24 @@ def _summary(counts: list[int]) -> DistributionSummary | None:
     )
 
 
-def collection_stats(session: Session, *, collection: Collection) -> CollectionStats:
+def collection_stats(session: Session, *, collection: Collection,
+                     cache: Any = None) -> CollectionStats:
+    """Counts and the judgments' distributions. With ``cache`` (anything with
+    ``memo(key, compute)``, e.g. the app's ListingCache) the distributions are computed once per
+    state of the judgments: storage is append-only and a collection's writers are serialised, so
+    its largest judgment id names that state."""
+    if cache is None:
+        return _collection_stats(session, collection=collection)
+    latest = session.scalar(select(func.max(Judgment.id))
+                            .where(Judgment.collection_id == collection.id))
+    distributions = cache.memo(
+        ("judgment_stats", collection.id, latest),
+        lambda: _collection_stats(session, collection=collection))
+    return distributions.model_copy(
+        update={"counts": collection_counts(session, collection=collection)})
+
+
+def _collection_stats(session: Session, *, collection: Collection) -> CollectionStats:
     cid = collection.id
     per_task = session.scalars(
         select(func.count()).where(Judgment.collection_id == cid).group_by(Judgment.task_id)
@@ -115,3 +138,11 @@ def collection_stats(session: Session, *, collection: Collection) -> CollectionS
         judgments_per_annotator=_summary(list(per_annotator)),
         label_distribution={int(label): int(n) for label, n in labels},
     )
+
+
+def collection_overview(session: Session, *, collection: Collection) -> dict[str, object]:
+    """Counts and the time of the latest judgment (the collections page)."""
+    # Every judgment arrives in a batch (a small table): its latest batch's time.
+    last = session.scalar(select(func.max(Batch.received_at))
+                          .where(Batch.collection_id == collection.id))
+    return {"counts": collection_counts(session, collection=collection), "last_judgment_at": last}

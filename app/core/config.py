@@ -24,6 +24,24 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(default=256 * 1024 * 1024, gt=0)
     # Rows per bulk statement when ingesting.
     insert_chunk_rows: int = Field(default=20_000, gt=0)
+    # Access control (app/auth): "required" (API keys) or "off" (everything open). Unset: off in
+    # development and test, required in production. Production with auth off refuses to start;
+    # so does `crowdqrels serve` on an address other than loopback.
+    auth: Literal["required", "off"] | None = None
+    # Verified keys are trusted for this long without hashing again (a revoke through the API
+    # takes effect at once in that process; elsewhere within this bound).
+    key_cache_s: float = Field(default=30.0, ge=0)
+    session_hours: float = Field(default=12.0, gt=0)  # dashboard sign-in lifetime
+    idempotency_retention_h: float = Field(default=24.0, gt=0)
+    # A running job writes heartbeat_at every job_heartbeat_s; one silent for job_stale_after_s
+    # is marked failed (checked when fits are listed or started, and every job_check_s).
+    job_heartbeat_s: float = Field(default=5.0, gt=0)
+    job_stale_after_s: float = Field(default=60.0, gt=0)
+    job_check_s: float = Field(default=15.0, gt=0)
+    # Requests per minute per key (0: no limit); above it, 429 with Retry-After.
+    rate_limit_per_minute: int = Field(default=0, ge=0)
+    # Origins allowed by CORS (none: no CORS headers at all).
+    cors_origins: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _refuse_insecure_production(self) -> Settings:
@@ -31,7 +49,19 @@ class Settings(BaseSettings):
             raise ValueError(
                 "CROWDQRELS_DATABASE_URL points at SQLite in production: use PostgreSQL"
             )
+        if self.auth is None:
+            self.auth = "required" if self.environment == "production" else "off"
+        if self.environment == "production" and self.auth == "off":
+            raise ValueError("CROWDQRELS_AUTH=off in production: every endpoint would be open "
+                             "to anyone who can reach the port; use CROWDQRELS_AUTH=required")
+        if self.job_stale_after_s < 2 * self.job_heartbeat_s:
+            raise ValueError("CROWDQRELS_JOB_STALE_AFTER_S must be at least twice "
+                             "CROWDQRELS_JOB_HEARTBEAT_S")
         return self
+
+    @property
+    def auth_required(self) -> bool:
+        return self.auth == "required"
 
 
 @lru_cache

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,9 @@ from sqlalchemy import (
     event,
     insert,
 )
+from sqlalchemy.dialects import sqlite
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
+from sqlalchemy.types import DateTime
 
 # Stable constraint names, so migrations can drop what they created on every backend.
 NAMING_CONVENTION = {
@@ -46,11 +49,39 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:  # type: ignore[no-untyp
     cursor.close()
 
 
+class _SQLiteUTCDateTime(sqlite.DATETIME):
+    """SQLite has no time zones: ``DateTime(timezone=True)`` columns are stored as UTC and read
+    back aware (UTC), as PostgreSQL returns them, so the API's times carry an offset on both."""
+
+    def bind_processor(self, dialect):  # type: ignore[no-untyped-def]
+        parent = super().bind_processor(dialect)
+
+        def process(value):  # type: ignore[no-untyped-def]
+            if value is not None and getattr(value, "tzinfo", None) is not None:
+                value = value.astimezone(UTC).replace(tzinfo=None)
+            return parent(value) if parent else value
+
+        return process
+
+    def result_processor(self, dialect, coltype):  # type: ignore[no-untyped-def]
+        parent = super().result_processor(dialect, coltype)
+        aware = self.timezone
+
+        def process(value):  # type: ignore[no-untyped-def]
+            value = parent(value) if parent else value
+            if aware and value is not None and value.tzinfo is None:
+                value = value.replace(tzinfo=UTC)
+            return value
+
+        return process
+
+
 @lru_cache(maxsize=8)
 def get_engine(url: str) -> Engine:
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"check_same_thread": False})
         event.listen(engine, "connect", _sqlite_pragmas)
+        engine.dialect.colspecs = {**engine.dialect.colspecs, DateTime: _SQLiteUTCDateTime}
     else:
         engine = create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
     return engine

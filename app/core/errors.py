@@ -58,7 +58,8 @@ def invalid_file(error: FileFormatError) -> InvalidInput:
 def register_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(DomainError)
     async def _domain(_: Request, exc: DomainError) -> JSONResponse:
-        return JSONResponse(exc.body(), status_code=exc.status_code)
+        return JSONResponse(exc.body(), status_code=exc.status_code,
+                            headers=getattr(exc, "headers", None))
 
     @app.exception_handler(FileFormatError)
     async def _file(_: Request, exc: FileFormatError) -> JSONResponse:
@@ -83,5 +84,5 @@ def register_error_handlers(app: FastAPI) -> None:
         codes = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}
         return JSONResponse(
             {"code": codes.get(exc.status_code, "http_error"), "detail": str(exc.detail)},
-            status_code=exc.status_code,
+            status_code=exc.status_code, headers=exc.headers,  # 405 keeps its Allow header
         )

@@ -9,6 +9,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app.api.deps import CollectionDep, SessionDep
 from app.api.uploads import read_upload
+from app.auth.deps import require_scope
 from app.core.errors import InvalidInput
 from app.corpus import service
 from app.formats.texts import parse_texts, texts_from_json
@@ -29,6 +30,7 @@ class RunPublic(BaseModel):
     n_topics: int
     max_depth: int
     uploaded_at: datetime
+    unknown_topics: int | None = None  # on upload: topics the collection does not have
 
 
 class RunsPublic(BaseModel):
@@ -47,7 +49,7 @@ async def _texts(request: Request) -> dict[str, str]:
     return await run_in_threadpool(parse_texts, upload.content)
 
 
-@router.put("/topics", response_model=TextsReport)
+@router.put("/topics", response_model=TextsReport, dependencies=[require_scope("ingest")])
 async def put_topic_texts(request: Request, session: SessionDep,
                           collection: CollectionDep) -> TextsReport:
     """Topic texts: TSV ``id<TAB>text`` (header optional) or JSON ``[{"id", "text"}]``."""
@@ -57,7 +59,7 @@ async def put_topic_texts(request: Request, session: SessionDep,
     return TextsReport(**report)
 
 
-@router.put("/documents", response_model=TextsReport)
+@router.put("/documents", response_model=TextsReport, dependencies=[require_scope("ingest")])
 async def put_document_texts(request: Request, session: SessionDep,
                              collection: CollectionDep) -> TextsReport:
     """Document texts: TSV ``id<TAB>text`` (header optional) or JSON ``[{"id", "text"}]``."""
@@ -67,23 +69,24 @@ async def put_document_texts(request: Request, session: SessionDep,
     return TextsReport(**report)
 
 
-@router.put("/runs/{name}", response_model=RunPublic)
+@router.put("/runs/{name}", response_model=RunPublic, dependencies=[require_scope("ingest")])
 async def put_run(request: Request, session: SessionDep, collection: CollectionDep,
                   name: str = Path(min_length=1, max_length=200,
                                    pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")) -> RunPublic:
-    """A TREC run (``topic Q0 doc rank score tag``); replaces the run of the same name."""
+    """A TREC run (``topic Q0 doc rank score tag``); replaces the run of the same name. Topics
+    the collection does not have are kept and counted (``unknown_topics``)."""
     upload = await read_upload(request, filename=None)
-    run = await run_in_threadpool(service.store_run, session, collection=collection, name=name,
-                                  raw=upload.content)
-    return RunPublic.model_validate(run)
+    run, unknown = await run_in_threadpool(service.store_run, session, collection=collection,
+                                           name=name, raw=upload.content)
+    return RunPublic.model_validate(run).model_copy(update={"unknown_topics": unknown})
 
 
-@router.get("/runs", response_model=RunsPublic)
+@router.get("/runs", response_model=RunsPublic, dependencies=[require_scope("read")])
 def list_runs(session: SessionDep, collection: CollectionDep) -> RunsPublic:
     runs = service.list_runs(session, collection=collection)
     return RunsPublic(data=[RunPublic.model_validate(r) for r in runs], count=len(runs))
 
 
-@router.delete("/runs/{name}", status_code=204)
+@router.delete("/runs/{name}", status_code=204, dependencies=[require_scope("admin")])
 def delete_run(session: SessionDep, collection: CollectionDep, name: str) -> None:
     service.delete_run(session, collection=collection, name=name)

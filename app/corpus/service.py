@@ -42,11 +42,12 @@ def known_topics(session: Session, *, collection: Collection) -> set[str]:
         Topic.collection_id == collection.id)))
 
 
-def store_run(session: Session, *, collection: Collection, name: str, raw: bytes) -> Run:
-    """Validate (against the collection's topics, when it has any) and store; replaces a run of
-    the same name."""
+def store_run(session: Session, *, collection: Collection, name: str,
+              raw: bytes) -> tuple[Run, int]:
+    """Validate and store; replaces a run of the same name. Topics the collection does not have
+    are kept (an evaluation counts and reports them); returns the run and how many there are."""
     topics = known_topics(session, collection=collection)
-    run = parse_run(raw, topics=topics or None, name=name)
+    run = parse_run(raw, name=name)
     session.execute(delete(Run).where(Run.collection_id == collection.id, Run.name == name))
     stored = Run(
         collection_id=collection.id, name=name, n_lines=sum(len(r) for r in run.rankings.values()),
@@ -54,7 +55,7 @@ def store_run(session: Session, *, collection: Collection, name: str, raw: bytes
     )
     session.add(stored)
     session.commit()
-    return stored
+    return stored, (sum(1 for t in run if t not in topics) if topics else 0)
 
 
 def list_runs(session: Session, *, collection: Collection) -> list[Run]:

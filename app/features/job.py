@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from app.collections.tables import Collection
 from app.corpus.service import load_runs
@@ -21,11 +23,32 @@ def run_feature_build(database_url: str, build_id: int) -> str:
 
 
 def _build(context: JobContext) -> dict[str, Any]:
-    session, build, timings = context.session, context.job, context.timings
-    start = time.perf_counter()
-    collection = session.get(Collection, build.collection_id)
+    collection = context.session.get(Collection, context.job.collection_id)
     assert collection is not None
-    params = dict(build.params)
+    return build_and_store(context.session, collection, dict(context.job.params),
+                           context.timings,
+                           lambda f, msg: context.set(progress=f, progress_message=msg))
+
+
+# What a feature build uses when nobody chose: the router's defaults (BM25 k1, b; LM mu).
+DEFAULT_BUILD = {"semantic": False, "k1": 0.9, "b": 0.4, "mu": 1000.0}
+
+
+def buildable_inputs(session: Session, collection: Collection) -> dict[str, bool]:
+    """{"lexical": texts of topics and documents exist, "ranking": runs exist}."""
+    from app.corpus.service import list_runs, text_counts
+
+    texts = text_counts(session, collection=collection)
+    return {"lexical": texts["topics_with_text"] > 0 and texts["documents_with_text"] > 0,
+            "ranking": bool(list_runs(session, collection=collection))}
+
+
+def build_and_store(session: Session, collection: Collection, params: dict[str, Any],
+                    timings: dict[str, float],
+                    progress: Callable[[float, str], None]) -> dict[str, Any]:
+    """Build the collection's task features from its texts and runs and store them (the body of
+    a feature-build job, also run by a GP fit that finds texts or runs but no features)."""
+    start = time.perf_counter()
     tasks = session.execute(
         select(Topic.external_id, Document.external_id)
         .join(Task, Task.topic_id == Topic.id)
@@ -46,7 +69,7 @@ def _build(context: JobContext) -> dict[str, Any]:
     if params["ranking"] and not runs:
         raise ValueError("ranking features need runs: PUT .../runs/{name} first")
     timings["load_s"] = time.perf_counter() - start
-    context.set(progress=0.1, progress_message="building features")
+    progress(0.1, "building features")
 
     from models.features import build_features
 
@@ -59,7 +82,7 @@ def _build(context: JobContext) -> dict[str, Any]:
         k1=params["k1"], b=params["b"], mu=params["mu"], timings=stages,
     )
     timings.update({f"build_{k}": v for k, v in stages.items()})
-    context.set(progress=0.9, progress_message="storing features")
+    progress(0.9, "storing features")
     start = time.perf_counter()
     replace_features(session, collection=collection, names=features.names,
                      vectors=features.as_dict(), source="built", groups=features.groups)

@@ -1,15 +1,15 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Path, Request
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from app.api.deps import CollectionDep, RunnerDep, SessionDep
+from app.api.deps import MAX_INT, CollectionDep, RunnerDep, SessionDep
 from app.api.uploads import read_upload
-from app.auth.deps import PrincipalDep
+from app.auth.deps import PrincipalDep, require_scope
 from app.core.errors import NotFound
 from app.features import service
 from app.formats.features_file import parse_features
@@ -19,7 +19,7 @@ builds_router = APIRouter(prefix="/feature-builds", tags=["features"])
 
 
 class FeatureBuildCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     lexical: bool | None = Field(default=None, description="default: if texts were uploaded")
     ranking: bool | None = Field(default=None, description="default: if runs were uploaded")
@@ -60,7 +60,7 @@ class FeatureSetPublic(BaseModel):
     updated_at: datetime
 
 
-@router.put("/features", response_model=FeatureReport)
+@router.put("/features", response_model=FeatureReport, dependencies=[require_scope("ingest")])
 async def put_features(request: Request, session: SessionDep,
                        collection: CollectionDep) -> FeatureReport:
     """Task feature vectors, TSV/CSV with header ``topic doc f1 .. fd``; replaces the
@@ -74,7 +74,7 @@ async def put_features(request: Request, session: SessionDep,
     return FeatureReport(**report)
 
 
-@router.get("/features", response_model=FeatureSetPublic)
+@router.get("/features", response_model=FeatureSetPublic, dependencies=[require_scope("read")])
 def get_features(session: SessionDep, collection: CollectionDep) -> FeatureSetPublic:
     described = service.describe_features(session, collection=collection)
     if described is None:
@@ -82,7 +82,8 @@ def get_features(session: SessionDep, collection: CollectionDep) -> FeatureSetPu
     return FeatureSetPublic.model_validate(described)
 
 
-@router.post("/features/build", status_code=202, response_model=FeatureBuildPublic)
+@router.post("/features/build", status_code=202, response_model=FeatureBuildPublic,
+             dependencies=[require_scope("admin")])
 def build_features(session: SessionDep, runner: RunnerDep, collection: CollectionDep,
                    body: FeatureBuildCreate) -> FeatureBuildPublic:
     """Build task features from the uploaded topic/document texts (lexical: tf, idf, tf-idf,
@@ -93,9 +94,10 @@ def build_features(session: SessionDep, runner: RunnerDep, collection: Collectio
     return FeatureBuildPublic.model_validate(build)
 
 
-@builds_router.get("/{build_id}", response_model=FeatureBuildPublic)
+@builds_router.get("/{build_id}", response_model=FeatureBuildPublic,
+                   dependencies=[require_scope("read")])
 def get_feature_build(session: SessionDep, principal: PrincipalDep,
-                      build_id: int) -> FeatureBuildPublic:
+                      build_id: Annotated[int, Path(ge=1, le=MAX_INT)]) -> FeatureBuildPublic:
     build = service.get_build(session, build_id=build_id)
     if not principal.can_see(build.collection_id):
         raise service.build_not_found(build_id)

@@ -30,6 +30,8 @@ class JobKind:
 KINDS: dict[str, JobKind] = {kind.name: kind for kind in (
     JobKind("fit", "app.aggregations.tables:Aggregation", "app.aggregations.job:run_fit"),
     JobKind("features", "app.features.tables:FeatureBuild", "app.features.job:run_feature_build"),
+    JobKind("evaluation", "app.evaluations.tables:Evaluation",
+            "app.evaluations.job:run_evaluation"),
 )}
 
 

@@ -8,6 +8,7 @@ keeps its error; nothing a body raises escapes (a worker must never die of a bad
 
 from __future__ import annotations
 
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -70,14 +71,14 @@ def run_tracked(database_url: str, table: Any, job_id: int,
             return str(job.status)
         started = session.execute(
             update(table).where(table.id == job_id, table.status.in_(ACTIVE)).values(
-                status="running", started_at=datetime.now(UTC), progress=0.0,
-                progress_message=first_message)
+                status="running", started_at=datetime.now(UTC), heartbeat_at=datetime.now(UTC),
+                progress=0.0, progress_message=first_message)
         ).rowcount
         session.commit()
         if not started:
             return "cancelled"
         session.refresh(job)
-        with make_session() as progress_session:
+        with make_session() as progress_session, Heartbeat(database_url, table, job_id):
             context = JobContext(session=session, table=table, job=job,
                                  progress=progress_reporter(progress_session, table, job_id))
             try:
@@ -104,6 +105,44 @@ def run_tracked(database_url: str, table: Any, job_id: int,
                         progress_message="failed"))
                 session.commit()
                 return "failed"
+
+
+class Heartbeat:
+    """While the body runs, a thread writes the row's ``heartbeat_at`` every
+    ``CROWDQRELS_JOB_HEARTBEAT_S``; the API fails running jobs whose heartbeat went stale
+    (app.jobs.maintenance). It shows the process is alive, whatever the body is doing."""
+
+    def __init__(self, database_url: str, table: Any, job_id: int,
+                 every_s: float | None = None) -> None:
+        from app.core.config import get_settings
+
+        self.database_url = database_url
+        self.table = table
+        self.job_id = job_id
+        self.every_s = every_s if every_s is not None else get_settings().job_heartbeat_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name="crowdqrels-heartbeat",
+                                        daemon=True)
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _beat(self) -> None:
+        table = self.table
+        with get_sessionmaker(self.database_url)() as session:
+            while not self._stop.wait(self.every_s):
+                try:
+                    session.execute(update(table).where(
+                        table.id == self.job_id, table.status == "running").values(
+                        heartbeat_at=datetime.now(UTC)))
+                    session.commit()
+                except Exception:  # a missed beat is harmless; the next one may pass
+                    session.rollback()
 
 
 def progress_reporter(session: Session, table: Any, job_id: int) -> Callable[[float, str], None]:

@@ -1,13 +1,19 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request
+from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
-from app.api.deps import CollectionDep, SessionDep
+from app.api.deps import MAX_INT, CollectionDep, SessionDep
 from app.api.uploads import read_upload
+from app.auth import audit
+from app.auth.deps import PrincipalDep, require_scope
+from app.auth.idempotency import IdempotencyDep
+from app.auth.principal import Principal
+from app.collections.tables import Collection
 from app.formats.judgments_file import JudgmentRows, parse_judgments
 from app.formats.qrels import parse_qrels_with_lines
 from app.judgments import service
@@ -16,17 +22,32 @@ from app.judgments.schemas import GoldReport, IngestPublic, JudgmentsCreate, Jud
 router = APIRouter(prefix="/collections/{c}", tags=["judgments"])
 
 
-@router.post("/judgments", status_code=201, response_model=IngestPublic)
-def add_judgments(session: SessionDep, collection: CollectionDep,
-                  body: JudgmentsCreate) -> IngestPublic:
-    items = body.judgments
-    rows = JudgmentRows(
-        topics=[j.topic for j in items], docs=[j.doc for j in items],
-        annotators=[j.annotator for j in items], labels=[j.label for j in items],
-        golds=[j.gold for j in items] if any(j.gold is not None for j in items) else None,
-        lines=list(range(len(items))),
-    )
-    report = service.ingest(session, collection=collection, rows=rows, source="json")
+@router.post("/judgments", status_code=201, response_model=IngestPublic,
+             dependencies=[require_scope("ingest")])
+def add_judgments(session: SessionDep, principal: PrincipalDep, idempotency: IdempotencyDep,
+                  collection: CollectionDep, body: JudgmentsCreate) -> Any:
+    """Append judgments; with an ``Idempotency-Key`` a retry stores nothing again."""
+
+    def work() -> IngestPublic:
+        items = body.judgments
+        rows = JudgmentRows(
+            topics=[j.topic for j in items], docs=[j.doc for j in items],
+            annotators=[j.annotator for j in items], labels=[j.label for j in items],
+            golds=[j.gold for j in items] if any(j.gold is not None for j in items) else None,
+            lines=list(range(len(items))),
+        )
+        report = service.ingest(session, collection=collection, rows=rows, source="json")
+        return _audited(session, principal, collection, report)
+
+    return idempotency.run(session, body=body.model_dump_json(), status_code=201, work=work)
+
+
+def _audited(session: Session, principal: Principal, collection: Collection,
+             report: service.IngestReport) -> IngestPublic:
+    audit.record(session, principal=principal, action="judgments_added", collection=collection,
+                 target_id=report.batch_id, counts={
+                     "judgments": report.judgments, "new_tasks": report.new_tasks,
+                     "gold_labels": report.gold_labels})
     return IngestPublic(**asdict(report))
 
 
@@ -38,20 +59,27 @@ def add_judgments(session: SessionDep, collection: CollectionDep,
         "multipart/form-data": {"schema": {"type": "object", "properties": {
             "file": {"type": "string", "format": "binary"}}}},
     }}},
+    dependencies=[require_scope("ingest")],
 )
-async def add_judgments_file(request: Request, session: SessionDep, collection: CollectionDep,
-                             filename: str | None = None) -> IngestPublic:
-    """The file as the raw body (TSV or CSV with a header) or as multipart field ``file``."""
+async def add_judgments_file(request: Request, session: SessionDep, principal: PrincipalDep,
+                             idempotency: IdempotencyDep, collection: CollectionDep,
+                             filename: str | None = None) -> Any:
+    """The file as the raw body (TSV or CSV with a header) or as multipart field ``file``.
+    All of it is stored in one transaction, or nothing (a dropped connection stores nothing)."""
     upload = await read_upload(request, filename=filename)
-    rows = await run_in_threadpool(parse_judgments, upload.content)
-    report = await run_in_threadpool(
-        service.ingest, session, collection=collection, rows=rows, source="file",
-        filename=upload.filename,
-    )
-    return IngestPublic(**asdict(report))
+
+    def work() -> IngestPublic:
+        rows = parse_judgments(upload.content)
+        report = service.ingest(session, collection=collection, rows=rows, source="file",
+                                filename=upload.filename)
+        return _audited(session, principal, collection, report)
+
+    return await run_in_threadpool(
+        idempotency.run, session, body=f"{upload.filename}\0".encode() + upload.content,
+        status_code=201, work=work)
 
 
-@router.get("/judgments", response_model=JudgmentsPublic)
+@router.get("/judgments", response_model=JudgmentsPublic, dependencies=[require_scope("read")])
 def list_judgments(
     session: SessionDep,
     collection: CollectionDep,
@@ -59,7 +87,7 @@ def list_judgments(
     doc: str | None = None,
     annotator: str | None = None,
     limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_INT)] = 0,
 ) -> JudgmentsPublic:
     data, total = service.list_judgments(
         session, collection=collection, topic=topic, doc=doc, annotator=annotator,
@@ -68,14 +96,21 @@ def list_judgments(
     return JudgmentsPublic.model_validate({"data": data, "count": total})
 
 
-@router.put("/gold", response_model=GoldReport)
-async def put_gold(request: Request, session: SessionDep, collection: CollectionDep,
-                   mode: Literal["replace", "merge"] = "replace") -> GoldReport:
+@router.put("/gold", response_model=GoldReport, dependencies=[require_scope("admin")])
+async def put_gold(request: Request, session: SessionDep, principal: PrincipalDep,
+                   idempotency: IdempotencyDep, collection: CollectionDep,
+                   mode: Literal["replace", "merge"] = "replace") -> Any:
     """Expert qrels (``topic 0 doc rel``). ``replace`` clears every other task's gold first."""
     upload = await read_upload(request, filename=None)
-    qrels, lines = await run_in_threadpool(parse_qrels_with_lines, upload.content)
-    report = await run_in_threadpool(
-        service.set_gold, session, collection=collection, qrels=qrels, lines=lines,
-        replace=mode == "replace",
-    )
-    return GoldReport(**report)
+
+    def work() -> GoldReport:
+        qrels, lines = parse_qrels_with_lines(upload.content)
+        report = service.set_gold(session, collection=collection, qrels=qrels, lines=lines,
+                                  replace=mode == "replace")
+        audit.record(session, principal=principal,
+                     action="gold_replaced" if mode == "replace" else "gold_set",
+                     collection=collection, counts=dict(report))
+        return GoldReport(**report)
+
+    return await run_in_threadpool(idempotency.run, session, body=upload.content,
+                                   status_code=200, work=work)

@@ -1,8 +1,9 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
 
 
 def _as_id(value: object) -> object:
@@ -12,12 +13,17 @@ def _as_id(value: object) -> object:
     return value
 
 
-class JudgmentIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+# What the schema says of an id: a string or a JSON integer (read as its decimal string).
+Id = Annotated[str, WithJsonSchema({"anyOf": [{"type": "string", "minLength": 1},
+                                               {"type": "integer"}]})]
 
-    topic: str = Field(min_length=1)
-    doc: str = Field(min_length=1)
-    annotator: str = Field(min_length=1)
+
+class JudgmentIn(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    topic: Id = Field(min_length=1)
+    doc: Id = Field(min_length=1)
+    annotator: Id = Field(min_length=1)
     label: int
     gold: int | None = Field(default=None, description="the task's expert label, if known")
 
@@ -25,7 +31,7 @@ class JudgmentIn(BaseModel):
 
 
 class JudgmentsCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     judgments: list[JudgmentIn] = Field(min_length=1)
 

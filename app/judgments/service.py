@@ -187,7 +187,10 @@ def list_judgments(
     if doc is not None:
         query = query.where(Document.external_id == doc)
     if annotator is not None:
-        query = query.where(Annotator.external_id == annotator)
+        # By id, so the database walks ix_judgments_annotator_id rather than the collection.
+        annotator_id = session.scalar(select(Annotator.id).where(
+            Annotator.collection_id == collection.id, Annotator.external_id == annotator))
+        query = query.where(Judgment.annotator_id == (annotator_id or -1))
     total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
     rows = session.execute(query.order_by(Judgment.id).limit(limit).offset(offset))
     data = [

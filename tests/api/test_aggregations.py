@@ -154,7 +154,8 @@ def test_bad_aggregation_requests(client) -> None:
     unknown = client.post(f"{API}/collections/empty/aggregations", json={"method": "glad"})
     assert unknown.status_code == 422
     assert unknown.json()["code"] == "unknown_method"
-    assert set(unknown.json()["valid"]) == {"mv", "mace", "ds", "magp", "gpmv", "lk"}
+    assert set(unknown.json()["valid"]) >= {"mv", "mace", "ds", "magp", "gpmv", "lk",
+                                            "ibcc", "ebcc", "ordinal-ds", "ordinal-gp"}
 
     bad_param = client.post(f"{API}/collections/empty/aggregations",
                             json={"method": "mace", "params": {"restarts": 3}})
@@ -216,3 +217,18 @@ def test_rf10_methods_match_the_offline_cli(jobs_client, rf10_bytes, tmp_path) -
         assert done["evaluation"]["n_gold"] == 3275
         qrels = client.get(f"{API}/aggregations/{created['id']}/qrels").text
         assert qrels == offline_qrels(tmp_path, rf10, method, "--params", json.dumps({}))
+
+
+def test_clamped_gold_is_scored_held_out(jobs_client, synthetic_file) -> None:
+    """ibcc with use_gold: the stored labels keep the gold, the evaluation is 5-fold held out."""
+    client = jobs_client
+    ingest_synthetic(client, synthetic_file)
+    created = client.post(f"{API}/collections/synth/aggregations",
+                          json={"method": "ibcc", "params": {"use_gold": True}}).json()
+    done = wait_for(client, created["id"])
+    assert done["status"] == "succeeded", done["error"]
+    assert done["evaluation"]["held_out"] is True
+    assert "held_out_s" in done["timings"]
+    assert 0.6 < done["evaluation"]["accuracy"] < 0.99  # in-sample it would be 1.0
+    tasks = client.get(f"{API}/aggregations/{created['id']}/tasks", params={"limit": 300}).json()
+    assert all(t["label"] == t["gold"] for t in tasks["data"] if t["gold"] is not None)

@@ -80,7 +80,6 @@ def test_feature_build_needs_inputs(client) -> None:
 @pytest.mark.parametrize(("run", "code", "line"), [
     ("t1 Q0 d1 1 9.5 r\nt1 Q0 d1 2 3.1 r\n", "duplicate_row", 2),
     ("t1 Q0 d1 1 9.5 r\nt1 Q0 d2 2 high r\n", "invalid_row", 2),
-    ("t1 Q0 d1 1 9.5 r\nt9 Q0 d2 2 3.0 r\n", "unknown_topic", 2),
     ("t1 Q0 d1 1 9.5\n", "invalid_row", 1),
 ])
 def test_bad_runs_name_the_line(client, run, code, line) -> None:
@@ -93,6 +92,15 @@ def test_bad_runs_name_the_line(client, run, code, line) -> None:
     assert client.get(f"{API}/collections/c/runs").json()["count"] == 0
 
 
+def test_run_with_unknown_topics_is_kept_and_counted(client) -> None:
+    setup_collection(client)
+    response = client.put(f"{API}/collections/c/runs/r", content=b"t1 Q0 d1 1 9.5 r\n"
+                          b"t9 Q0 d2 1 3.0 r\nt8 Q0 d2 1 3.0 r\n",
+                          headers={"content-type": "text/plain"})
+    assert response.status_code == 200, response.text
+    assert response.json()["unknown_topics"] == 2 and response.json()["n_topics"] == 3
+
+
 def test_bad_texts(client) -> None:
     setup_collection(client)
     dup = client.put(f"{API}/collections/c/topics", content=b"t1\ta\nt1\tb\n",
@@ -102,3 +110,26 @@ def test_bad_texts(client) -> None:
     empty = client.put(f"{API}/collections/c/documents", content=b"",
                        headers={"content-type": "text/tab-separated-values"})
     assert empty.status_code == 422 and empty.json()["code"] == "empty_file"
+
+
+def test_gp_fit_builds_missing_features_first(jobs_client) -> None:
+    """magp on a collection with texts and runs but no features: the job builds them (no silent
+    fallback to LK); without texts or runs it still falls back, and says so."""
+    client = jobs_client
+    setup_collection(client)
+    fit = client.post(f"{API}/collections/c/aggregations", json={"method": "magp"}).json()
+    done = wait_for(client, fit["id"])
+    assert done["status"] == "succeeded", done["error"]
+    assert done["fallback"] == "lk" and "features_built" not in done["info"]
+
+    client.put(f"{API}/collections/c/topics", content=TOPICS.encode(),
+               headers={"content-type": "text/tab-separated-values"})
+    client.put(f"{API}/collections/c/documents",
+               json=[{"id": k, "text": v} for k, v in DOCS.items()])
+    fit = client.post(f"{API}/collections/c/aggregations", json={"method": "magp"}).json()
+    done = wait_for(client, fit["id"])
+    assert done["status"] == "succeeded", done["error"]
+    assert done["fallback"] is None and done["info"]["features_built"] is True
+    assert any(k.startswith("features_") for k in done["timings"])
+    described = client.get(f"{API}/collections/c/features").json()
+    assert described["source"] == "built" and described["tasks"] == 6

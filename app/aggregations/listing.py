@@ -1,0 +1,138 @@
+"""Precomputed orderings of a succeeded fit's annotator results, for fast listings.
+
+The results of a succeeded aggregation never change (a fit writes them once, then its status
+becomes ``succeeded`` and stays). So the first request for a sort order reads every result row
+once, sorted by the database exactly as ``service.annotator_results`` sorts them, and keeps the
+rows, each already encoded as JSON, in a small in-process LRU cache. Every later page is a slice
+of that list: no query, no per-row validation, any depth of page at the same cost (the keyset
+problem of deep OFFSETs disappears with it). Filters (``min_judgments``, ``q``) select from the
+cached ordering, so they are cheap too.
+
+The cache also remembers which collection each cached aggregation belongs to, so the access check
+(``principal.can_see``) needs no query either. The entity tag of a page is derived from the
+aggregation, its finish time and the query: a client that sends ``If-None-Match`` gets a 304.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from app.aggregations.tables import Aggregation
+
+MAX_ORDERINGS = 64  # (aggregation, sort) pairs kept; 10,000 annotators take about 2 MB each
+# Succeeded results are immutable; a day of browser caching, revalidated with the ETag after.
+CACHE_CONTROL = "private, max-age=86400"
+
+
+@dataclass
+class Ordering:
+    """Every annotator result of one aggregation in one sort order."""
+
+    aggregation_id: int
+    collection_id: int
+    version: str  # changes if the aggregation row were ever refitted (finished_at)
+    rows: list[dict[str, Any]]
+    encoded: list[bytes]  # rows[i] as JSON
+
+    def select(self, *, min_judgments: int, q: str | None) -> list[int]:
+        """Indexes of the rows that pass the filters, in order (all when there are none)."""
+        if not min_judgments and not q:
+            return list(range(len(self.rows)))
+        needle = (q or "").lower()
+        return [i for i, r in enumerate(self.rows)
+                if r["n_judgments"] >= min_judgments
+                and (not needle or needle in r["annotator"].lower())]
+
+
+class ListingCache:
+    """Orderings of one application (one database): an LRU of (aggregation, sort) orderings and
+    the collection of every aggregation seen succeeded (both permanent facts)."""
+
+    def __init__(self, max_orderings: int = MAX_ORDERINGS) -> None:
+        self.max_orderings = max_orderings
+        self._lock = threading.Lock()
+        self._orderings: OrderedDict[tuple[int, str], Ordering] = OrderedDict()
+        self._succeeded: dict[int, int] = {}
+        self._memo: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+
+    def memo(self, key: tuple[Any, ...], compute: Callable[[], Any]) -> Any:
+        """``compute()`` once per key: for other immutable results of succeeded fits."""
+        with self._lock:
+            if key in self._memo:
+                self._memo.move_to_end(key)
+                return self._memo[key]
+        value = compute()
+        with self._lock:
+            self._memo[key] = value
+            while len(self._memo) > self.max_orderings:
+                self._memo.popitem(last=False)
+        return value
+
+    def known_succeeded(self, aggregation_id: int) -> int | None:
+        """The collection of an aggregation already seen succeeded, else None."""
+        return self._succeeded.get(aggregation_id)
+
+    def cached(self, aggregation_id: int, sort: str) -> Ordering | None:
+        with self._lock:
+            hit = self._orderings.get((aggregation_id, sort))
+            if hit is not None:
+                self._orderings.move_to_end((aggregation_id, sort))
+            return hit
+
+    def ordering(self, session: Session, *, aggregation: Aggregation, sort: str) -> Ordering:
+        """The full ordering, cached or read once (the aggregation must have succeeded)."""
+        from app.aggregations.service import annotator_results
+
+        hit = self.cached(aggregation.id, sort)
+        if hit is not None and hit.version == _version(aggregation.finished_at):
+            return hit
+        rows, _ = annotator_results(session, aggregation=aggregation, sort=sort,
+                                    min_judgments=0, limit=None, offset=0)
+        encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        built = Ordering(
+            aggregation_id=aggregation.id, collection_id=aggregation.collection_id,
+            version=_version(aggregation.finished_at), rows=rows,
+            encoded=[encoder.encode(r).encode() for r in rows],
+        )
+        key = (aggregation.id, sort)
+        with self._lock:
+            self._orderings[key] = built
+            self._orderings.move_to_end(key)
+            while len(self._orderings) > self.max_orderings:
+                self._orderings.popitem(last=False)
+            self._succeeded[aggregation.id] = aggregation.collection_id
+        return built
+
+
+def _version(finished_at: datetime | None) -> str:
+    return finished_at.isoformat() if finished_at is not None else "-"
+
+
+@dataclass(frozen=True)
+class Page:
+    body: bytes  # {"data": [...], "count": N} as JSON
+    etag: str
+    data: list[dict[str, Any]]
+    count: int
+
+
+def page(listing: Ordering, *, sort: str, min_judgments: int, q: str | None, limit: int,
+         offset: int) -> Page:
+    selected = listing.select(min_judgments=min_judgments, q=q)
+    chosen = selected[offset:offset + limit]
+    body = b'{"data":[' + b",".join(listing.encoded[i] for i in chosen) + \
+        b'],"count":' + str(len(selected)).encode() + b"}"
+    tag = hashlib.blake2b(
+        f"{listing.aggregation_id}|{listing.version}|{sort}|{min_judgments}|{q or ''}|"
+        f"{limit}|{offset}".encode(), digest_size=12).hexdigest()
+    return Page(body=body, etag=f'"{tag}"', data=[listing.rows[i] for i in chosen],
+                count=len(selected))

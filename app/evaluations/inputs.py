@@ -1,0 +1,76 @@
+"""Qrels posteriors from files: TREC qrels (fixed), and the per-task TSV of ``crowdqrels
+aggregate --tasks`` or of ``GET /aggregations/{a}/qrels?format=tsv`` (a probability per class)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from app.formats.errors import FileFormatError, decode_text
+from app.formats.qrels import parse_qrels
+from models.evaluation.uncertainty import Posterior
+
+
+def posterior_from_qrels(raw: bytes | str, *, relevant_from: int = 1) -> Posterior:
+    return Posterior.from_qrels(parse_qrels(raw), relevant_from=relevant_from)
+
+
+def posterior_from_tasks(raw: bytes | str, *, relevant_from: int = 1
+                         ) -> tuple[Posterior, dict[tuple[str, str], int]]:
+    """The posterior of a tasks TSV (columns topic, doc, p_<class>...; header required) and its
+    gold labels when it has a ``gold`` column (empty cells: no gold)."""
+    lines = decode_text(raw).splitlines()
+    if not lines:
+        raise FileFormatError("the tasks file is empty", code="empty_file")
+    header = lines[0].split("\t")
+    try:
+        topic_col, doc_col = header.index("topic"), header.index("doc")
+    except ValueError:
+        raise FileFormatError("a tasks TSV needs the columns topic and doc", code="invalid_header",
+                              line=1) from None
+    class_cols = [(i, h[2:]) for i, h in enumerate(header)
+                  if h.startswith("p_") and h != "p_relevant"]
+    try:
+        classes = np.array([int(v) for _, v in class_cols], dtype=np.int64)
+    except ValueError:
+        raise FileFormatError("class columns are p_<integer label>", code="invalid_header",
+                              line=1) from None
+    if len(classes) < 2:
+        raise FileFormatError("a tasks TSV needs a probability column p_<label> per class",
+                              code="invalid_header", line=1)
+    gold_col = header.index("gold") if "gold" in header else None
+    topics, docs, rows = [], [], []
+    gold: dict[tuple[str, str], int] = {}
+    seen: set[tuple[str, str]] = set()
+    for line_no, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        cells = line.split("\t")
+        if len(cells) != len(header):
+            raise FileFormatError(f"line {line_no}: {len(cells)} fields, the header has "
+                                  f"{len(header)}", code="invalid_row", line=line_no)
+        key = (cells[topic_col], cells[doc_col])
+        if key in seen:
+            raise FileFormatError(f"line {line_no}: topic {key[0]!r}, doc {key[1]!r} twice",
+                                  code="duplicate_row", line=line_no)
+        seen.add(key)
+        try:
+            rows.append([float(cells[i]) for i, _ in class_cols])
+        except ValueError:
+            raise FileFormatError(f"line {line_no}: probabilities must be numbers",
+                                  code="invalid_row", line=line_no) from None
+        topics.append(key[0])
+        docs.append(key[1])
+        if gold_col is not None and cells[gold_col].strip():
+            gold[key] = int(cells[gold_col])
+    order = np.argsort(classes)
+    proba = np.array(rows, dtype=np.float64).reshape(-1, len(classes))[:, order]
+    proba = np.clip(proba, 0.0, None)
+    total = proba.sum(axis=1, keepdims=True)
+    proba = np.divide(proba, total, out=np.full_like(proba, 1.0 / len(classes)),
+                      where=total > 0)
+    classes = classes[order]
+    relevant_index = 1 if classes.tolist() == [0, 1] else int(
+        np.searchsorted(classes, relevant_from))
+    posterior = Posterior(topics=np.array(topics, dtype=object), docs=np.array(docs, dtype=object),
+                          proba=proba, classes=classes, relevant_index=relevant_index)
+    return posterior, gold

@@ -1,0 +1,116 @@
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Path, Query
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from starlette.concurrency import run_in_threadpool
+
+from app.aggregations import downloads
+from app.api.deps import CollectionDep, RunnerDep, SessionDep
+from app.auth.deps import PrincipalDep, require_scope
+from app.core.errors import InvalidInput
+from app.evaluations import service
+from app.evaluations.schemas import (
+    EvaluationCreate,
+    EvaluationPublic,
+    EvaluationsPublic,
+    MeasuresFormat,
+    QrelsFormat,
+)
+from app.evaluations.tables import Evaluation
+from models.evaluation.scoring import format_trec, format_tsv
+
+collection_router = APIRouter(prefix="/collections/{c}", tags=["evaluations"])
+router = APIRouter(prefix="/evaluations", tags=["evaluations"])
+
+
+def load_evaluation(session: SessionDep, principal: PrincipalDep,
+                    e: Annotated[int, Path(description="the evaluation's id")]) -> Evaluation:
+    evaluation = service.get_evaluation(session, evaluation_id=e)
+    if not principal.can_see(evaluation.collection_id):
+        raise service.evaluation_not_found(e)
+    return evaluation
+
+
+EvaluationDep = Annotated[Evaluation, Depends(load_evaluation)]
+
+
+def public(evaluation: Evaluation, *, with_results: bool = False) -> EvaluationPublic:
+    extra: dict[str, Any] = service.summary(evaluation) if with_results else {}
+    return EvaluationPublic(
+        id=evaluation.id, collection_id=evaluation.collection_id, aggregation=evaluation.source,
+        runs=evaluation.runs, measures=evaluation.measures, samples=evaluation.samples,
+        seed=evaluation.seed, status=evaluation.status,
+        progress={"fraction": evaluation.progress, "message": evaluation.progress_message},
+        created_at=evaluation.created_at, started_at=evaluation.started_at,
+        finished_at=evaluation.finished_at, timings=evaluation.timings, error=evaluation.error,
+        report=evaluation.report, **extra)
+
+
+@collection_router.post("/evaluations", status_code=202, response_model=EvaluationPublic,
+                        dependencies=[require_scope("admin")])
+def create_evaluation(session: SessionDep, runner: RunnerDep, collection: CollectionDep,
+                      body: EvaluationCreate) -> EvaluationPublic:
+    """Score the collection's runs on an aggregation's qrels ("gold", or a union /
+    intersection of sources), with ``samples`` draws of the qrels from the posterior: a job."""
+    evaluation = service.create_evaluation(session, runner=runner, collection=collection,
+                                           spec=body)
+    return public(evaluation)
+
+
+@collection_router.get("/evaluations", response_model=EvaluationsPublic,
+                       dependencies=[require_scope("read")])
+def list_evaluations(session: SessionDep, collection: CollectionDep) -> EvaluationsPublic:
+    rows = service.list_evaluations(session, collection=collection)
+    return EvaluationsPublic(data=[public(e) for e in rows], count=len(rows))
+
+
+@collection_router.get("/qrels/{mode}", response_model=None,
+                       dependencies=[require_scope("read")])
+def combined_qrels(session: SessionDep, collection: CollectionDep, mode: str,
+                   sources: Annotated[str, Query(description='comma-separated aggregation ids '
+                                                             'and/or "gold"')],
+                   format: QrelsFormat = "trec",
+                   threshold: Annotated[float | None, Query(ge=0, le=1)] = None) -> Response:
+    """Union (relevant if any source says so) or intersection (if all do) of two or more
+    aggregations and/or gold, as qrels (P(relevant) under independent sources)."""
+    refs: list[Any] = []
+    for part in sources.split(","):
+        part = part.strip()
+        if part == "gold":
+            refs.append("gold")
+        elif part.isdigit():
+            refs.append(int(part))
+        else:
+            raise InvalidInput(f'a source is an aggregation id or "gold", got {part!r}',
+                               code="invalid_source")
+    posterior = service.load_posterior(session, collection=collection, source={mode: refs})
+    rows = service.posterior_rows(posterior)
+    classes = [int(c) for c in posterior.classes]
+    if format == "json":
+        return JSONResponse(downloads.as_json(rows, classes, threshold))
+    if format == "tsv":
+        return PlainTextResponse(downloads.tsv(rows, classes, threshold),
+                                 media_type="text/tab-separated-values")
+    return PlainTextResponse(downloads.trec(rows, threshold))
+
+
+@router.get("/{e}", response_model=EvaluationPublic, dependencies=[require_scope("read")])
+async def get_evaluation(evaluation: EvaluationDep) -> EvaluationPublic:
+    """The evaluation, and when it has succeeded its means over topics with their intervals,
+    P(a beats b) for every pair of runs and the rankings with Kendall's tau."""
+    return await run_in_threadpool(public, evaluation, with_results=True)
+
+
+@router.get("/{e}/measures", response_model=None, dependencies=[require_scope("read")])
+async def measures(evaluation: EvaluationDep, format: MeasuresFormat = "json") -> Response:
+    """Every score per run, measure and topic (``all`` = the mean): JSON (results, pairs,
+    rankings), TSV, or trec_eval -q style lines ``run measure topic value``."""
+    result = await run_in_threadpool(service.evaluation_result, evaluation)
+    if format == "tsv":
+        return PlainTextResponse(format_tsv(result["results"]),
+                                 media_type="text/tab-separated-values")
+    if format == "trec":
+        return PlainTextResponse(format_trec(result["results"]))
+    return JSONResponse(result)

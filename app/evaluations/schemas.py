@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from models.evaluation.measures import DEFAULT_MEASURES
+
+# An aggregation id or "gold"; union / intersection of two or more of them.
+SourceRef = int | Literal["gold"]
+Source = SourceRef | dict[Literal["union", "intersection"], list[SourceRef]]
+
+
+class EvaluationCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    aggregation: Source = Field(description='an aggregation id, "gold", or {"union": [...]} / '
+                                            '{"intersection": [...]} of two or more of them')
+    runs: list[str] | None = Field(default=None, description="run names; null: every run")
+    measures: list[str] = Field(default_factory=lambda: list(DEFAULT_MEASURES), min_length=1,
+                                max_length=50, description="ir_measures names, e.g. P@10, AP")
+    samples: int = Field(default=1000, ge=0, le=10_000, description="draws of the qrels")
+    seed: int = Field(default=0, ge=0, le=2**31 - 1)
+
+
+class EvaluationPublic(BaseModel):
+    id: int
+    collection_id: int
+    aggregation: Any
+    runs: list[str]
+    measures: list[str]
+    samples: int
+    seed: int
+    status: str
+    progress: dict[str, Any]
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    timings: dict[str, float] | None
+    error: str | None
+    report: dict[str, Any] | None
+    # When succeeded: the means over topics ("all"), P(a beats b) per pair, the rankings.
+    results: list[dict[str, Any]] | None = None
+    pairs: list[dict[str, Any]] | None = None
+    rankings: list[dict[str, Any]] | None = None
+
+
+class EvaluationsPublic(BaseModel):
+    data: list[EvaluationPublic]
+    count: int
+
+
+QrelsFormat = Literal["trec", "tsv", "json"]
+MeasuresFormat = Literal["json", "tsv", "trec"]

@@ -1,0 +1,203 @@
+"""``crowdqrels simulate``: replay a judgment file with known gold to compare re-judging
+strategies; writes DIR/curve.tsv, DIR/summary.tsv and a plot (DIR/curve.png with matplotlib,
+else DIR/curve.svg)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from models.sampling.simulate import CurvePoint
+
+STRATEGIES = ("uncertainty", "expected-change", "random")
+CURVE_COLUMNS = ["strategy", "seed", "round", "judgments", "share", "accuracy", "skipped",
+                 "fit_seconds", "map_rmse"]
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from app.formats.errors import FileFormatError
+    from app.offline import build_aggregator, load_annotation_data
+    from models.sampling.simulate import simulate
+
+    try:
+        raw = Path(args.input).read_bytes()
+        gold = Path(args.gold).read_bytes() if args.gold else None
+        data = load_annotation_data(raw, relevant_from=args.relevant_from, gold_qrels=gold)
+        runs = None
+        if args.runs:
+            from app.formats.runs import merge_runs, parse_runs
+
+            runs = {name: run.rankings for name, run in merge_runs(
+                parse_runs(Path(p).read_bytes()) for p in args.runs).items()}
+    except (OSError, FileFormatError, ValueError) as exc:
+        print(f"crowdqrels simulate: {exc}", file=sys.stderr)
+        return 2
+    batch = args.batch or max(1, int(round(args.batch_share * data.n_judgments)))
+    out = Path(args.output)
+    out.mkdir(parents=True, exist_ok=True)
+
+    def report(point: CurvePoint) -> None:
+        if not args.quiet:
+            print(f"{point.strategy}\tseed {point.seed}\t{point.share:.3f}\t"
+                  f"accuracy {point.accuracy:.4f}\t{point.seconds:.2f}s", file=sys.stderr)
+
+    try:
+        points = simulate(data, make=lambda seed: build_aggregator(args.method, None, seed),
+                          strategies=args.strategies, seeds=range(args.seeds), batch=batch,
+                          start_share=args.start, warm=not args.cold, runs=runs,
+                          on_point=report)
+    except ValueError as exc:
+        print(f"crowdqrels simulate: {exc}", file=sys.stderr)
+        return 2
+    with (out / "curve.tsv").open("w") as f:
+        f.write("\t".join(CURVE_COLUMNS) + "\n")
+        for p in points:
+            f.write(f"{p.strategy}\t{p.seed}\t{p.round}\t{p.judgments}\t{p.share:.6f}\t"
+                    f"{p.accuracy:.6f}\t{p.skipped}\t{p.seconds:.4f}\t"
+                    f"{'' if p.map_rmse != p.map_rmse else f'{p.map_rmse:.6f}'}\n")
+    # The target: the accuracy of the model fitted cold on all judgments.
+    full = build_aggregator(args.method, None, 0).fit(data)
+    from models.sampling.simulate import accuracy_against_gold
+
+    target = accuracy_against_gold(full.labels_, data.gold)  # type: ignore[arg-type]
+    # Also within one binomial standard error of the target (the noise of an accuracy measured
+    # on this many gold tasks).
+    n_gold = int((data.gold != -1).sum())  # type: ignore[union-attr]
+    se = float(np.sqrt(target * (1 - target) / max(n_gold, 1)))
+    exact, near = summary(points, target), summary(points, target - se)
+    with (out / "summary.tsv").open("w") as f:
+        f.write("strategy\ttarget_accuracy\tmean_share_to_target\tshares_to_target\t"
+                "standard_error\tmean_share_within_1se\tshares_within_1se\n")
+        for strategy in exact:
+            cells = []
+            for shares in (exact[strategy], near[strategy]):
+                known = [s for s in shares if s is not None]
+                mean = f"{np.mean(known):.4f}" if len(known) == len(shares) else ""
+                listed = ",".join("" if s is None else f"{s:.4f}" for s in shares)
+                cells.append(f"{mean}\t{listed}")
+            f.write(f"{strategy}\t{target:.6f}\t{cells[0]}\t{se:.6f}\t{cells[1]}\n")
+            if not args.quiet:
+                first, second = (c.split("\t")[0] or "-" for c in cells)
+                print(f"{strategy}: target {target:.4f} reached at share {first}, within one "
+                      f"standard error at {second}", file=sys.stderr)
+    plot = write_plot(points, out, target)
+    print(f"curve\t{out / 'curve.tsv'}")
+    print(f"summary\t{out / 'summary.tsv'}")
+    print(f"plot\t{plot}")
+    return 0
+
+
+def summary(points: list[CurvePoint], target: float) -> dict[str, list[float | None]]:
+    """Per strategy, per seed: the first share of judgments whose accuracy reaches ``target``."""
+    out: dict[str, dict[int, float | None]] = {}
+    for p in points:
+        seeds = out.setdefault(p.strategy, {})
+        if seeds.get(p.seed) is None:
+            seeds[p.seed] = p.share if p.accuracy >= target - 1e-12 else None
+    return {s: [seeds[k] for k in sorted(seeds)] for s, seeds in out.items()}
+
+
+def _curves(points: list[CurvePoint]) -> dict[str, tuple[list[float], list[list[float]]]]:
+    """Per strategy: the shares (from the first seed) and the accuracies per seed."""
+    by: dict[str, dict[int, list[CurvePoint]]] = {}
+    for p in points:
+        by.setdefault(p.strategy, {}).setdefault(p.seed, []).append(p)
+    out = {}
+    for strategy, seeds in by.items():
+        n = min(len(v) for v in seeds.values())
+        first = next(iter(seeds.values()))
+        out[strategy] = ([p.share for p in first[:n]],
+                         [[p.accuracy for p in v[:n]] for v in seeds.values()])
+    return out
+
+
+def write_plot(points: list[CurvePoint], out: Path, target: float) -> Path:
+    """Accuracy against the share of judgments: the mean over seeds per strategy, with a band
+    from the lowest to the highest seed."""
+    import numpy as np
+
+    curves = _curves(points)
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return _write_svg(curves, out / "curve.svg", target)
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for strategy, (shares, acc) in curves.items():
+        values = np.array(acc)
+        line, = ax.plot(shares, values.mean(axis=0), label=strategy)
+        ax.fill_between(shares, values.min(axis=0), values.max(axis=0), alpha=0.2,
+                        color=line.get_color())
+    ax.axhline(target, color="grey", linestyle="--", linewidth=1, label="all judgments (cold)")
+    ax.set_xlabel("share of judgments revealed")
+    ax.set_ylabel("accuracy against gold")
+    ax.legend()
+    fig.tight_layout()
+    path = out / "curve.png"
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def _write_svg(curves: dict[str, tuple[list[float], list[list[float]]]], path: Path,
+               target: float) -> Path:
+    import numpy as np
+
+    w, h, m = 640, 400, 50
+    all_acc = np.concatenate([np.ravel(a) for _, a in curves.values()] + [np.array([target])])
+    lo, hi = float(all_acc.min()), float(all_acc.max())
+    span = hi - lo or 1.0
+
+    def xy(share: float, acc: float) -> str:
+        return f"{m + share * (w - 2 * m):.1f},{h - m - (acc - lo) / span * (h - 2 * m):.1f}"
+
+    colours = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd"]
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}">']
+    for i, (strategy, (shares, acc)) in enumerate(curves.items()):
+        values = np.array(acc)
+        colour = colours[i % len(colours)]
+        band = [xy(s, a) for s, a in zip(shares, values.max(axis=0), strict=True)]
+        band += [xy(s, a) for s, a in zip(shares[::-1], values.min(axis=0)[::-1], strict=True)]
+        parts.append(f'<polygon points="{" ".join(band)}" fill="{colour}" opacity="0.2"/>')
+        line = " ".join(xy(s, a) for s, a in zip(shares, values.mean(axis=0), strict=True))
+        parts.append(f'<polyline points="{line}" fill="none" stroke="{colour}"/>')
+        parts.append(f'<text x="{w - m - 120}" y="{m + 15 * i}" fill="{colour}">{strategy}</text>')
+    parts.append(f'<text x="{m}" y="{h - 10}">share of judgments (x) / accuracy {lo:.3f}–'
+                 f'{hi:.3f} (y)</text></svg>')
+    path.write_text("\n".join(parts))
+    return path
+
+
+def add_commands(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    simulate = subparsers.add_parser(
+        "simulate", help="replay a judgment file with gold to compare re-judging strategies",
+        description="Reveal one judgment per task (or --start of them), then in rounds reveal "
+                    "the judgments each strategy asks for, refit (warm) and record the accuracy "
+                    "against gold. Writes DIR/curve.tsv, DIR/summary.tsv and a plot.",
+    )
+    simulate.add_argument("input", help="judgment file with gold (TSV/CSV, as for aggregate)")
+    simulate.add_argument("--method", required=True, choices=("mv", "ds", "mace"))
+    simulate.add_argument("--strategies", nargs="+", choices=STRATEGIES,
+                          default=["uncertainty", "random"])
+    simulate.add_argument("--seeds", type=int, default=3, help="number of seeds (0..K-1)")
+    simulate.add_argument("--output", required=True, help="output directory")
+    simulate.add_argument("--gold", help="expert qrels (TREC); default: the file's gold column")
+    simulate.add_argument("--start", type=float, default=0.0,
+                          help="starting share of judgments (at least one per task)")
+    simulate.add_argument("--batch", type=int, help="judgments per round")
+    simulate.add_argument("--batch-share", type=float, default=0.025,
+                          help="judgments per round as a share of all (default 0.025)")
+    simulate.add_argument("--runs", nargs="+", metavar="RUN",
+                          help="TREC run files: each point also gets map_rmse, the RMSE of the "
+                               "runs' MAP against their MAP with all judgments")
+    simulate.add_argument("--relevant-from", type=int, default=1)
+    simulate.add_argument("--cold", action="store_true", help="refit from scratch every round")
+    simulate.add_argument("--quiet", action="store_true")
+    simulate.set_defaults(func=_simulate)

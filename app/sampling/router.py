@@ -1,0 +1,99 @@
+"""What to judge next: re-judging order of an aggregation's tasks, and samplings of documents
+from the collection's runs with Horvitz–Thompson estimates."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Depends, Path, Query
+
+from app.aggregations.router import AggregationDep
+from app.api.deps import CollectionDep, SessionDep
+from app.auth.deps import PrincipalDep, require_scope
+from app.sampling import service
+from app.sampling.rejudging import next_tasks
+from app.sampling.schemas import (
+    Estimates,
+    NextTasks,
+    RoundPublic,
+    RoundsPublic,
+    SamplingCreate,
+    SamplingPublic,
+    SamplingsPublic,
+)
+from app.sampling.tables import Sampling
+
+aggregation_router = APIRouter(prefix="/aggregations", tags=["sampling"])
+collection_router = APIRouter(prefix="/collections/{c}", tags=["sampling"])
+router = APIRouter(prefix="/samplings", tags=["sampling"])
+
+
+def load_sampling(session: SessionDep, principal: PrincipalDep,
+                  s: Annotated[int, Path(description="the sampling's id")]) -> Sampling:
+    sampling = service.get_sampling(session, sampling_id=s)
+    if not principal.can_see(sampling.collection_id):
+        raise service.sampling_not_found(s)
+    return sampling
+
+
+SamplingDep = Annotated[Sampling, Depends(load_sampling)]
+
+
+@aggregation_router.get("/{a}/next", response_model=NextTasks,
+                        dependencies=[require_scope("read")])
+def next_to_judge(session: SessionDep, aggregation: AggregationDep,
+                  n: Annotated[int, Query(ge=1, le=10_000)] = 10,
+                  strategy: Literal["uncertainty", "expected-change", "random"] = "uncertainty",
+                  max_judgments: Annotated[int | None, Query(ge=1)] = None,
+                  annotators: Annotated[int, Query(ge=0, le=1000)] = 10,
+                  seed: int | None = None) -> NextTasks:
+    """The ``n`` tasks whose next crowd label is expected to help most (``uncertainty``: highest
+    posterior entropy; ``expected-change``: most likely to change the label; ``random``), only
+    tasks with fewer than ``max_judgments`` judgments when given; for each, up to
+    ``annotators`` annotators not yet asked, best first by competence."""
+    return NextTasks.model_validate(next_tasks(
+        session, aggregation=aggregation, n=n, strategy=strategy, max_judgments=max_judgments,
+        n_annotators=annotators, seed=seed))
+
+
+@collection_router.post("/samplings", status_code=201, response_model=SamplingPublic,
+                        dependencies=[require_scope("admin")])
+def create_sampling(session: SessionDep, collection: CollectionDep,
+                    body: SamplingCreate) -> SamplingPublic:
+    sampling = service.create_sampling(session, collection=collection, spec=body)
+    return SamplingPublic.model_validate(service.sampling_public(session, sampling))
+
+
+@collection_router.get("/samplings", response_model=SamplingsPublic,
+                       dependencies=[require_scope("read")])
+def list_samplings(session: SessionDep, collection: CollectionDep) -> SamplingsPublic:
+    rows = service.list_samplings(session, collection=collection)
+    return SamplingsPublic.model_validate({"data": rows, "count": len(rows)})
+
+
+@router.get("/{s}", response_model=SamplingPublic, dependencies=[require_scope("read")])
+def get_sampling(session: SessionDep, sampling: SamplingDep) -> SamplingPublic:
+    return SamplingPublic.model_validate(service.sampling_public(session, sampling))
+
+
+@router.post("/{s}/rounds", status_code=201, response_model=RoundPublic,
+             dependencies=[require_scope("admin")])
+def draw_round(session: SessionDep, sampling: SamplingDep, force: bool = False) -> RoundPublic:
+    """Draw the next round: the (topic, doc) pairs to send to the crowd with their inclusion
+    probabilities. 409 ``round_not_judged`` while the previous round has no judgments yet
+    (``force=true`` draws anyway); ``short`` when the pool had fewer pairs left than the budget."""
+    return RoundPublic.model_validate(service.draw_round(session, sampling=sampling,
+                                                         force=force))
+
+
+@router.get("/{s}/rounds", response_model=RoundsPublic, dependencies=[require_scope("read")])
+def list_rounds(session: SessionDep, sampling: SamplingDep) -> RoundsPublic:
+    rounds = service.list_rounds(session, sampling=sampling)
+    return RoundsPublic.model_validate({"data": rounds, "count": len(rounds)})
+
+
+@router.get("/{s}/estimates", response_model=Estimates, dependencies=[require_scope("read")])
+def estimates(session: SessionDep, sampling: SamplingDep) -> Estimates:
+    """Horvitz–Thompson estimates per run and topic and overall (topic "all"): n_relevant,
+    P@5/10/20, recall and AP, each with its variance and a normal 95 % interval."""
+    return Estimates.model_validate(service.estimates(session, sampling=sampling))

@@ -1,0 +1,38 @@
+"""The web dashboard: pages (router.py), Plotly figure specs (charts.py), HTML errors (errors.py),
+offline API docs (docs.py) and the static assets, all served by the API's own process."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi import FastAPI
+from fastapi.staticfiles import StaticFiles
+
+
+class Assets(StaticFiles):
+    """Static files with a day of browser caching (they change only with the installed version)."""
+
+    async def get_response(self, path: str, scope):  # type: ignore[no-untyped-def]
+        response = await super().get_response(path, scope)
+        if response.status_code in (200, 304):
+            response.headers.setdefault("cache-control", "public, max-age=86400")
+        return response
+
+
+def static_files() -> StaticFiles:
+    """app/ui/static, then plotly.min.js from the plotly package and Swagger UI / ReDoc from
+    fastapi-offline: nothing is loaded from the network."""
+    return Assets(directory=Path(__file__).resolve().parent / "static",
+                  packages=[("plotly", "package_data"), ("fastapi_offline", "static")])
+
+
+def install_dashboard(app: FastAPI) -> None:
+    """Pages, their HTML errors, /ui/static and the offline /docs and /redoc."""
+    from app.ui.docs import install_docs
+    from app.ui.errors import register_ui_error_handlers
+    from app.ui.router import router
+
+    app.include_router(router)
+    install_docs(app)
+    app.mount("/ui/static", static_files(), name="ui-static")
+    register_ui_error_handlers(app)

@@ -1,0 +1,159 @@
+"""Thin view helpers: Plotly figure specs (plain dicts, rendered in the browser by plotly.js).
+
+No plotly Python import: the figures are JSON the page hands to ``Plotly.newPlot``. Histograms
+are binned here (numpy), so a page over 20,000 tasks ships a few dozen bars, not 20,000 values.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+LAYOUT = {"margin": {"l": 55, "r": 15, "t": 35, "b": 45}, "height": 300,
+          "font": {"family": "system-ui, sans-serif", "size": 12}, "bargap": 0.05}
+
+
+def _layout(title: str, x: str, y: str, **extra: Any) -> dict[str, Any]:
+    return {**LAYOUT, "title": {"text": title, "font": {"size": 14}},
+            "xaxis": {"title": {"text": x}}, "yaxis": {"title": {"text": y}}, **extra}
+
+
+def _finite(values: list[float | None]) -> np.ndarray:
+    array = np.asarray([v for v in values if v is not None], dtype=float)
+    return array[np.isfinite(array)]
+
+
+def histogram(values: list[float | None], *, title: str, x: str, bins: int = 30,
+              color: str = "#3b6ea8") -> dict[str, Any] | None:
+    array = _finite(values)
+    if array.size == 0:
+        return None
+    low, high = float(array.min()), float(array.max())
+    if low == high:
+        low, high = low - 0.5, high + 0.5
+    counts, edges = np.histogram(array, bins=bins, range=(low, high))
+    centres = (edges[:-1] + edges[1:]) / 2
+    return {"data": [{"type": "bar", "x": [round(float(c), 6) for c in centres],
+                      "y": [int(c) for c in counts], "width": float(edges[1] - edges[0]),
+                      "marker": {"color": color}, "name": x}],
+            "layout": _layout(title, x, "count")}
+
+
+def integer_histogram(histogram_: dict[int, int], *, title: str, x: str,
+                      color: str = "#3b6ea8") -> dict[str, Any] | None:
+    if not histogram_:
+        return None
+    keys = sorted(histogram_)
+    return {"data": [{"type": "bar", "x": keys, "y": [histogram_[k] for k in keys],
+                      "marker": {"color": color}}],
+            "layout": _layout(title, x, "count")}
+
+
+def bars(labels: list[Any], values: list[float | int], *, title: str, x: str, y: str,
+         color: str = "#3b6ea8") -> dict[str, Any] | None:
+    if not labels:
+        return None
+    return {"data": [{"type": "bar", "x": [str(v) for v in labels], "y": values,
+                      "marker": {"color": color}}],
+            "layout": _layout(title, x, y, xaxis={"title": {"text": x}, "type": "category"})}
+
+
+def _r(value: float | None, digits: int = 4) -> float | None:
+    if value is None or not math.isfinite(value):
+        return None
+    return round(float(value), digits)
+
+
+def competence_scatter(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Competence against the number of judgments (log x), coloured by gold accuracy."""
+    points = [r for r in rows if r["competence"] is not None and r["n_judgments"] > 0]
+    if not points:
+        return None
+    has_gold = any(r["gold_accuracy"] is not None for r in points)
+    marker: dict[str, Any] = {"size": 6, "opacity": 0.75, "color": "#3b6ea8"}
+    if has_gold:
+        # No gold judgments: just below the scale (the darkest colour).
+        gold = np.array([-0.05 if r["gold_accuracy"] is None else r["gold_accuracy"]
+                         for r in points], dtype=float)
+        marker = {"size": 6, "opacity": 0.8, "color": np.round(gold, 4).tolist(),
+                  "colorscale": "Viridis", "cmin": 0, "cmax": 1, "showscale": True,
+                  "colorbar": {"title": {"text": "gold acc."}}}
+    competence = np.round(np.array([r["competence"] for r in points], dtype=float), 4)
+    return {"data": [{"type": "scatter", "mode": "markers",
+                      "x": [r["n_judgments"] for r in points], "y": competence.tolist(),
+                      "text": [r["annotator"] for r in points],
+                      "hovertemplate": "%{text}<br>%{x} judgments<br>competence %{y}"
+                                       "<extra></extra>",
+                      "marker": marker}],
+            "layout": _layout("Competence vs judgments" + (" (colour: gold accuracy)"
+                                                           if has_gold else ""),
+                              "judgments (log scale)", "competence",
+                              xaxis={"title": {"text": "judgments (log scale)"}, "type": "log"})}
+
+
+def per_topic(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    if not rows:
+        return None
+    topics = [r["topic"] for r in rows]
+    return {"data": [
+        {"type": "bar", "x": topics, "y": [_r(r["share_relevant"]) for r in rows],
+         "name": "share relevant", "marker": {"color": "#3b6ea8"}},
+        {"type": "scatter", "mode": "lines+markers", "x": topics,
+         "y": [_r(r["mean_uncertainty"]) for r in rows], "name": "mean uncertainty",
+         "yaxis": "y2", "marker": {"color": "#d9822b"}},
+    ], "layout": _layout("Per topic", "topic", "share relevant",
+                         xaxis={"title": {"text": "topic"}, "type": "category"},
+                         yaxis={"title": {"text": "share relevant"}, "range": [0, 1]},
+                         yaxis2={"title": {"text": "mean uncertainty (nats)"},
+                                 "overlaying": "y", "side": "right"},
+                         legend={"orientation": "h", "y": -0.3})}
+
+
+def heatmap(labels_x: list[Any], labels_y: list[Any], z: list[list[float | int | None]], *,
+            title: str, x: str, y: str, zmax: float | None = None) -> dict[str, Any] | None:
+    if not labels_x or not labels_y:
+        return None
+    text = [["" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v)) for v in row]
+            for row in z]
+    trace: dict[str, Any] = {"type": "heatmap", "x": [str(v) for v in labels_x],
+                             "y": [str(v) for v in labels_y], "z": z, "text": text,
+                             "texttemplate": "%{text}", "colorscale": "Blues",
+                             "hovertemplate": f"{y} %{{y}}, {x} %{{x}}: %{{text}}<extra></extra>"}
+    if zmax is not None:
+        trace.update(zmin=0, zmax=zmax)
+    return {"data": [trace],
+            "layout": _layout(title, x, y, xaxis={"title": {"text": x}, "type": "category"},
+                              yaxis={"title": {"text": y}, "type": "category",
+                                     "autorange": "reversed"})}
+
+
+def metrics_bars(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    if not rows:
+        return None
+    names = [f"#{r['aggregation_id']} {r['method']}" for r in rows]
+    colours = {"accuracy": "#3b6ea8", "precision": "#5aa469", "recall": "#d9822b",
+               "f1": "#8e5ea2"}
+    data = [{"type": "bar", "name": metric, "x": names,
+             "y": [_r(r.get(metric)) for r in rows], "marker": {"color": colour}}
+            for metric, colour in colours.items()]
+    return {"data": data, "layout": _layout("Evaluation against gold", "fit", "score",
+                                            barmode="group",
+                                            yaxis={"title": {"text": "score"}, "range": [0, 1]},
+                                            xaxis={"title": {"text": "fit"}, "type": "category"})}
+
+
+def history_lines(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    if not rows:
+        return None
+    names = [f"#{r['aggregation_id']} {r['method']}" for r in rows]
+    data = [{"type": "scatter", "mode": "lines+markers", "name": name, "x": names,
+             "y": [_r(r.get(name)) for r in rows]}
+            for name in ("competence", "gold_accuracy", "bias", "noise_variance")
+            if any(r.get(name) is not None for r in rows)]
+    if not data:
+        return None
+    return {"data": data, "layout": _layout("Across fits", "fit", "value",
+                                            xaxis={"title": {"text": "fit"}, "type": "category"},
+                                            legend={"orientation": "h", "y": -0.3})}

@@ -1,0 +1,86 @@
+"""Errors on dashboard pages: an HTML page with the API's code and message, never a trace.
+
+The JSON API keeps its JSON errors; a request for a page (``/`` or ``/ui/...``, not the static
+assets) gets the same status with a readable page instead: unknown ids are a 404 page.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, PlainTextResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from app.core.errors import DomainError, invalid_file
+from app.formats.errors import FileFormatError
+
+log = logging.getLogger(__name__)
+HEADINGS = {400: "Bad request", 403: "Not allowed", 404: "Not found", 405: "Not allowed",
+            409: "Conflict", 413: "Too large", 422: "Invalid input", 500: "Server error"}
+
+
+def is_page(request: Request) -> bool:
+    path = request.url.path
+    return path == "/" or (path.startswith("/ui/") and not path.startswith("/ui/static/"))
+
+
+def error_page(request: Request, status_code: int, detail: str, code: str | None) -> HTMLResponse:
+    from app.ui.router import templates
+
+    return templates.TemplateResponse(request, "error.html", {
+        "status_code": status_code, "heading": HEADINGS.get(status_code, "Error"),
+        "detail": detail, "code": code, "title": HEADINGS.get(status_code, "Error"),
+    }, status_code=status_code)
+
+
+def register_ui_error_handlers(app: FastAPI) -> None:
+    """Wrap the API's handlers: pages get HTML, everything else what it got before."""
+    api_handlers: dict[Any, Any] = dict(app.exception_handlers)
+
+    def page_or_api(exc_class: type[Exception], describe: Any) -> None:
+        fallback = api_handlers.get(exc_class)
+
+        async def handler(request: Request, exc: Exception) -> Response:
+            if is_page(request) or fallback is None:
+                status_code, detail, code = describe(exc)
+                return error_page(request, status_code, detail, code)
+            return await fallback(request, exc)  # type: ignore[no-any-return]
+
+        app.add_exception_handler(exc_class, handler)
+
+    def domain(exc: DomainError) -> tuple[int, str, str | None]:
+        return exc.status_code, exc.detail, exc.code
+
+    def file_error(exc: FileFormatError) -> tuple[int, str, str | None]:
+        err = invalid_file(exc)
+        line = f" (line {exc.line})" if exc.line else ""
+        return err.status_code, err.detail + line, err.code
+
+    def validation(exc: RequestValidationError) -> tuple[int, str, str | None]:
+        parts = []
+        for e in exc.errors():
+            where = ".".join(str(p) for p in e.get("loc", ()) if p not in ("query", "path"))
+            parts.append(f"{where}: {e.get('msg', '')}")
+        return 422, "; ".join(parts) or "invalid request", "invalid_body"
+
+    def http(exc: StarletteHTTPException) -> tuple[int, str, str | None]:
+        detail = "no such page" if exc.status_code == 404 else str(exc.detail)
+        return exc.status_code, detail, None
+
+    page_or_api(DomainError, domain)
+    page_or_api(FileFormatError, file_error)
+    page_or_api(RequestValidationError, validation)
+    page_or_api(StarletteHTTPException, http)
+
+    async def unexpected(request: Request, exc: Exception) -> Response:
+        # ServerErrorMiddleware calls this for anything unhandled: log the trace, show none.
+        log.exception("unhandled error on %s", request.url.path, exc_info=exc)
+        if is_page(request):
+            return error_page(request, 500, "something went wrong on our side; the error has "
+                              "been logged", "internal_error")
+        return PlainTextResponse("Internal Server Error", status_code=500)
+
+    app.add_exception_handler(Exception, unexpected)

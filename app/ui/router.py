@@ -1,0 +1,379 @@
+"""The dashboard: server-rendered pages (Jinja2) over the same service functions as the JSON API.
+
+Every page declares its scope and loads collection-owned rows through the API's load-or-404
+dependencies, so the API's access rules apply. Forms carry the CSRF double-submit token.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import AsyncIterator
+from dataclasses import asdict
+from pathlib import Path as FilePath
+from typing import Annotated, Any
+from urllib.parse import quote, urlencode
+
+from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.templating import Jinja2Templates
+from starlette.concurrency import run_in_threadpool
+
+from app.aggregations import service as aggregations_service
+from app.aggregations.router import AggregationDep, get_listing_cache, public
+from app.aggregations.schemas import AggregationCreate
+from app.api.deps import CollectionDep, RunnerDep, SessionDep
+from app.api.uploads import read_upload
+from app.auth.csrf import FIELD, csrf_token, verify_csrf
+from app.auth.deps import PrincipalDep, require_scope
+from app.collections import service as collections_service
+from app.collections.tables import Collection
+from app.core.errors import DomainError, InvalidInput, invalid_file
+from app.formats.errors import FileFormatError
+from app.formats.judgments_file import parse_judgments
+from app.formats.qrels import parse_qrels_with_lines
+from app.judgments import service as judgments_service
+from app.ui import charts
+from models.registry import METHOD_PATHS, get_method
+
+HERE = FilePath(__file__).resolve().parent
+templates = Jinja2Templates(directory=HERE / "templates")
+router = APIRouter(tags=["dashboard"], include_in_schema=False)
+PAGE_SIZE = 50
+Page = Annotated[int, Query(ge=1, le=1_000_000)]
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return "–" if not math.isfinite(value) else f"{value:.{digits}f}"
+    return str(value)
+
+
+def _when(value: Any) -> str:
+    return value.strftime("%Y-%m-%d %H:%M:%S UTC") if value is not None else "–"
+
+
+templates.env.filters["fmt"] = _fmt
+templates.env.filters["when"] = _when
+templates.env.filters["urlpart"] = lambda v: quote(str(v), safe="")
+templates.env.globals["urlencode"] = urlencode
+
+
+def render(request: Request, name: str, context: dict[str, Any], *,
+           status_code: int = 200) -> HTMLResponse:
+    """A page; every page carries the CSRF token for its forms (cookie set on first visit)."""
+    token = csrf_token(request)
+    response = templates.TemplateResponse(
+        request, name, {**context, "csrf_field": FIELD, "csrf": token}, status_code=status_code)
+    csrf_token(request, response)  # sets the cookie when the token is new
+    return response
+
+
+def figures(**specs: dict[str, Any] | None) -> str:
+    """The page's charts as one JSON object for app.js ({} for the missing ones)."""
+    return json.dumps({k: v for k, v in specs.items() if v is not None},
+                      separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+
+
+# --- collections -------------------------------------------------------------------------------
+
+@router.get("/", response_class=HTMLResponse, dependencies=[require_scope("read")])
+def collections_page(request: Request, session: SessionDep,
+                     principal: PrincipalDep) -> HTMLResponse:
+    rows, _ = collections_service.list_collections(session, limit=1000, offset=0)
+    items = [{"collection": c, **collections_service.collection_overview(session, collection=c)}
+             for c in rows if principal.can_see(c.id)]
+    return render(request, "collections.html", {"items": items, "title": "Collections"})
+
+
+def _methods() -> list[dict[str, Any]]:
+    out = []
+    for name in METHOD_PATHS:
+        defaults = {k: v for k, v in get_method(name).defaults.items() if k != "random_state"}
+        out.append({"name": name, "defaults": json.dumps(defaults, default=str, indent=1)})
+    return out
+
+
+def _collection_context(request: Request, session: Any,
+                        collection: Collection) -> dict[str, Any]:
+    stats = collections_service.collection_stats(session, collection=collection,
+                                                 cache=get_listing_cache(request))
+    fits, total = aggregations_service.list_aggregations(session, collection=collection,
+                                                         limit=1000, offset=0)
+    counts = stats.counts
+    gold_share = counts.tasks_with_gold / counts.tasks if counts.tasks else None
+    per_task = stats.judgments_per_task.histogram if stats.judgments_per_task else {}
+    per_annotator = (stats.judgments_per_annotator.histogram
+                     if stats.judgments_per_annotator else {})
+    labels = stats.label_distribution
+    return {
+        "collection": collection, "stats": stats, "gold_share": gold_share,
+        "fits": [public(a) for a in reversed(fits)], "n_fits": total,
+        "methods": _methods(),
+        "figures": figures(
+            per_task=charts.integer_histogram(per_task, title="Judgments per task",
+                                              x="judgments"),
+            per_annotator=charts.integer_histogram(per_annotator,
+                                                   title="Judgments per annotator",
+                                                   x="judgments", color="#5aa469"),
+            labels=charts.bars(list(labels), list(labels.values()), title="Label distribution",
+                               x="label", y="judgments", color="#8e5ea2"),
+            gold=charts.bars(["with gold", "without gold"],
+                             [counts.tasks_with_gold, counts.tasks - counts.tasks_with_gold],
+                             title="Gold coverage (tasks)", x="", y="tasks", color="#d9822b"),
+        ),
+        "title": collection.name,
+    }
+
+
+@router.get("/ui/collections/{c}", response_class=HTMLResponse,
+            dependencies=[require_scope("read")])
+def collection_page(request: Request, session: SessionDep, collection: CollectionDep,
+                    msg: Annotated[str | None, Query(max_length=500)] = None) -> HTMLResponse:
+    return render(request, "collection.html",
+                  {**_collection_context(request, session, collection), "message": msg})
+
+
+async def checked_form(request: Request) -> AsyncIterator[None]:
+    """verify_csrf for a form POST; the form's spooled files are closed when the request ends."""
+    try:
+        await verify_csrf(request)
+        yield
+    finally:
+        await (await request.form()).close()
+
+
+CheckedForm = Depends(checked_form)
+
+
+def _form_error(request: Request, session: Any, collection: Collection, exc: Exception,
+                form: str) -> HTMLResponse:
+    """The collection page again, with the API's error (code, detail, line) above ``form``."""
+    session.rollback()
+    if isinstance(exc, FileFormatError):
+        exc = invalid_file(exc)
+    assert isinstance(exc, DomainError)
+    error = exc.body()
+    return render(request, "collection.html",
+                  {**_collection_context(request, session, collection), "error": error,
+                   "error_form": form}, status_code=exc.status_code)
+
+
+def _done(collection: Collection, message: str) -> RedirectResponse:
+    return RedirectResponse(f"/ui/collections/{quote(collection.name, safe='')}?"
+                            f"{urlencode({'msg': message})}", status_code=303)
+
+
+@router.post("/ui/collections/{c}/judgments", response_class=HTMLResponse,
+             dependencies=[require_scope("ingest"), CheckedForm])
+async def upload_judgments(request: Request, session: SessionDep,
+                           collection: CollectionDep) -> Response:
+    """The API's POST /collections/{c}/judgments/file, from a form."""
+    try:
+        upload = await read_upload(request, filename=None)
+        if not upload.content:
+            raise InvalidInput("choose a judgment file (TSV or CSV with a header)",
+                               code="missing_file")
+        rows = await run_in_threadpool(parse_judgments, upload.content)
+        report = await run_in_threadpool(
+            judgments_service.ingest, session, collection=collection, rows=rows, source="file",
+            filename=upload.filename)
+    except (DomainError, FileFormatError) as exc:
+        return await run_in_threadpool(_form_error, request, session, collection, exc,
+                                       "judgments")
+    r = asdict(report)
+    return _done(collection, f"stored {r['judgments']:,} judgments ({r['new_tasks']:,} new "
+                             f"tasks, {r['new_annotators']:,} new annotators, "
+                             f"{r['gold_labels']:,} gold labels) from "
+                             f"{upload.filename or 'the file'}")
+
+
+@router.post("/ui/collections/{c}/gold", response_class=HTMLResponse,
+             dependencies=[require_scope("admin"), CheckedForm])
+async def upload_gold(request: Request, session: SessionDep, collection: CollectionDep) -> Response:
+    """The API's PUT /collections/{c}/gold, from a form (mode replace or merge)."""
+    form = await request.form()
+    mode = form.get("mode", "replace")
+    try:
+        if mode not in ("replace", "merge"):
+            raise InvalidInput(f"mode must be replace or merge, not {mode!r}", code="invalid_body")
+        upload = await read_upload(request, filename=None)
+        if not upload.content:
+            raise InvalidInput("choose a qrels file (topic 0 doc relevance)", code="missing_file")
+        qrels, lines = await run_in_threadpool(parse_qrels_with_lines, upload.content)
+        report = await run_in_threadpool(
+            judgments_service.set_gold, session, collection=collection, qrels=qrels,
+            lines=lines, replace=mode == "replace")
+    except (DomainError, FileFormatError) as exc:
+        return await run_in_threadpool(_form_error, request, session, collection, exc, "gold")
+    return _done(collection, f"gold set for {report['gold_labels']:,} tasks ({mode}; "
+                             f"{report['new_tasks']:,} new tasks)")
+
+
+@router.post("/ui/collections/{c}/aggregations", response_class=HTMLResponse,
+             dependencies=[require_scope("admin"), CheckedForm])
+async def start_fit(request: Request, session: SessionDep, runner: RunnerDep,
+                    collection: CollectionDep) -> Response:
+    """The API's POST /collections/{c}/aggregations, from a form."""
+    form = await request.form()
+    try:
+        params_text = str(form.get("params") or "").strip() or "{}"
+        try:
+            params = json.loads(params_text)
+        except json.JSONDecodeError as exc:
+            raise InvalidInput(f"parameters: not JSON ({exc.msg} at line {exc.lineno}, column "
+                               f"{exc.colno})", code="invalid_body", line=exc.lineno) from None
+        if not isinstance(params, dict):
+            raise InvalidInput("parameters: a JSON object, e.g. {\"n_restarts\": 10}",
+                               code="invalid_body")
+        seed_text = str(form.get("seed") or "").strip()
+        if seed_text and not seed_text.lstrip("-").isdigit():
+            raise InvalidInput(f"seed must be a whole number, not {seed_text!r}",
+                               code="invalid_body")
+        spec = AggregationCreate(method=str(form.get("method") or ""), params=params,
+                                 graded=form.get("graded") in ("on", "true", "1"),
+                                 seed=int(seed_text) if seed_text else None)
+        aggregation = await run_in_threadpool(
+            aggregations_service.create_aggregation, session, runner=runner,
+            collection=collection, spec=spec)
+    except DomainError as exc:
+        return await run_in_threadpool(_form_error, request, session, collection, exc, "fit")
+    return _done(collection, f"fit #{aggregation.id} ({aggregation.method}) queued")
+
+
+@router.post("/ui/aggregations/{a}/cancel", response_class=HTMLResponse,
+             dependencies=[require_scope("admin"), CheckedForm])
+def cancel_fit(session: SessionDep, runner: RunnerDep, aggregation: AggregationDep) -> Response:
+    collection = session.get(Collection, aggregation.collection_id)
+    assert collection is not None
+    try:
+        aggregations_service.cancel_aggregation(session, runner=runner, aggregation=aggregation)
+    except DomainError as exc:
+        return _done(collection, f"fit #{aggregation.id}: {exc.detail}")
+    return _done(collection, f"fit #{aggregation.id} cancelled")
+
+
+# --- aggregations ------------------------------------------------------------------------------
+
+@router.get("/ui/aggregations/{a}", response_class=HTMLResponse,
+            dependencies=[require_scope("read")])
+def aggregation_page(request: Request, session: SessionDep, principal: PrincipalDep,
+                     aggregation: AggregationDep) -> HTMLResponse:
+    collection = session.get(Collection, aggregation.collection_id)
+    context: dict[str, Any] = {"aggregation": public(aggregation), "collection": collection,
+                               "title": f"Fit #{aggregation.id} ({aggregation.method})",
+                               "figures": "{}", "uncertain": []}
+    if aggregation.status == "succeeded":
+        # A succeeded fit never changes: its charts and tables are built once per process.
+        cache = get_listing_cache(request)
+        context.update(cache.memo(("aggregation_page", aggregation.id), lambda: _results_context(
+            session, cache, principal, aggregation)))
+    return render(request, "aggregation.html", context)
+
+
+def _results_context(session: Any, cache: Any, principal: Any,
+                     aggregation: Any) -> dict[str, Any]:
+    listing = aggregations_service.annotator_page(
+        session, cache=cache, aggregation_id=aggregation.id, visible=principal.can_see,
+        sort="-competence", min_judgments=0, q=None, limit=10**9, offset=0)
+    summary = aggregations_service.task_summary(session, aggregation=aggregation)
+    uncertain, _ = aggregations_service.task_results(
+        session, aggregation=aggregation, topic=None, sort="-uncertainty", limit=20, offset=0)
+    rows = listing.data
+    return {
+        "n_annotators": listing.count, "n_tasks": summary["n_tasks"], "uncertain": uncertain,
+        "figures": figures(
+            competence=charts.histogram([r["competence"] for r in rows],
+                                        title="Competence", x="competence"),
+            scatter=charts.competence_scatter(rows),
+            uncertainty=charts.histogram(summary["uncertainty"], title="Task uncertainty",
+                                         x="entropy of the posterior (nats)", color="#d9822b"),
+            difficulty=charts.histogram(summary["difficulty"], title="Task difficulty",
+                                        x="difficulty", color="#8e5ea2"),
+            p_relevant=charts.histogram(summary["p_relevant"], title="P(relevant)",
+                                        x="P(relevant)", color="#5aa469"),
+            per_topic=charts.per_topic(summary["per_topic"]),
+        ),
+    }
+
+
+@router.get("/ui/aggregations/{a}/tasks/{task}", response_class=HTMLResponse,
+            dependencies=[require_scope("read")])
+def task_page(request: Request, session: SessionDep, aggregation: AggregationDep,
+              task: Annotated[int, Path(description="the task's id")]) -> HTMLResponse:
+    detail = aggregations_service.task_detail(session, aggregation=aggregation, task_id=task)
+    collection = session.get(Collection, aggregation.collection_id)
+    result = detail["result"] or {}
+    classes = detail["classes"]
+    labels = [j["label"] for j in detail["judgments"]]
+    return render(request, "task.html", {
+        "aggregation": public(aggregation), "collection": collection, "task": detail,
+        "title": f"Task {detail['topic']} / {detail['doc']}",
+        "figures": figures(
+            posterior=charts.bars(classes, [round(p, 4) for p in result.get("proba") or []],
+                                  title="Posterior over labels", x="label", y="probability"),
+            votes=charts.bars(sorted(set(labels)),
+                              [labels.count(v) for v in sorted(set(labels))],
+                              title="Judgments per label", x="label", y="judgments",
+                              color="#5aa469"),
+        )})
+
+
+# --- annotators, comparison --------------------------------------------------------------------
+
+@router.get("/ui/collections/{c}/annotators/{annotator}", response_class=HTMLResponse,
+            dependencies=[require_scope("read")])
+def annotator_page(request: Request, session: SessionDep, collection: CollectionDep,
+                   annotator: str, aggregation: int | None = None,
+                   page: Page = 1) -> HTMLResponse:
+    history = aggregations_service.annotator_history(session, collection=collection,
+                                                     annotator=annotator)
+    reference = aggregations_service.reference_aggregation(session, collection=collection,
+                                                           aggregation_id=aggregation)
+    confusion = aggregations_service.annotator_confusion(
+        session, collection=collection, annotator=annotator, aggregation=reference)
+    judgments, total = judgments_service.list_judgments(
+        session, collection=collection, topic=None, doc=None, annotator=annotator,
+        limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
+    pages = max(1, math.ceil(total / PAGE_SIZE))
+    gold, agg = confusion["vs_gold"], confusion["vs_aggregated"]
+    return render(request, "annotator.html", {
+        "collection": collection, "annotator": annotator, "history": history,
+        "reference": reference, "judgments": judgments, "total": total, "page": page,
+        "pages": pages, "confusion": confusion, "title": f"Annotator {annotator}",
+        "figures": figures(
+            history=charts.history_lines(history["data"]),
+            vs_gold=charts.heatmap(gold["labels"], gold["labels"], gold["counts"],
+                                   title=f"Against gold ({gold['total']} judgments)",
+                                   x="gold label", y="their label") if gold["total"] else None,
+            vs_aggregated=charts.heatmap(
+                agg["labels"], agg["labels"], agg["counts"],
+                title=f"Against fit #{confusion['aggregation_id']} ({agg['total']} judgments)",
+                x="aggregated label", y="their label") if agg["total"] else None,
+        )})
+
+
+@router.get("/ui/collections/{c}/comparison", response_class=HTMLResponse,
+            dependencies=[require_scope("read")])
+def comparison_page(request: Request, session: SessionDep,
+                    collection: CollectionDep) -> HTMLResponse:
+    rows = aggregations_service.comparison(session, collection=collection)
+    matrix = aggregations_service.agreement_matrix(session, collection=collection)
+    methods = {r["aggregation_id"]: r["method"] for r in rows}
+    names = [f"#{i} {methods.get(i, '')}" for i in matrix["aggregation_ids"]]
+    return render(request, "comparison.html", {
+        "collection": collection, "rows": rows, "matrix": matrix, "names": names,
+        "title": f"{collection.name}: comparison of fits",
+        "figures": figures(
+            metrics=charts.metrics_bars(sorted(rows, key=lambda r: r["aggregation_id"])),
+            agreement=charts.heatmap(names, names, matrix["agreement"],
+                                     title="Agreement of the qrels (share of tasks with the "
+                                           "same label)", x="fit", y="fit", zmax=1.0),
+        )})
+

@@ -1,0 +1,167 @@
+// crowdqrels dashboard: draws the page's Plotly figures, keeps fit status live, and drives the
+// annotator table from the JSON API. No build step; plotly.min.js is served from the installed
+// plotly package.
+(function () {
+  "use strict";
+
+  function drawFigures() {
+    var node = document.getElementById("figures");
+    var figures = node ? JSON.parse(node.textContent || "{}") : {};
+    document.querySelectorAll(".chart[data-figure]").forEach(function (div) {
+      var spec = figures[div.dataset.figure];
+      if (!spec) { div.remove(); return; }
+      Plotly.newPlot(div, spec.data, spec.layout,
+                     {responsive: true, displaylogo: false, displayModeBar: false})
+        .then(function () { div.dataset.rendered = "true"; });
+    });
+  }
+
+  // Fits that are queued or running: poll GET /api/v1/aggregations/{a}, move the bar, reload
+  // the page once the fit has finished (its results then render server-side).
+  function pollFits() {
+    var live = Array.prototype.slice.call(
+      document.querySelectorAll("[data-aggregation][data-status]")).filter(function (el) {
+        return el.dataset.status === "queued" || el.dataset.status === "running";
+      });
+    if (!live.length) { return; }
+    var pending = live.length, finished = false;
+    live.forEach(function (el) {
+      fetch("/api/v1/aggregations/" + el.dataset.aggregation, {headers: {accept: "application/json"}})
+        .then(function (r) { return r.ok ? r.json() : null; })
+        .then(function (body) {
+          if (!body) { return; }
+          el.dataset.status = body.status;
+          var status = el.querySelector(".status");
+          if (status) { status.textContent = body.status; status.className = "status status-" + body.status; }
+          var bar = el.querySelector(".bar");
+          if (bar) { bar.style.width = (100 * body.progress.fraction).toFixed(1) + "%"; }
+          var msg = el.querySelector(".progress-message");
+          if (msg) { msg.textContent = body.progress.message || ""; }
+          if (["succeeded", "failed", "cancelled"].indexOf(body.status) >= 0) { finished = true; }
+        })
+        .catch(function () {})
+        .then(function () {
+          pending -= 1;
+          if (pending === 0) {
+            if (finished) { window.location.reload(); } else { window.setTimeout(pollFits, 1000); }
+          }
+        });
+    });
+  }
+
+  function fmt(value, digits) {  // digits 0: a count
+    if (value === null || value === undefined) { return "–"; }
+    if (typeof value === "number" && digits !== 0) { return value.toFixed(digits || 3); }
+    return String(value);
+  }
+
+  function annotatorTable() {
+    var root = document.getElementById("annotator-table");
+    if (!root) { return; }
+    var state = {sort: "-competence", offset: 0, limit: 50, q: "", min: 0, count: 0};
+    var tbody = root.querySelector("tbody");
+    var base = "/ui/collections/" + encodeURIComponent(root.dataset.collection) + "/annotators/";
+    var timer = null;
+
+    function load() {
+      var params = new URLSearchParams({sort: state.sort, limit: state.limit, offset: state.offset,
+                                        min_judgments: state.min});
+      if (state.q) { params.set("q", state.q); }
+      root.dataset.loading = "true";
+      fetch("/api/v1/aggregations/" + root.dataset.aggregation + "/annotators?" + params,
+            {headers: {accept: "application/json"}})
+        .then(function (r) { return r.json().then(function (b) { return [r.ok, b]; }); })
+        .then(function (res) {
+          var ok = res[0], body = res[1];
+          tbody.innerHTML = "";
+          if (!ok) {
+            var tr = document.createElement("tr"), td = document.createElement("td");
+            td.colSpan = 7; td.className = "error-box"; td.textContent = body.detail || "error";
+            tr.appendChild(td); tbody.appendChild(tr); return;
+          }
+          state.count = body.count;
+          body.data.forEach(function (r) {
+            var tr = document.createElement("tr");
+            var link = document.createElement("a");
+            link.href = base + encodeURIComponent(r.annotator) + "?aggregation=" + root.dataset.aggregation;
+            link.textContent = r.annotator;
+            var first = document.createElement("td"); first.appendChild(link); tr.appendChild(first);
+            [fmt(r.competence), fmt(r.n_judgments, 0), fmt(r.gold_accuracy), fmt(r.n_gold, 0),
+             fmt(r.bias), fmt(r.noise_variance)].forEach(function (text) {
+              var td = document.createElement("td"); td.className = "num"; td.textContent = text;
+              tr.appendChild(td);
+            });
+            tbody.appendChild(tr);
+          });
+          var pages = Math.max(1, Math.ceil(state.count / state.limit));
+          var page = Math.floor(state.offset / state.limit) + 1;
+          document.getElementById("annotator-page").textContent = "page " + page + " of " + pages;
+          document.getElementById("annotator-count").textContent = state.count + " annotators";
+          document.getElementById("annotator-prev").disabled = state.offset === 0;
+          document.getElementById("annotator-next").disabled = state.offset + state.limit >= state.count;
+        })
+        .catch(function (e) { console.warn("annotator listing", e); })
+        .then(function () { root.dataset.loading = "false"; });
+    }
+
+    root.querySelectorAll("th[data-sort]").forEach(function (th) {
+      th.addEventListener("click", function () {
+        var name = th.dataset.sort;
+        var desc = state.sort === name ? true : (state.sort === "-" + name ? false : name !== "annotator");
+        state.sort = (desc ? "-" : "") + name;
+        state.offset = 0;
+        root.querySelectorAll("th[data-sort]").forEach(function (o) { o.className = ""; });
+        th.className = desc ? "sorted-desc" : "sorted-asc";
+        load();
+      });
+    });
+    document.getElementById("annotator-prev").addEventListener("click", function () {
+      state.offset = Math.max(0, state.offset - state.limit); load();
+    });
+    document.getElementById("annotator-next").addEventListener("click", function () {
+      if (state.offset + state.limit < state.count) { state.offset += state.limit; load(); }
+    });
+    function filtersChanged() {
+      window.clearTimeout(timer);
+      timer = window.setTimeout(function () {
+        state.q = document.getElementById("annotator-q").value.trim();
+        state.min = Math.max(0, parseInt(document.getElementById("annotator-min").value, 10) || 0);
+        state.offset = 0; load();
+      }, 250);
+    }
+    document.getElementById("annotator-q").addEventListener("input", filtersChanged);
+    document.getElementById("annotator-min").addEventListener("input", filtersChanged);
+    load();
+  }
+
+  // The start-fit form: the chosen method's parameters with their defaults.
+  function fitForm() {
+    var select = document.getElementById("fit-method");
+    var params = document.getElementById("fit-params");
+    if (!select || !params) { return; }
+    function fill() {
+      var option = select.options[select.selectedIndex];
+      params.value = option ? option.dataset.defaults : "{}";
+    }
+    select.addEventListener("change", fill);
+    if (!params.value) { fill(); }
+  }
+
+  // Empty threshold: leave it out of the download URL.
+  function downloadForm() {
+    var form = document.getElementById("download-form");
+    if (!form) { return; }
+    form.addEventListener("submit", function () {
+      var t = document.getElementById("download-threshold");
+      if (t && !t.value) { t.disabled = true; window.setTimeout(function () { t.disabled = false; }, 0); }
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    drawFigures();
+    annotatorTable();
+    fitForm();
+    downloadForm();
+    pollFits();
+  });
+})();

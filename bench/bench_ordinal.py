@@ -1,0 +1,133 @@
+"""Graded benchmarks: ordinal models against nominal ones on the graded synthetic generator and on
+RF10 graded (NIST grades).
+
+    python bench/bench_ordinal.py synthetic [--grades 3] [--seeds 3] [--tasks 500]
+                                            [--noise 0-2,2-4,4-8,8-12] [--bias-sd 0.5]
+    python bench/bench_ordinal.py rf10 [--methods mv,mace,ds,ordinal-ds,ordinal-gp]
+    python bench/bench_ordinal.py speed [--tasks 200000] [--annotators 10000]
+
+``synthetic``: Algorithm 10 extended to K grades (``crowdqrels synth --grades K``) with planted
+annotator biases; MV, DS, ordinal-ds and ordinal-gp (with the generator's 2-D features) per noise
+level and seed; prints one row per fit and a Markdown table of means (exact accuracy, MAE,
+quadratic κ). ``rf10``: the RF10 file graded against its NIST grades. ``speed``: fit seconds of
+ds and ordinal-ds on one large graded synthetic set (3 grades, noise 0-2). Not part of the tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from models.evaluation import evaluate  # noqa: E402
+from models.registry import make_aggregator  # noqa: E402
+from models.synthetic import NOISE_LEVELS, generate  # noqa: E402
+
+RF10 = Path(os.environ.get(
+    "CROWDQRELS_RF10_FILE",
+    Path(__file__).resolve().parents[1].parent / "shared" / "data" / "trec-rf10-crowd"
+    / "trec-rf10-data.txt",
+))
+SCORES = ("accuracy", "mae", "kappa", "binary_accuracy")
+
+
+def _fit_score(method: str, data, seed: int) -> tuple[dict[str, float], float]:  # noqa: ANN001
+    params = {"random_state": seed} if method in ("mace", "ordinal-gp") else {}
+    model = make_aggregator(method, params)
+    start = time.perf_counter()
+    model.fit(data)
+    seconds = time.perf_counter() - start
+    scores = evaluate(model.proba_, data.gold, classes=data.classes,
+                      labels=np.asarray(model.labels_))
+    assert scores is not None
+    return {k: float(getattr(scores, k)) for k in SCORES}, seconds
+
+
+def synthetic(args: argparse.Namespace) -> None:
+    methods = args.methods.split(",")
+    rows: dict[tuple[str, str], list[dict[str, float]]] = {}
+    print("noise\tseed\tmethod\taccuracy\tmae\tkappa\tseconds", flush=True)
+    for noise in args.noise.split(","):
+        for seed in range(args.seeds):
+            synth = generate(args.tasks, args.annotators, noise_level=NOISE_LEVELS[noise],
+                             redundancy=args.redundancy, grades=args.grades,
+                             bias_sd=args.bias_sd, random_state=seed)
+            data = synth.to_annotation_data(with_features=True)
+            for method in methods:
+                scores, seconds = _fit_score(method, data, seed)
+                rows.setdefault((noise, method), []).append(scores)
+                print(f"{noise}\t{seed}\t{method}\t{scores['accuracy']:.4f}\t{scores['mae']:.4f}"
+                      f"\t{scores['kappa']:.4f}\t{seconds:.1f}", flush=True)
+    print()
+    print("| noise | " + " | ".join(f"{m}: acc / MAE / κ" for m in methods) + " |")
+    print("|---|" + "---|" * len(methods))
+    for noise in args.noise.split(","):
+        cells = []
+        for method in methods:
+            r = rows[(noise, method)]
+            cells.append(" / ".join(f"{np.mean([x[k] for x in r]):.3f}"
+                                    for k in ("accuracy", "mae", "kappa")))
+        print(f"| {noise} | " + " | ".join(cells) + " |")
+
+
+def rf10(args: argparse.Namespace) -> None:
+    from app.offline import load_annotation_data
+
+    data = load_annotation_data(RF10.read_bytes(), graded=True)
+    print(f"RF10 graded: {data.n_tasks} tasks, {int((data.gold >= 0).sum())} with NIST grades")
+    print("| method | exact accuracy | MAE | quadratic κ | binary accuracy | fit s |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for method in args.methods.split(","):
+        scores, seconds = _fit_score(method, data, 0)
+        print(f"| {method} | {scores['accuracy']:.4f} | {scores['mae']:.4f} | "
+              f"{scores['kappa']:.4f} | {scores['binary_accuracy']:.4f} | {seconds:.1f} |",
+              flush=True)
+
+
+def speed(args: argparse.Namespace) -> None:
+    synth = generate(args.tasks, args.annotators, noise_level=NOISE_LEVELS["0-2"], redundancy=5,
+                     grades=3, bias_sd=0.5, random_state=0)
+    data = synth.to_annotation_data(with_features=False)
+    print(f"{data.n_tasks} tasks, {data.n_annotators} annotators, {data.n_judgments} judgments")
+    for method in ("ds", "ordinal-ds"):
+        model = make_aggregator(method, {})
+        start = time.perf_counter()
+        model.fit(data)
+        seconds = time.perf_counter() - start
+        print(f"{method}\t{seconds:.2f} s\t{model.n_iter_} EM iterations\t"
+              f"{seconds / max(model.n_iter_, 1) * 1000:.0f} ms per iteration", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    syn = sub.add_parser("synthetic")
+    syn.add_argument("--grades", type=int, default=3)
+    syn.add_argument("--seeds", type=int, default=3)
+    syn.add_argument("--tasks", type=int, default=500)
+    syn.add_argument("--annotators", type=int, default=50)
+    syn.add_argument("--redundancy", type=int, default=5)
+    syn.add_argument("--bias-sd", type=float, default=0.5)
+    syn.add_argument("--noise", default="0-2,2-4,4-8,8-12")
+    syn.add_argument("--methods", default="mv,ds,ordinal-ds,ordinal-gp")
+    syn.set_defaults(func=synthetic)
+    real = sub.add_parser("rf10")
+    real.add_argument("--methods", default="mv,mace,ds,ordinal-ds,ordinal-gp")
+    real.set_defaults(func=rf10)
+    fast = sub.add_parser("speed")
+    fast.add_argument("--tasks", type=int, default=200000)
+    fast.add_argument("--annotators", type=int, default=10000)
+    fast.set_defaults(func=speed)
+    args = parser.parse_args()
+    args.func(args)
+
+
+if __name__ == "__main__":
+    main()

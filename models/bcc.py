@@ -1,0 +1,458 @@
+"""Bayesian classifier combination: IBCC and EBCC, fitted by variational Bayes.
+
+IBCC (Kim & Ghahramani 2012, *Bayesian Classifier Combination*, AISTATS):
+
+    κ ~ Dir(ν₀),   T_i ~ Cat(κ),   π_j[t, ·] ~ Dir(α₀[t, ·]),   y_a | T_i = t ~ Cat(π_j[t, ·])
+
+Dawid–Skene with Dirichlet priors on the class prior and on every row of every annotator's
+confusion matrix. Mean-field VB alternates
+
+    q(T_i = t) ∝ exp(E[ln κ_t] + Σ_{a ∈ i} E[ln π_{j(a)}[t, y_a]]),
+    α_j[t, l] = α₀[t, l] + Σ_{a by j, y_a = l} q(T_i = t),   ν = ν₀ + Σ_i q(T_i),
+
+with E[ln π[t, l]] = ψ(α[t, l]) − ψ(Σ_l α[t, l]). An annotator with three judgments keeps a
+confusion matrix close to its prior instead of a maximum-likelihood 0/1 matrix.
+
+``prior="empirical"`` (empirical Bayes, type-II maximum likelihood): α₀ is shared by all annotators
+and set, at every iteration, to the value that maximises the variational bound
+Σ_j Σ_t [ln B(α₀[t] + N_j[t]) − ln B(α₀[t])] (N_j: the annotator's expected counts) — Minka's
+fixed point for the Dirichlet-multinomial. The prior becomes the population's confusion matrix
+with a learned strength, so sparse annotators borrow from the others (a hierarchical BCC).
+
+EBCC (Li, Rubinstein & Cohn 2019, *Exploiting Worker Correlation for Label Aggregation in
+Crowdsourcing*, ICML): every true class t has M subtypes; a task draws its class and subtype, and
+each annotator has one confusion row per (class, subtype):
+
+    τ ~ Dir(α),  π_t ~ Dir(a_π / M),  (T_i, G_i) ~ τ_t π_t[m],  y_a | (t, m) ~ Cat(v_j[t, m, ·]),
+    v_j[t, m, ·] ~ Dir(β_t),  β_t[l] = a_v if l = t else b_v.
+
+Tasks of one subtype (e.g. "relevant but looks off-topic") fool the same annotators, so the model
+captures correlations between workers that DS and IBCC, which assume independence given T_i, miss.
+Defaults are the authors' (M = 10, a_π = 0.1, α = 1, a_v = 4, b_v = 1, random initialisation of
+the subtypes). Random restarts keep the run with the highest ELBO.
+
+Long format throughout: the judgments form a sparse (n_tasks × n_annotators·K) one-hot matrix
+(one non-zero per judgment, memory O(#judgments)), so every E step is one sparse product with a
+small (n_annotators·K × K·M) table and every M step one product with its transpose. With
+``use_gold`` a task with a gold label has its posterior held at that label.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Self
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.special import digamma, gammaln
+
+from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
+from models.data import UNKNOWN, AnnotationData
+
+PRIORS = ("fixed", "empirical")
+
+
+@dataclass(frozen=True)
+class _Design:
+    """The judgments as a sparse one-hot matrix: row = task, column = annotator·K + label."""
+
+    onehot: sp.csr_matrix  # (n_tasks, n_annotators * K)
+    onehot_t: sp.csr_matrix  # its transpose, for the M step
+    n_tasks: int
+    n_annotators: int
+    n_classes: int
+    judged: np.ndarray  # (n_tasks,) bool
+    impossible: np.ndarray | None  # (n_tasks, K) True where a gold label rules a class out
+
+    @classmethod
+    def from_data(cls, data: AnnotationData, use_gold: bool) -> _Design:
+        k = data.n_classes
+        cols = data.annotator * k + data.label
+        onehot = sp.csr_matrix(
+            (np.ones(data.n_judgments), (data.task, cols)),
+            shape=(data.n_tasks, data.n_annotators * k),
+        )
+        impossible = None
+        if use_gold and data.gold is not None and (data.gold != UNKNOWN).any():
+            known = np.flatnonzero(data.gold != UNKNOWN)
+            impossible = np.zeros((data.n_tasks, k), dtype=bool)
+            impossible[known] = True
+            impossible[known, data.gold[known]] = False
+        return cls(onehot, onehot.T.tocsr(), data.n_tasks, data.n_annotators, k,
+                   data.judgments_per_task() > 0, impossible)
+
+    def counts(self, weights: np.ndarray) -> np.ndarray:
+        """Σ over judgments of weights[task, c] per (annotator, label, c): (J, K, C)."""
+        out = self.onehot_t @ weights
+        return np.asarray(out).reshape(self.n_annotators, self.n_classes, -1)
+
+    def scores(self, table: np.ndarray) -> np.ndarray:
+        """Σ_{a ∈ i} table[j(a), y_a, c] per task: (n_tasks, C); table is (J, K, C)."""
+        flat = table.reshape(self.n_annotators * self.n_classes, -1)
+        return np.asarray(self.onehot @ flat)
+
+
+def _normalise_log(log_joint: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Row-normalised probabilities and the log normaliser of each row (log space)."""
+    top = log_joint.max(axis=1, keepdims=True)
+    p = np.exp(log_joint - top)
+    total = p.sum(axis=1, keepdims=True)
+    return p / total, np.log(total[:, 0]) + top[:, 0]
+
+
+def _e_log_dirichlet(alpha: np.ndarray) -> np.ndarray:
+    """E[ln p] under Dir(alpha) along the last axis."""
+    return digamma(alpha) - digamma(alpha.sum(axis=-1, keepdims=True))
+
+
+def _kl_dirichlet(alpha: np.ndarray, prior: np.ndarray) -> float:
+    """Σ KL(Dir(alpha) ‖ Dir(prior)) over all leading axes."""
+    prior = np.broadcast_to(prior, alpha.shape)
+    a0 = alpha.sum(axis=-1)
+    kl = (gammaln(a0) - gammaln(prior.sum(axis=-1))
+          - np.sum(gammaln(alpha) - gammaln(prior), axis=-1)
+          + np.sum((alpha - prior) * _e_log_dirichlet(alpha), axis=-1))
+    return float(np.sum(kl))
+
+
+def _confusion_prior(k: int, diagonal: float, off_diagonal: float) -> np.ndarray:
+    return np.full((k, k), off_diagonal) + np.eye(k) * (diagonal - off_diagonal)
+
+
+def polya_fixed_point(counts: np.ndarray, alpha: np.ndarray, n_steps: int = 20,
+                      floor: float = 1e-3, ceiling: float = 1e4) -> np.ndarray:
+    """Type-II ML of a Dirichlet shared by rows of ``counts`` (J, K): Minka's fixed point.
+
+    Maximises Σ_j ln B(α + n_j) − ln B(α); counts may be fractional (expected counts). Rows without
+    counts carry no information and are skipped.
+    """
+    counts = counts[counts.sum(axis=1) > 0]
+    if counts.shape[0] == 0:
+        return alpha
+    totals = counts.sum(axis=1)
+    alpha = alpha.copy()
+    for _ in range(n_steps):
+        a0 = alpha.sum()
+        num = np.sum(digamma(counts + alpha), axis=0) - counts.shape[0] * digamma(alpha)
+        den = np.sum(digamma(totals + a0)) - counts.shape[0] * digamma(a0)
+        if den <= 0:
+            break
+        new = np.clip(alpha * np.maximum(num, 1e-12) / den, floor, ceiling)
+        if np.max(np.abs(new - alpha) / alpha) < 1e-6:
+            alpha = new
+            break
+        alpha = new
+    return alpha
+
+
+GROUPINGS = ("collection", "topic")
+
+
+@dataclass
+class _ClassPrior:
+    """q(κ_g) = Dir(ν_g) for each group g of tasks: one for the collection, or one per topic
+    (relevance rates differ widely between topics). With ``empirical`` the shared ν₀ is the
+    type-II ML value over the groups (Minka's fixed point), as α₀ is for annotators."""
+
+    group: np.ndarray  # (n_tasks,) group index
+    n_groups: int
+    nu0: np.ndarray  # (K,)
+    judged: np.ndarray
+    empirical: bool
+
+    @classmethod
+    def build(cls, data: AnnotationData, by: str, class_prior: float, judged: np.ndarray,
+              empirical: bool) -> _ClassPrior:
+        if by not in GROUPINGS:
+            raise ValueError(f"class_prior_by must be one of {', '.join(GROUPINGS)}, got {by!r}")
+        if by == "topic":
+            _, group = np.unique(data.topic_ids, return_inverse=True)
+            group = group.astype(np.int64)
+        else:
+            group = np.zeros(data.n_tasks, dtype=np.int64)
+        n_groups = int(group.max()) + 1 if group.size else 1
+        return cls(group, n_groups, np.full(data.n_classes, float(class_prior)), judged,
+                   empirical and n_groups > 1)
+
+    def update(self, proba: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(ν per group (G, K), E[ln κ_{g(i)}] per task (n_tasks, K))."""
+        k = proba.shape[1]
+        counts = np.stack([np.bincount(self.group[self.judged], weights=proba[self.judged, c],
+                                       minlength=self.n_groups) for c in range(k)], axis=1)
+        if self.empirical:
+            self.nu0 = polya_fixed_point(counts, self.nu0)
+        nu = counts + self.nu0
+        return nu, _e_log_dirichlet(nu)[self.group]
+
+    def kl(self, nu: np.ndarray) -> float:
+        return _kl_dirichlet(nu, self.nu0)
+
+    @staticmethod
+    def mean(nu: np.ndarray) -> np.ndarray:
+        """The collection-wide class prior: mean of the groups' posterior means."""
+        return (nu / nu.sum(axis=1, keepdims=True)).mean(axis=0)
+
+
+def _initial_posterior(data: AnnotationData, design: _Design) -> np.ndarray:
+    """Majority-vote shares (uniform for a task nobody judged), gold held if clamped."""
+    counts = data.counts().astype(np.float64)
+    totals = counts.sum(axis=1, keepdims=True)
+    proba = np.divide(counts, totals, out=np.full_like(counts, 1.0 / data.n_classes),
+                      where=totals > 0)
+    if design.impossible is not None:
+        clamped = design.impossible.any(axis=1)
+        proba[clamped] = (~design.impossible[clamped]).astype(np.float64)
+    return proba
+
+
+class IBCC(Aggregator):
+    """Independent Bayesian classifier combination by VB (Kim & Ghahramani 2012).
+
+    ``confusion_[j, t, l]`` = posterior mean of π_j[t, l]; ``prior_`` = posterior mean of κ;
+    ``alpha_prior_`` the (fixed or empirical-Bayes) α₀; ``proba_`` = q(T_i).
+    """
+
+    method = "ibcc"
+
+    def __init__(
+        self,
+        prior: str = "fixed",
+        alpha_diagonal: float = 4.0,
+        alpha_off_diagonal: float = 1.0,
+        class_prior: float = 1.0,
+        class_prior_by: str = "collection",
+        n_iter: int = 200,
+        tol: float = 1e-6,
+        use_gold: bool = False,
+    ) -> None:
+        if prior not in PRIORS:
+            raise ValueError(f"prior must be one of {', '.join(PRIORS)}, got {prior!r}")
+        if alpha_diagonal <= 0 or alpha_off_diagonal <= 0 or class_prior <= 0:
+            raise ValueError("alpha_diagonal, alpha_off_diagonal and class_prior must be > 0")
+        if n_iter < 1 or tol < 0:
+            raise ValueError("n_iter must be >= 1 and tol >= 0")
+        self.prior = prior
+        self.alpha_diagonal = alpha_diagonal
+        self.alpha_off_diagonal = alpha_off_diagonal
+        self.class_prior = class_prior
+        if class_prior_by not in GROUPINGS:
+            raise ValueError(f"class_prior_by must be one of {', '.join(GROUPINGS)}")
+        self.class_prior_by = class_prior_by
+        self.n_iter = n_iter
+        self.tol = tol
+        self.use_gold = use_gold
+
+    def fit(self, data: AnnotationData, progress: ProgressCallback = no_progress) -> Self:
+        k = data.n_classes
+        design = _Design.from_data(data, self.use_gold)
+        alpha0 = _confusion_prior(k, self.alpha_diagonal, self.alpha_off_diagonal)
+        kappa = _ClassPrior.build(data, self.class_prior_by, self.class_prior, design.judged,
+                                  self.prior == "empirical")
+        proba = _initial_posterior(data, design)
+        history: list[float] = []
+        n = max(data.n_judgments, 1)
+        self.n_iter_ = 0
+        for it in range(self.n_iter):
+            # q(π), q(κ) given q(T)
+            counts = design.counts(proba).transpose(0, 2, 1)  # (J, t, l)
+            if self.prior == "empirical":
+                alpha0 = np.stack([polya_fixed_point(counts[:, t, :], alpha0[t])
+                                   for t in range(k)])
+            alpha = counts + alpha0[None]
+            nu, e_log_kappa = kappa.update(proba)
+            # q(T) given q(π), q(κ)
+            e_log_pi = _e_log_dirichlet(alpha)  # (J, t, l)
+            log_joint = design.scores(e_log_pi.transpose(0, 2, 1)) + e_log_kappa
+            if design.impossible is not None:
+                log_joint[design.impossible] = -np.inf
+            proba, log_norm = _normalise_log(log_joint)
+            elbo = (float(log_norm[design.judged].sum()) - _kl_dirichlet(alpha, alpha0[None])
+                    - kappa.kl(nu))
+            history.append(elbo)
+            self.n_iter_ = it + 1
+            progress((it + 1) / self.n_iter, f"iteration {it + 1}, ELBO {elbo:.2f}")
+            if len(history) > 1 and abs(history[-1] - history[-2]) / n < self.tol:
+                break
+        counts = design.counts(proba).transpose(0, 2, 1)
+        alpha = counts + alpha0[None]
+        self.alpha_ = alpha
+        self.alpha_prior_ = alpha0
+        self.confusion_ = alpha / alpha.sum(axis=2, keepdims=True)
+        self.prior_ = kappa.mean(nu)
+        self.class_prior_ = kappa.nu0
+        self.proba_ = proba
+        self.objective_history_ = history
+        self.elbo_ = history[-1]
+        return self
+
+    @property
+    def competence_(self) -> np.ndarray:
+        """Expected accuracy under the class prior: Σ_t κ_t E[π_j[t, t]]."""
+        return np.einsum("t,jtt->j", self.prior_, self.confusion_)
+
+    def result(self, data: AnnotationData) -> AggregationResult:
+        annotator_columns = {
+            "competence": self.competence_,
+            "n_judgments": data.judgments_per_annotator().astype(np.float64),
+        }
+        values = data.classes.tolist()
+        for t, vt in enumerate(values):
+            for lab, vl in enumerate(values):
+                annotator_columns[f"p_{vl}_given_{vt}"] = self.confusion_[:, t, lab]
+        return AggregationResult(
+            method=self.method,
+            classes=data.classes,
+            proba=self.proba_,
+            task_columns={"n_judgments": data.judgments_per_task().astype(np.float64)},
+            annotator_columns=annotator_columns,
+            objective_history=list(self.objective_history_),
+            info={
+                "elbo": self.elbo_,
+                "n_iter": self.n_iter_,
+                "prior": self.prior_.tolist(),
+                "alpha_prior": self.alpha_prior_.tolist(),
+            },
+        )
+
+
+class EBCC(Aggregator):
+    """Enhanced BCC (Li, Rubinstein & Cohn 2019): IBCC with M latent subtypes per true class.
+
+    ``proba_`` = q(T_i) (summed over subtypes); ``subtype_proba_`` (n_tasks, K, M);
+    ``confusion_[j, t, l]`` = the annotator's confusion averaged over subtypes with the fitted
+    subtype weights; ``elbo_`` of the kept restart.
+    """
+
+    method = "ebcc"
+
+    def __init__(
+        self,
+        n_subtypes: int = 10,
+        a_pi: float = 0.1,
+        class_prior: float = 1.0,
+        class_prior_by: str = "collection",
+        alpha_diagonal: float = 4.0,
+        alpha_off_diagonal: float = 1.0,
+        n_iter: int = 500,
+        tol: float = 1e-3,
+        n_restarts: int = 1,
+        use_gold: bool = False,
+        random_state: int | None = None,
+    ) -> None:
+        if n_subtypes < 1 or n_restarts < 1 or n_iter < 1:
+            raise ValueError("n_subtypes, n_restarts and n_iter must be >= 1")
+        if min(a_pi, class_prior, alpha_diagonal, alpha_off_diagonal) <= 0:
+            raise ValueError("a_pi, class_prior and the alpha pseudo-counts must be > 0")
+        if tol < 0:
+            raise ValueError("tol must be >= 0")
+        self.n_subtypes = n_subtypes
+        self.a_pi = a_pi
+        self.class_prior = class_prior
+        if class_prior_by not in GROUPINGS:
+            raise ValueError(f"class_prior_by must be one of {', '.join(GROUPINGS)}")
+        self.class_prior_by = class_prior_by
+        self.alpha_diagonal = alpha_diagonal
+        self.alpha_off_diagonal = alpha_off_diagonal
+        self.n_iter = n_iter
+        self.tol = tol
+        self.n_restarts = n_restarts
+        self.use_gold = use_gold
+        self.random_state = random_state
+
+    def fit(self, data: AnnotationData, progress: ProgressCallback = no_progress) -> Self:
+        design = _Design.from_data(data, self.use_gold)
+        rng = np.random.default_rng(self.random_state)
+        best = None
+        elbos = []
+        for r in range(self.n_restarts):
+            run = self._fit_once(data, design, rng, progress, r)
+            elbos.append(run["elbo"])
+            if best is None or run["elbo"] > best["elbo"]:
+                best = run
+        assert best is not None
+        k, m = data.n_classes, self.n_subtypes
+        zg = best["zg"]
+        self.subtype_proba_ = zg.reshape(data.n_tasks, k, m)
+        self.proba_ = self.subtype_proba_.sum(axis=2)
+        mu = best["mu"]  # (J, l, t*M + m) Dirichlet parameters of v_j[t, m, l]
+        v = mu / mu.sum(axis=1, keepdims=True)
+        weights = best["eta"] / best["eta"].sum(axis=1, keepdims=True)  # (K, M)
+        v = v.reshape(data.n_annotators, k, k, m)  # (J, l, t, m)
+        self.confusion_ = np.einsum("jltm,tm->jtl", v, weights)
+        self.prior_ = _ClassPrior.mean(best["nu"])
+        self.subtype_weights_ = weights
+        self.elbo_ = best["elbo"]
+        self.restart_elbos_ = elbos
+        self.objective_history_ = best["history"]
+        self.n_iter_ = best["n_iter"]
+        return self
+
+    def _fit_once(self, data: AnnotationData, design: _Design, rng: np.random.Generator,
+                  progress: ProgressCallback, restart: int) -> dict:
+        k, m = data.n_classes, self.n_subtypes
+        beta = _confusion_prior(k, self.alpha_diagonal, self.alpha_off_diagonal)  # (t, l)
+        # μ prior laid out as the (J, l, t·M + m) counts below: β[t, l] for every subtype.
+        beta_l_tm = np.repeat(beta.T, m, axis=1)  # (l, t*M)
+        eta0 = np.full((k, m), self.a_pi / m)
+        kappa = _ClassPrior.build(data, self.class_prior_by, self.class_prior, design.judged,
+                                  False)
+        z = _initial_posterior(data, design)
+        # The authors' start: MV shares split over subtypes by a Dirichlet(1) draw.
+        split = rng.dirichlet(np.ones(m), size=(data.n_tasks, k))
+        zg = (split * z[:, :, None]).reshape(data.n_tasks, k * m)
+        history: list[float] = []
+        total = self.n_restarts * self.n_iter
+        it = 0
+        for it in range(1, self.n_iter + 1):
+            eta = eta0 + zg[design.judged].sum(axis=0).reshape(k, m)
+            nu, e_log_kappa = kappa.update(z)
+            mu = design.counts(zg) + beta_l_tm[None]  # (J, l, t*M)
+            e_log_v = digamma(mu) - digamma(mu.sum(axis=1, keepdims=True))
+            log_joint = (design.scores(e_log_v) + _e_log_dirichlet(eta).ravel()
+                         + np.repeat(e_log_kappa, m, axis=1))
+            if design.impossible is not None:
+                log_joint[np.repeat(design.impossible, m, axis=1)] = -np.inf
+            zg, log_norm = _normalise_log(log_joint)
+            previous = z
+            z = zg.reshape(data.n_tasks, k, m).sum(axis=2)
+            elbo = (float(log_norm[design.judged].sum())
+                    - _kl_dirichlet(mu.transpose(0, 2, 1), beta_l_tm.T[None])
+                    - _kl_dirichlet(eta, eta0) - kappa.kl(nu))
+            history.append(elbo)
+            progress((restart * self.n_iter + it) / total,
+                     f"restart {restart + 1}/{self.n_restarts}, iteration {it}, ELBO {elbo:.2f}")
+            if np.max(np.abs(z - previous)) < self.tol:
+                break
+        return {"zg": zg, "mu": mu, "eta": eta, "nu": nu, "elbo": history[-1],
+                "history": history, "n_iter": it}
+
+    @property
+    def competence_(self) -> np.ndarray:
+        return np.einsum("t,jtt->j", self.prior_, self.confusion_)
+
+    def result(self, data: AnnotationData) -> AggregationResult:
+        annotator_columns = {
+            "competence": self.competence_,
+            "n_judgments": data.judgments_per_annotator().astype(np.float64),
+        }
+        values = data.classes.tolist()
+        for t, vt in enumerate(values):
+            for lab, vl in enumerate(values):
+                annotator_columns[f"p_{vl}_given_{vt}"] = self.confusion_[:, t, lab]
+        subtype = np.argmax(self.subtype_proba_.max(axis=1), axis=1).astype(np.float64)
+        return AggregationResult(
+            method=self.method,
+            classes=data.classes,
+            proba=self.proba_,
+            task_columns={"n_judgments": data.judgments_per_task().astype(np.float64),
+                          "subtype": subtype},
+            annotator_columns=annotator_columns,
+            objective_history=list(self.objective_history_),
+            info={
+                "elbo": self.elbo_,
+                "restart_elbos": list(self.restart_elbos_),
+                "n_iter": self.n_iter_,
+                "prior": self.prior_.tolist(),
+                "subtype_weights": self.subtype_weights_.tolist(),
+            },
+        )

@@ -1,0 +1,274 @@
+"""Score runs on a qrels posterior: the most probable qrels and ``samples`` draws, vectorised.
+
+Per topic, the draws are one (draws x judged tasks) matrix of classes; per run and topic the
+ranking is reduced once to the positions (and label-matrix columns) of its judged documents; a
+compiled loop (``_kernel``) then scores every run on every draw, reading each draw's labels of
+the run's judged documents once — no qrels dict and no library call per draw. Topics are those
+a run answered that have judgments; a run's mean over topics ("all") is over the topics it
+answered, as trec_eval averages without ``-c``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from models.evaluation.measures import Measure
+from models.evaluation.uncertainty import Posterior, draw_classes, kendall_tau, summarise
+from models.evaluation.uncertainty import win_probabilities as _win_probabilities
+
+Progress = Callable[[float, str], None]
+
+
+@dataclass
+class RunScores:
+    """Scores of ``runs`` x ``topics`` per measure: ``value`` (R, T) on the most probable
+    qrels and ``draws`` (S, R, T) over the posterior draws (None when the qrels are fixed);
+    NaN where a run did not answer a topic."""
+
+    runs: list[str]
+    topics: list[str]
+    measures: list[Measure]
+    value: dict[str, np.ndarray]
+    draws: dict[str, np.ndarray] | None
+    n_draws: int
+    seed: int | None
+    unjudged_topics: dict[str, list[str]] = field(default_factory=dict)
+    fixed: bool = True  # the qrels are certain: every draw would equal the value
+
+    def mean_value(self, measure: str) -> np.ndarray:
+        """(R,) mean over the topics each run answered, on the most probable qrels."""
+        return _nanmean(self.value[measure], axis=1)
+
+    def mean_draws(self, measure: str) -> np.ndarray:
+        """(S, R) mean over topics per draw (S = 1, the value, for fixed qrels)."""
+        if self.draws is None:
+            return self.mean_value(measure)[None, :]
+        return _nanmean(self.draws[measure], axis=2)
+
+
+def _nanmean(a: np.ndarray, axis: int) -> np.ndarray:
+    counts = np.sum(~np.isnan(a), axis=axis)
+    sums = np.nansum(a, axis=axis, dtype=np.float64)
+    return np.divide(sums, counts, out=np.full(sums.shape, np.nan), where=counts > 0)
+
+
+class _Topic:
+    """A topic's judged tasks: doc -> column, class values and gains, and what the kernel needs
+    to score several runs on one (S, J_t) matrix of classes."""
+
+    def __init__(self, docs: np.ndarray, classes: np.ndarray, relevant_index: int) -> None:
+        self.column = {d: i for i, d in enumerate(docs.tolist())}
+        self.n_judged = len(docs)
+        self.rel_class = np.arange(len(classes)) >= relevant_index
+        self.gains = np.maximum(classes, 0).astype(np.float64)
+        positive = np.flatnonzero(self.gains > 0)
+        order = positive[np.argsort(-self.gains[positive], kind="stable")]
+        self.level_classes = order
+        self.gain_levels = self.gains[order]
+        # Gains are 1 exactly on the relevant classes: nDCG reuses the relevant documents.
+        self.binary_gain = bool(np.array_equal(self.gains > 0, self.rel_class)
+                                and np.all(self.gains[self.rel_class] == 1.0))
+
+    def locate(self, ranking: Sequence[str]) -> tuple[np.ndarray, np.ndarray, int]:
+        """Positions (1-based) and columns of the ranking's judged documents, and its length."""
+        column = self.column
+        pos, cols = [], []
+        for rank, doc in enumerate(ranking, start=1):
+            c = column.get(doc)
+            if c is not None:
+                pos.append(rank)
+                cols.append(c)
+        return np.array(pos, dtype=np.int64), np.array(cols, dtype=np.int64), len(ranking)
+
+    def score(self, labels: np.ndarray, located: Sequence[tuple[np.ndarray, np.ndarray, int]],
+              measures: Sequence[Measure]) -> np.ndarray:
+        """(M, S, R_runs) scores of the ``located`` runs for each draw (row) of ``labels``."""
+        from models.evaluation._kernel import score_topic
+        from models.evaluation.standard import ideal_dcg
+
+        labels = np.ascontiguousarray(labels, dtype=np.int8)
+        n_draws = labels.shape[0]
+        rel = self.rel_class[labels]
+        n_rel = np.count_nonzero(rel, axis=1).astype(np.int64)
+        idcg = np.zeros((n_draws, len(measures)))
+        if any(m.family == "nDCG" for m in measures):
+            counts = np.stack([np.count_nonzero(labels == c, axis=1)
+                               for c in self.level_classes], axis=1) if len(
+                self.level_classes) else np.zeros((n_draws, 0), dtype=np.int64)
+            for i, m in enumerate(measures):
+                if m.family == "nDCG":
+                    idcg[:, i] = ideal_dcg(counts, self.gain_levels, m.param)
+        lengths = np.array([len(p) for p, _, _ in located], dtype=np.int64)
+        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        pos = np.concatenate([p for p, _, _ in located]).astype(np.int64)
+        cols = np.concatenate([c for _, c, _ in located]).astype(np.int64)
+        n_ret = np.array([n for _, _, n in located], dtype=np.int64)
+        params = np.array([m.param for m in measures], dtype=np.int64)
+        judged_upto = np.array([[np.searchsorted(p, k, side="right") for k in params]
+                                for p, _, _ in located], dtype=np.int64).reshape(
+                                    len(located), len(measures))
+        depth = int(max(n_ret.max(initial=0), 1))
+        disc = np.zeros(depth + 1)
+        disc[1:] = 1.0 / np.log2(np.arange(2, depth + 2))
+        out = np.empty((len(measures), n_draws, len(located)))
+        score_topic(labels, self.rel_class, self.gains, self.binary_gain, cols, pos, offsets,
+                    n_ret, np.array([m.code for m in measures], dtype=np.int64), params,
+                    n_rel, self.n_judged - n_rel, self.n_judged, idcg, judged_upto, disc, out)
+        return out
+
+
+def evaluate_runs(posterior: Posterior, runs: Mapping[str, Mapping[str, Sequence[str]]],
+                  measures: Sequence[Measure], *, samples: int = 1000, seed: int | None = 0,
+                  progress: Progress | None = None) -> RunScores:
+    """Score every run on every judged topic it answered, for the most probable qrels and for
+    ``samples`` draws from the posterior (none when it is deterministic or samples is 0).
+
+    ``runs`` maps a run name to {topic: [doc, ...] best first} (``app.formats.runs.TrecRun``).
+    The draws of a topic come from ``default_rng([seed, i])``, i the topic's index among the
+    posterior's sorted topics, so they do not depend on which runs are scored.
+    """
+    run_names = list(runs)
+    all_topics = sorted(set(posterior.topics.tolist()))
+    topic_seed_index = {t: i for i, t in enumerate(all_topics)}
+    answered = set().union(*(set(r) for r in runs.values())) if runs else set()
+    topics = [t for t in all_topics if t in answered]
+    unjudged = {name: sorted(t for t in run if t not in topic_seed_index)
+                for name, run in runs.items()}
+    stochastic = samples > 0 and not posterior.deterministic
+    n_draws = samples if stochastic else 0
+
+    value = {m.name: np.full((len(run_names), len(topics)), np.nan) for m in measures}
+    draws = ({m.name: np.full((n_draws, len(run_names), len(topics)), np.nan)
+              for m in measures} if stochastic else None)
+    by_topic: dict[str, np.ndarray] = {}
+    for t in topics:  # a topic's tasks in doc order: the draws do not depend on the input order
+        rows = np.flatnonzero(posterior.topics == t)
+        by_topic[t] = rows[np.argsort(posterior.docs[rows], kind="stable")]
+    most_probable = posterior.most_probable()
+
+    for ti, t in enumerate(topics):
+        rows = by_topic[t]
+        topic = _Topic(posterior.docs[rows], posterior.classes, posterior.relevant_index)
+        located = {ri: topic.locate(runs[name][t]) for ri, name in enumerate(run_names)
+                   if t in runs[name]}
+        order = list(located)
+        batch = [located[ri] for ri in order]
+        if not order:
+            continue
+        scored = topic.score(most_probable[rows][None, :], batch, measures)
+        for mi, m in enumerate(measures):
+            value[m.name][order, ti] = scored[mi, 0]
+        if draws is not None:
+            rng = np.random.default_rng([int(seed or 0), topic_seed_index[t]])
+            labels = draw_classes(posterior.proba[rows], n_draws, rng)
+            scored = topic.score(labels, batch, measures)
+            for mi, m in enumerate(measures):
+                draws[m.name][:, order, ti] = scored[mi]
+        if progress is not None:
+            progress((ti + 1) / len(topics), f"topic {ti + 1}/{len(topics)}")
+    return RunScores(runs=run_names, topics=topics, measures=list(measures), value=value,
+                     draws=draws, n_draws=n_draws, seed=seed, unjudged_topics=unjudged,
+                     fixed=posterior.deterministic)
+
+
+def win_matrix(scores: RunScores, measure: Measure) -> np.ndarray:
+    """(R, R): P(run a scores better than run b on the mean over topics)."""
+    return _win_probabilities(scores.mean_draws(measure.name),
+                              higher_is_better=measure.higher_is_better)
+
+
+def _round(x: float) -> float | None:
+    return None if not np.isfinite(x) else float(x)
+
+
+def _no_draws(value: np.ndarray, fixed: bool) -> dict[str, np.ndarray]:
+    """Summaries without draws: the value itself for certain qrels, unknown (NaN) otherwise
+    (an uncertain posterior scored with samples = 0)."""
+    if fixed:
+        return {"mean": value, "std": np.where(np.isnan(value), np.nan, 0.0), "low": value,
+                "high": value}
+    unknown = np.full(value.shape, np.nan)
+    return {"mean": unknown, "std": unknown, "low": unknown, "high": unknown}
+
+
+def report(scores: RunScores, *, reference: RunScores | None = None) -> dict[str, Any]:
+    """The JSON form: ``results`` (run, measure, topic | "all", value, mean, std, low, high),
+    ``pairs`` (measure, a, b, p_a_beats_b), ``rankings`` (per measure: runs best first on the
+    most probable qrels, Kendall's tau against ``reference`` (gold) and across the draws).
+    Without draws of an uncertain posterior (samples = 0) mean, std, low, high and
+    p_a_beats_b are null."""
+    results: list[dict[str, Any]] = []
+    pairs: list[dict[str, Any]] = []
+    rankings: list[dict[str, Any]] = []
+    for m in scores.measures:
+        value = scores.value[m.name]
+        if scores.draws is None:
+            summary = _no_draws(value, scores.fixed)
+        else:
+            summary = summarise(scores.draws[m.name].astype(np.float64), axis=0)
+        mean_value = scores.mean_value(m.name)
+        mean_draws = scores.mean_draws(m.name)
+        if scores.draws is None:
+            all_summary = _no_draws(mean_value, scores.fixed)
+        else:
+            all_summary = summarise(mean_draws, axis=0)
+        for ri, run in enumerate(scores.runs):
+            for ti, topic in enumerate(scores.topics):
+                if np.isnan(value[ri, ti]):
+                    continue
+                results.append({"run": run, "measure": m.name, "topic": topic,
+                                "value": float(value[ri, ti]),
+                                **{k: _round(summary[k][ri, ti]) for k in summary}})
+            results.append({"run": run, "measure": m.name, "topic": "all",
+                            "value": _round(mean_value[ri]),
+                            **{k: _round(all_summary[k][ri]) for k in all_summary}})
+        wins = _win_probabilities(mean_draws, higher_is_better=m.higher_is_better)
+        for a, run_a in enumerate(scores.runs):
+            for b, run_b in enumerate(scores.runs):
+                if a != b:
+                    p = float(wins[a, b]) if scores.fixed or scores.draws is not None else None
+                    pairs.append({"measure": m.name, "a": run_a, "b": run_b, "p_a_beats_b": p})
+        sign = -1.0 if m.higher_is_better else 1.0
+        order = np.argsort(np.where(np.isnan(mean_value), np.inf, sign * mean_value),
+                           kind="stable")
+        ranking: dict[str, Any] = {"measure": m.name, "higher_is_better": m.higher_is_better,
+                                   "runs": [scores.runs[i] for i in order],
+                                   "kendall_tau_gold": None, "kendall_tau_draws": None}
+        if reference is not None and m.name in reference.value:
+            ref = reference.mean_value(m.name)
+            ranking["kendall_tau_gold"] = _round(float(kendall_tau(mean_value, ref)))
+        if scores.draws is not None and len(scores.runs) > 1:
+            taus = kendall_tau(mean_value, mean_draws)
+            taus = taus[np.isfinite(taus)]  # a draw in which every run ties has no ranking
+            if len(taus):
+                ranking["kendall_tau_draws"] = {k: _round(float(v))
+                                                for k, v in summarise(taus).items()}
+        rankings.append(ranking)
+    return {"results": results, "pairs": pairs, "rankings": rankings,
+            "samples": scores.n_draws, "seed": scores.seed, "topics": len(scores.topics),
+            "unjudged_topics": {r: len(t) for r, t in scores.unjudged_topics.items() if t}}
+
+
+def format_tsv(results: Sequence[Mapping[str, Any]]) -> str:
+    header = ("run", "measure", "topic", "value", "mean", "std", "low", "high")
+    lines = ["\t".join(header)]
+    for r in results:
+        lines.append("\t".join(
+            str(r[k]) if k in ("run", "measure", "topic")
+            else ("" if r[k] is None else f"{r[k]:.6f}") for k in header))
+    return "\n".join(lines) + "\n"
+
+
+def format_trec(results: Sequence[Mapping[str, Any]]) -> str:
+    """``measure<TAB>topic<TAB>value`` lines as trec_eval -q prints them, with the run first:
+    ``run measure topic value`` (per topic, then ``all``), value on the most probable qrels."""
+    lines = []
+    ordered = sorted(results, key=lambda r: (r["run"], r["measure"], r["topic"] == "all"))
+    for r in ordered:
+        value = "" if r["value"] is None else f"{r['value']:.4f}"
+        lines.append(f"{r['run']}\t{r['measure']}\t{r['topic']}\t{value}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,134 @@
+"""Graded fits through HTTP: ordinal methods, graded qrels (most probable / expected grade) equal to
+the offline CLI's, the binary view, graded evaluation, the comparison by κ, and bad input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.cli import main as cli
+from models.synthetic import generate
+from tests.api.helpers import API, TSV, create_collection
+from tests.api.jobs import wait_for
+
+SEED = 11
+
+
+@pytest.fixture(scope="module")
+def graded_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("graded")
+    generate(120, 15, noise_level=(0.0, 2.0), redundancy=4, grades=3, bias_sd=0.5,
+             random_state=SEED).write(directory)
+    return directory
+
+
+def ingest(client, directory: Path) -> None:
+    create_collection(client, name="graded", labels=[0, 1, 2], relevant_from=1, ignore=[])
+    response = client.post(f"{API}/collections/graded/judgments/file",
+                           content=(directory / "judgments.tsv").read_bytes(), headers=TSV)
+    assert response.status_code == 201, response.text
+    gold = client.put(f"{API}/collections/graded/gold",
+                      content=(directory / "gold.qrels").read_bytes(),
+                      headers={"content-type": "text/plain"})
+    assert gold.status_code == 200, gold.text
+
+
+def cli_qrels(tmp_path: Path, directory: Path, method: str, *extra: str) -> str:
+    out = tmp_path / f"{method}{'-'.join(extra)}.qrels"
+    code = cli(["aggregate", str(directory / "judgments.tsv"), "--method", method, "--graded",
+                "--gold", str(directory / "gold.qrels"), "--seed", str(SEED), "--output",
+                str(out), "--quiet", *extra])
+    assert code == 0
+    return out.read_text()
+
+
+def fit(client, method: str, **extra) -> dict:
+    response = client.post(f"{API}/collections/graded/aggregations",
+                           json={"method": method, "graded": True, "seed": SEED, **extra})
+    assert response.status_code == 202, response.text
+    done = wait_for(client, response.json()["id"], timeout=600)
+    assert done["status"] == "succeeded", done["error"]
+    return done
+
+
+def test_ordinal_ds_graded_end_to_end(client, graded_file, tmp_path, capsys) -> None:
+    ingest(client, graded_file)
+    done = fit(client, "ordinal-ds")
+    a = done["id"]
+    assert done["classes"] == [0, 1, 2]
+    evaluation = done["evaluation"]
+    assert {"accuracy", "mae", "kappa", "binary_accuracy"} <= set(evaluation)
+    assert evaluation["kappa"] > 0.5
+
+    # Graded qrels: most probable and expected grade, each equal to the CLI's.
+    trec = client.get(f"{API}/aggregations/{a}/qrels").text
+    assert trec == cli_qrels(tmp_path, graded_file, "ordinal-ds")
+    expected = client.get(f"{API}/aggregations/{a}/qrels", params={"grade": "expected"}).text
+    assert expected == cli_qrels(tmp_path, graded_file, "ordinal-ds", "--grade", "expected")
+    out = capsys.readouterr().out
+    assert "kappa" in out and "mae" in out and "binary_accuracy" in out
+
+    # The binary view of the same fit: P(relevant) = P(grade >= 1), thresholded.
+    rows = client.get(f"{API}/aggregations/{a}/qrels", params={"format": "json"}).json()["data"]
+    for r in rows:
+        assert r["p_relevant"] == pytest.approx(sum(r["proba"][1:]), abs=1e-9)
+        assert r["label"] == max(range(3), key=lambda k: (r["proba"][k], -k))
+    binary = client.get(f"{API}/aggregations/{a}/qrels",
+                        params={"format": "json", "threshold": 0.5}).json()["data"]
+    assert [r["label"] for r in binary] == [int(r["p_relevant"] >= 0.5) for r in rows]
+
+    tasks = client.get(f"{API}/aggregations/{a}/tasks", params={"limit": 5}).json()["data"]
+    for t in tasks:
+        assert t["extra"]["expected_grade"] == pytest.approx(
+            sum(k * p for k, p in enumerate(t["proba"])), abs=1e-6)
+    annotators = client.get(f"{API}/aggregations/{a}/annotators",
+                            params={"sort": "-bias"}).json()["data"]
+    assert all(x["bias"] is not None and x["extra"]["spread"] > 0 for x in annotators)
+
+    # Comparison: graded fits are ranked by quadratic κ.
+    fit(client, "mv")
+    rows = client.get(f"{API}/collections/graded/aggregations/comparison").json()["data"]
+    graded = [r for r in rows if r["ranked_by"] == "kappa"]
+    assert len(graded) == 2
+    assert [r["kappa"] for r in graded] == sorted((r["kappa"] for r in graded), reverse=True)
+
+
+def test_ordinal_gp_cli_and_service_identical(client, graded_file, tmp_path) -> None:
+    ingest(client, graded_file)
+    params = {"n_iter": 3}
+    done = fit(client, "ordinal-gp", params=params)
+    assert done["info"]["fallback"] == "lk"
+    thresholds = done["info"]["thresholds"]
+    assert thresholds == sorted(thresholds)
+    trec = client.get(f"{API}/aggregations/{done['id']}/qrels").text
+    assert trec == cli_qrels(tmp_path, graded_file, "ordinal-gp", "--params", '{"n_iter": 3}')
+
+
+def test_ordinal_methods_refuse_a_single_grade(client) -> None:
+    create_collection(client, name="one", labels=[0, 1, 2], relevant_from=1, ignore=[])
+    body = "topic\tdoc\tannotator\tlabel\n" + "".join(
+        f"t\td{i}\ta{j}\t1\n" for i in range(5) for j in range(3))
+    assert client.post(f"{API}/collections/one/judgments/file", content=body.encode(),
+                       headers=TSV).status_code == 201
+    for method in ("ordinal-ds", "ordinal-gp"):
+        response = client.post(f"{API}/collections/one/aggregations",
+                               json={"method": method, "graded": True})
+        assert response.status_code == 422, response.text
+        error = response.json()
+        assert error["code"] == "single_grade"
+        assert "grade judged is 1" in error["detail"]
+    # Nominal methods still run on it; the binary view of a single grade is refused too.
+    assert client.post(f"{API}/collections/one/aggregations",
+                       json={"method": "mv", "graded": True}).status_code == 202
+    response = client.post(f"{API}/collections/one/aggregations", json={"method": "ordinal-ds"})
+    assert response.status_code == 422
+
+
+def test_cli_ordinal_on_a_single_grade(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "one.tsv"
+    path.write_text("topic\tdoc\tannotator\tlabel\n" + "".join(
+        f"t\td{i}\ta{j}\t1\n" for i in range(5) for j in range(3)))
+    code = cli(["aggregate", str(path), "--method", "ordinal-ds", "--graded", "--quiet"])
+    assert code == 2
+    assert "error" in capsys.readouterr().err

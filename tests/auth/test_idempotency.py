@@ -1,0 +1,160 @@
+"""Idempotency-Key: retries return the first response and store nothing, even in flight."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+
+import httpx
+import pytest
+from sqlalchemy import func, select, update
+
+from app.auth.idempotency import REPLAYED_HEADER, purge_expired
+from app.auth.tables import IdempotencyRecord
+from app.core.db import get_sessionmaker
+from app.judgments.tables import Batch, Judgment
+from tests.api.helpers import API, TSV, counts, create_collection
+from tests.api.jobs import wait_for
+from tests.auth.conftest import bearer, make_key
+
+ROWS = b"topic\tdoc\tannotator\tlabel\n1\td1\tw1\t1\n1\td2\tw2\t0\n"
+
+
+def _judgments(n: int, tag: str) -> dict[str, list[dict[str, object]]]:
+    return {"judgments": [{"topic": f"t{tag}", "doc": f"d{i}", "annotator": f"w{i % 50}",
+                           "label": i % 2} for i in range(n)]}
+
+
+def test_retries_store_nothing(client, database_url) -> None:
+    create_collection(client, name="c", labels=[0, 1], ignore=[])
+    key = {"Idempotency-Key": "batch-1"}
+    first = client.post(f"{API}/collections/c/judgments", json=_judgments(5, "a"), headers=key)
+    assert first.status_code == 201 and REPLAYED_HEADER not in first.headers
+    again = client.post(f"{API}/collections/c/judgments", json=_judgments(5, "a"), headers=key)
+    assert again.status_code == 201 and again.json() == first.json()
+    assert again.headers[REPLAYED_HEADER] == "true"
+    assert counts(client, "c")["judgments"] == 5
+
+    other = client.post(f"{API}/collections/c/judgments", json=_judgments(6, "a"), headers=key)
+    assert other.status_code == 422 and other.json()["code"] == "idempotency_key_reused"
+    # The same key on another endpoint is another request too.
+    elsewhere = client.post(f"{API}/collections/c/judgments/file", content=ROWS,
+                            headers={**TSV, **key})
+    assert elsewhere.status_code == 422
+
+    file_key = {**TSV, "Idempotency-Key": "file-1"}
+    one = client.post(f"{API}/collections/c/judgments/file", content=ROWS, headers=file_key)
+    two = client.post(f"{API}/collections/c/judgments/file", content=ROWS, headers=file_key)
+    assert one.status_code == two.status_code == 201 and one.json() == two.json()
+    assert counts(client, "c")["judgments"] == 7
+
+    # A request that fails leaves its key free: the corrected retry is stored.
+    bad = client.post(f"{API}/collections/c/judgments", headers={"Idempotency-Key": "b2"},
+                      json={"judgments": [{"topic": "1", "doc": "x", "annotator": "w",
+                                           "label": 7}]})
+    assert bad.status_code == 422 and bad.json()["code"] == "label_out_of_scale"
+    fixed = client.post(f"{API}/collections/c/judgments", headers={"Idempotency-Key": "b2"},
+                        json={"judgments": [{"topic": "1", "doc": "x", "annotator": "w",
+                                             "label": 1}]})
+    assert fixed.status_code == 201
+    assert counts(client, "c")["judgments"] == 8
+
+    gold_key = {"content-type": "text/plain", "Idempotency-Key": "gold-1"}
+    gold = client.put(f"{API}/collections/c/gold", content=b"1 0 d1 1\n", headers=gold_key)
+    assert gold.status_code == 200
+    assert client.put(f"{API}/collections/c/gold", content=b"1 0 d1 1\n",
+                      headers=gold_key).json() == gold.json()
+    assert client.put(f"{API}/collections/c/gold?mode=merge", content=b"1 0 d1 1\n",
+                      headers=gold_key).status_code == 422  # another query: another request
+
+    fit_key = {"Idempotency-Key": "fit-1"}
+    fit = client.post(f"{API}/collections/c/aggregations", json={"method": "mv"},
+                      headers=fit_key)
+    assert fit.status_code == 202
+    retry = client.post(f"{API}/collections/c/aggregations", json={"method": "mv"},
+                        headers=fit_key)
+    assert retry.status_code == 202 and retry.json()["id"] == fit.json()["id"]
+    assert client.get(f"{API}/collections/c/aggregations").json()["count"] == 1
+    wait_for(client, fit.json()["id"])
+
+    # Kept for the retention period, then purged: the key is free again.
+    with get_sessionmaker(database_url)() as session:
+        assert purge_expired(session, retention_h=24) == 0
+        session.execute(update(IdempotencyRecord).values(
+            created_at=datetime.now(UTC) - timedelta(hours=25)))
+        session.commit()
+        assert purge_expired(session, retention_h=24) == 5
+    assert client.post(f"{API}/collections/c/judgments", json=_judgments(5, "a"),
+                       headers=key).headers.get(REPLAYED_HEADER) is None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_server(database_url: str, **env: str) -> tuple[subprocess.Popen[bytes], str]:
+    port = _free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "app.main:create_app", "--factory", "--host",
+         "127.0.0.1", "--port", str(port), "--log-level", "warning"],
+        env={**os.environ, "CROWDQRELS_DATABASE_URL": database_url,
+             "CROWDQRELS_ENVIRONMENT": "test", **env})
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
+                return process, base
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    process.kill()
+    raise AssertionError("the server did not start")
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+def test_concurrent_duplicates_store_exactly_once(database_url) -> None:
+    """8 clients × 10,000 judgments (10 batches of 1,000), every batch sent twice at once."""
+    admin = make_key(database_url, "admin", "admin")
+    ingest = make_key(database_url, "platform", "ingest")
+    server, base = start_server(database_url, CROWDQRELS_AUTH="required")
+    try:
+        assert httpx.post(f"{base}{API}/collections", headers=bearer(admin),
+                          json={"name": "crowd", "labels": [0, 1]}).status_code == 201
+
+        def client(number: int) -> list[tuple[str, int, dict[str, object]]]:
+            results = []
+            with httpx.Client(base_url=base, timeout=120, headers=bearer(ingest)) as http:
+                for batch in range(10):
+                    key = f"client{number}-batch{batch}"
+                    response = http.post(f"{API}/collections/crowd/judgments",
+                                         json=_judgments(1000, f"{number}-{batch}"),
+                                         headers={"Idempotency-Key": key})
+                    results.append((key, response.status_code, response.json()))
+            return results
+
+        # Each client runs twice at once: every batch is in flight twice.
+        with ThreadPoolExecutor(16) as pool:
+            runs = list(pool.map(client, [n for n in range(8) for _ in range(2)]))
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+    by_key: dict[str, list[dict[str, object]]] = {}
+    for run in runs:
+        for key, status, body in run:
+            assert status == 201, body
+            by_key.setdefault(key, []).append(body)
+    assert len(by_key) == 80
+    assert all(len(bodies) == 2 and bodies[0] == bodies[1] for bodies in by_key.values())
+    with get_sessionmaker(database_url)() as session:
+        assert session.scalar(select(func.count()).select_from(Judgment)) == 80_000
+        assert session.scalar(select(func.count()).select_from(Batch)) == 80
+        assert session.scalar(select(func.count()).select_from(IdempotencyRecord)) == 80

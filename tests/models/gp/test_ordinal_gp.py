@@ -1,0 +1,154 @@
+"""The ordinal GP: the ordered-probit closed form against numerical integration over both noises,
+its Gauss–Hermite expectations and their derivatives, ordered thresholds, and a small fit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from scipy.special import ndtr
+from scipy.stats import norm, pearsonr
+
+from models.evaluation import evaluate
+from models.gp.ordinal import (
+    OrderedProbit,
+    OrdinalGP,
+    grade_proba,
+    log_diff_ndtr,
+    ordinal_expectations,
+)
+from models.synthetic import generate
+
+
+def _likelihood(spam: float = 0.0) -> OrderedProbit:
+    lik = OrderedProbit(2, 2, 4, thresholds=np.array([-1.0, 0.3, 1.2]), spam_prior=spam)
+    lik.task_variance.assign(np.array([0.5, 1.5]))
+    lik.annotator_variance.assign(np.array([0.2, 2.0]))
+    lik.task_bias.assign(np.array([0.1, -0.3]))
+    lik.annotator_bias.assign(np.array([0.4, -0.2]))
+    return lik
+
+
+def test_closed_form_equals_integral_over_task_and_annotator_noise() -> None:
+    # P(y ≤ k | f) = ∫∫ Φ(b_k − f − e_i − e_j) N(e_i | μ_i, σ_i²) N(e_j | μ_j, σ_j²) de_i de_j
+    lik = _likelihood()
+    thresholds = lik.thresholds().numpy()
+    f = 0.35
+    for task, ann in [(0, 0), (1, 1), (0, 1)]:
+        mu_i, s2_i = lik.task_bias.numpy()[task], lik.task_variance.numpy()[task]
+        mu_j, s2_j = lik.annotator_bias.numpy()[ann], lik.annotator_variance.numpy()[ann]
+        Y = np.array([[k, task, ann] for k in range(4)], dtype=np.float64)
+        closed = lik.probability(np.full((4, 1), f), Y).numpy()[:, 0]
+        # ∫∫ by an 80 × 80 Gauss–Hermite product rule over the two noises.
+        x, w = np.polynomial.hermite_e.hermegauss(80)
+        w = w / np.sqrt(2 * np.pi)
+        ei = mu_i + np.sqrt(s2_i) * x[:, None]
+        ej = mu_j + np.sqrt(s2_j) * x[None, :]
+        cdf = [float(np.sum(w[:, None] * w[None, :] * ndtr(b - f - ei - ej)))
+               for b in thresholds]
+        numeric = np.diff(np.concatenate([[0.0], cdf, [1.0]]))
+        np.testing.assert_allclose(closed, numeric, atol=1e-7)
+        assert closed.sum() == pytest.approx(1.0)
+
+
+def test_log_diff_ndtr_in_the_tails() -> None:
+    upper = tf.constant([1.0, 9.0, -9.0, 1e6], dtype=tf.float64)
+    lower = tf.constant([-1.0, 8.0, -10.0, 40.0], dtype=tf.float64)
+    got = log_diff_ndtr(upper, lower).numpy()
+    np.testing.assert_allclose(got[0], np.log(ndtr(1.0) - ndtr(-1.0)), rtol=1e-12)
+    np.testing.assert_allclose(got[1], np.log(norm.sf(8.0) - norm.sf(9.0)), rtol=1e-9)
+    np.testing.assert_allclose(got[2], np.log(norm.cdf(-9.0) - norm.cdf(-10.0)), rtol=1e-9)
+    np.testing.assert_allclose(got[3], norm.logsf(40.0), rtol=1e-9)
+
+
+@pytest.mark.parametrize("spam", [0.0, 0.2])
+def test_expectations_and_derivatives_against_quadrature_and_autodiff(spam: float) -> None:
+    lik = _likelihood(spam)
+    lik.spam.assign(np.array([spam, spam / 2]))
+    grade = tf.constant([0, 1, 2, 3, 3], dtype=tf.int32)
+    task = tf.constant([0, 1, 0, 1, 0], dtype=tf.int32)
+    ann = tf.constant([0, 1, 1, 0, 1], dtype=tf.int32)
+    fmu = tf.constant([-0.4, 0.2, 1.0, 2.5, -1.5], dtype=tf.float64)
+    fvar = tf.constant([0.3, 1.0, 0.05, 0.8, 2.0], dtype=tf.float64)
+    ve, dm, dv = lik.expectations(fmu, fvar, grade, task, ann)
+    # E[log p] against a 200-point rule on the likelihood's own log density.
+    x, w = np.polynomial.hermite_e.hermegauss(200)
+    w = w / np.sqrt(2 * np.pi)
+    Y = np.stack([grade.numpy(), task.numpy(), ann.numpy()], axis=1).astype(np.float64)
+    exact = sum(wk * lik.log_prob(None, (fmu + np.sqrt(fvar) * xk)[:, None], Y).numpy()
+                for xk, wk in zip(x, w, strict=True))
+    np.testing.assert_allclose(ve.numpy(), exact, atol=2e-3)
+    # ∂E/∂m and ∂E[log p]/∂(offset, thresholds) from the custom gradient equal autodiff of the
+    # quadrature through log p.
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch([fmu, fvar])
+        value, _, _ = lik.expectations(fmu, fvar, grade, task, ann)
+        nodes, weights = lik.nodes, lik.weights
+        direct = tf.add_n([wk * lik.log_prob(None, (fmu + tf.sqrt(fvar) * xk)[:, None], Y)
+                           for xk, wk in zip(nodes, weights, strict=True)])
+        total, total_direct = tf.reduce_sum(value), tf.reduce_sum(direct)
+    variables = [fmu, fvar, *lik.trainable_variables]
+    got = tape.gradient(total, variables)
+    want = tape.gradient(total_direct, variables)
+    for i, (g, h) in enumerate(zip(got, want, strict=True)):
+        if h is None:
+            continue
+        # ∂/∂v: the custom gradient is ½ E[∂² log p] (Price's theorem), autodiff differentiates
+        # the quadrature nodes; the two agree up to the rule's error.
+        rtol = 1e-2 if i == 1 else 1e-6
+        np.testing.assert_allclose(np.asarray(g), np.asarray(h), rtol=rtol, atol=1e-6)
+    np.testing.assert_allclose(dm.numpy(), want[0].numpy(), rtol=1e-6, atol=1e-10)
+    if spam == 0.0:
+        # without spam the E step's curvature is the exact ∂E/∂v
+        np.testing.assert_allclose(dv.numpy(), got[1].numpy(), rtol=1e-9)
+    assert np.all(dv.numpy() < 0)  # site precisions stay positive
+
+
+def test_thresholds_stay_ordered_and_views_agree() -> None:
+    synth = generate(150, 12, noise_level=(0.0, 2.0), redundancy=4, grades=4, bias_sd=0.3,
+                     random_state=2)
+    data = synth.to_annotation_data(with_features=False)
+    model = OrdinalGP(n_iter=4, random_state=0).fit(data)
+    assert model.fallback_ == "lk"
+    thresholds = np.asarray(model.info_["thresholds"])
+    assert thresholds.shape == (3,) and np.all(np.diff(thresholds) > 0)
+    np.testing.assert_allclose(model.proba_.sum(axis=1), 1.0, atol=1e-9)
+    # P(grade ≥ r) is Φ((m − b_{r−1}) / sqrt(1 + v)): the binary view of the same fit.
+    for r in (1, 2, 3):
+        binary = ndtr((model.posterior_mean_ - thresholds[r - 1])
+                      / np.sqrt(1.0 + model.posterior_variance_))
+        np.testing.assert_allclose(model.proba_[:, r:].sum(axis=1), binary, atol=1e-9)
+    result = model.result(data)
+    assert set(result.annotator_columns) >= {"bias", "spread", "noise_variance"}
+    np.testing.assert_allclose(result.task_columns["expected_grade"],
+                               model.proba_ @ np.arange(4), atol=1e-12)
+
+
+def test_grade_proba_binary_case_is_the_magp_readout() -> None:
+    m, v = np.array([-1.0, 0.0, 2.0]), np.array([0.5, 1.0, 0.1])
+    p = grade_proba(m, v, np.array([0.0]))
+    np.testing.assert_allclose(p[:, 1], ndtr(m / np.sqrt(1 + v)))
+
+
+def test_expectations_function_shapes() -> None:
+    n = 3
+    ones = tf.ones(n, dtype=tf.float64)
+    ve, dm, dv, resp = ordinal_expectations(
+        0.1 * ones, ones, ones, -ones, 0.0 * ones, ones, ones, 0.0 * ones,
+        *np.polynomial.hermite_e.hermegauss(5))
+    assert ve.shape == dm.shape == dv.shape == resp.shape == (n,)
+    np.testing.assert_allclose(resp.numpy(), 0.0)
+
+
+def test_small_synthetic_fit_recovers_biases_and_beats_majority() -> None:
+    synth = generate(300, 15, noise_level=(0.0, 1.0), redundancy=5, grades=3, bias_sd=0.6,
+                     random_state=4)
+    data = synth.to_annotation_data(with_features=True)
+    model = OrdinalGP(n_iter=8, random_state=0).fit(data)
+    assert model.fallback_ is None
+    scores = evaluate(model.proba_, data.gold, classes=data.classes)
+    majority = evaluate(np.eye(3)[data.counts().argmax(axis=1)], data.gold, classes=data.classes)
+    assert scores is not None and majority is not None
+    assert scores.kappa > majority.kappa
+    assert synth.annotator_bias is not None
+    assert pearsonr(model.annotator_bias_, synth.annotator_bias)[0] > 0.8

@@ -1,0 +1,148 @@
+"""Ordinal Dawid–Skene: recovery of planted biases and spreads, ordered cut points, the order of
+the confusion rows, the scale checks, the graded metrics and RF10 graded against nominal DS."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.special import ndtr
+from scipy.stats import pearsonr
+
+from models.data import AnnotationData
+from models.dawid_skene import DawidSkene
+from models.evaluation import evaluate, quadratic_kappa
+from models.ordinal_ds import (
+    OrdinalDawidSkene,
+    OrdinalScaleError,
+    _log_diff_ndtr,
+    check_ordinal_scale,
+    expected_grade_index,
+)
+from models.synthetic import generate
+
+
+def _planted(seed: int = 0, n_tasks: int = 3000, n_annotators: int = 30, per_task: int = 4,
+             k: int = 3) -> tuple[AnnotationData, np.ndarray, np.ndarray]:
+    """Judgments drawn from the model itself (no spam): z = t + s_j ε, cut points l + ½ − b_j."""
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(0, k, n_tasks)
+    bias = rng.uniform(-0.6, 0.6, n_annotators)
+    spread = rng.uniform(0.3, 0.9, n_annotators)
+    task = np.repeat(np.arange(n_tasks), per_task)
+    annotator = np.concatenate([rng.choice(n_annotators, per_task, replace=False)
+                                for _ in range(n_tasks)])
+    z = truth[task] + bias[annotator] + spread[annotator] * rng.standard_normal(task.shape[0])
+    label = np.searchsorted(np.arange(k - 1) + 0.5, z)
+    data = AnnotationData(
+        task=task, annotator=annotator, label=label, topic_ids=np.full(n_tasks, "t"),
+        doc_ids=np.array([f"d{i}" for i in range(n_tasks)]),
+        annotator_ids=np.array([f"a{j}" for j in range(n_annotators)]),
+        classes=np.arange(k), gold=truth,
+    )
+    return data, bias, spread
+
+
+def test_recovers_planted_biases_and_spreads() -> None:
+    data, bias, spread = _planted()
+    model = OrdinalDawidSkene(spam_prior=0.0, scale_use_prior_sd=0.0).fit(data)
+    # The shared cut points absorb a common shift of all biases: compare centred biases.
+    est_bias = model.bias_ - model.bias_.mean() + bias.mean()
+    assert pearsonr(est_bias, bias)[0] > 0.97
+    assert np.max(np.abs(est_bias - bias)) < 0.2
+    assert pearsonr(model.spread_, spread)[0] > 0.9
+    assert np.median(np.abs(model.spread_ - spread)) < 0.1
+    assert evaluate(model.proba_, data.gold).accuracy > 0.9
+
+
+def test_recovers_generator_biases() -> None:
+    # crowdqrels synth --grades 3 --bias-sd 0.5: latent spacing 2 between grades, so the planted
+    # bias is twice the model's (grade units); task noise varies, so only the order is compared.
+    synth = generate(3000, 30, noise_level=(0.0, 1.0), redundancy=5, grades=3, bias_sd=0.5,
+                     random_state=1)
+    data = synth.to_annotation_data(with_features=False)
+    model = OrdinalDawidSkene().fit(data)
+    assert synth.annotator_bias is not None
+    assert pearsonr(model.bias_, synth.annotator_bias)[0] > 0.9
+
+
+def test_cut_points_ordered_and_rows_stochastically_ordered() -> None:
+    data, _, _ = _planted(seed=3, n_tasks=800, k=4)
+    model = OrdinalDawidSkene().fit(data)
+    assert np.all(np.diff(model.cutpoints_, axis=1) > 0)
+    np.testing.assert_allclose(model.confusion_.sum(axis=2), 1.0, atol=1e-9)
+    # Without the spam part the rows are ordered: a higher truth never makes "≤ l" more likely.
+    pure = OrdinalDawidSkene(spam_prior=0.0).fit(data)
+    cdf = np.cumsum(pure.confusion_, axis=2)
+    assert np.all(np.diff(cdf, axis=1) <= 1e-9)
+
+
+def test_log_diff_ndtr_matches_direct_and_keeps_tails() -> None:
+    u = np.array([0.5, 3.0, -1.0, 40.0, -30.0, np.inf])
+    v = np.array([-0.5, 2.0, -2.0, 39.0, -31.0, 1.0])
+    direct = np.log(ndtr(u[:3]) - ndtr(v[:3]))
+    np.testing.assert_allclose(_log_diff_ndtr(u, v)[:3], direct, rtol=1e-12)
+    # Far tails, where the direct difference is 0: finite and close to log φ at the near end.
+    assert np.all(np.isfinite(_log_diff_ndtr(u, v)))
+    assert _log_diff_ndtr(u, v)[3] == pytest.approx(-0.5 * 39**2 - 0.5 * np.log(2 * np.pi)
+                                                    - np.log(39.0), abs=0.01)
+    assert _log_diff_ndtr(u, v)[5] == pytest.approx(np.log(1 - ndtr(1.0)))
+
+
+def test_scale_checks() -> None:
+    with pytest.raises(OrdinalScaleError) as exc:
+        check_ordinal_scale(np.array([0, 2, 1]))
+    assert exc.value.code == "scale_not_ordinal"
+    with pytest.raises(OrdinalScaleError) as exc:
+        check_ordinal_scale(np.array(["a", "b"]))
+    assert exc.value.code == "scale_not_ordinal"
+    with pytest.raises(OrdinalScaleError) as exc:
+        check_ordinal_scale(np.array([0, 1, 2]), np.array([1, 1, 1]))
+    assert exc.value.code == "single_grade"
+    assert "grade judged is 1" in str(exc.value)
+    data, _, _ = _planted(n_tasks=20)
+    single = AnnotationData(task=data.task, annotator=data.annotator,
+                            label=np.zeros_like(data.label), topic_ids=data.topic_ids,
+                            doc_ids=data.doc_ids, annotator_ids=data.annotator_ids,
+                            classes=data.classes)
+    with pytest.raises(OrdinalScaleError):
+        OrdinalDawidSkene().fit(single)
+
+
+def test_expected_grade_rounds_to_the_scale() -> None:
+    proba = np.array([[0.5, 0.0, 0.5], [0.2, 0.5, 0.3], [0.0, 0.5, 0.5], [0.6, 0.3, 0.1]])
+    # expected values 1.0, 1.1, 1.5 (halfway: up), 0.5 (up)
+    np.testing.assert_array_equal(expected_grade_index(proba, np.array([0, 1, 2])),
+                                  [1, 1, 2, 1])
+    # on a non-contiguous scale the nearest value wins: 0·.6 + 4·.4 = 1.6 -> 1 (index 1)
+    np.testing.assert_array_equal(expected_grade_index(np.array([[0.6, 0.0, 0.4]]),
+                                                       np.array([0, 1, 4])), [1])
+
+
+def test_quadratic_kappa_matches_sklearn_and_graded_scores() -> None:
+    from sklearn.metrics import cohen_kappa_score
+
+    rng = np.random.default_rng(0)
+    gold = rng.integers(0, 3, 200)
+    pred = np.clip(gold + rng.integers(-1, 2, 200), 0, 2)
+    assert quadratic_kappa(pred, gold, 3) == pytest.approx(
+        cohen_kappa_score(pred, gold, weights="quadratic"))
+    proba = np.eye(3)[pred] * 0.8 + 0.2 / 3
+    scores = evaluate(proba, gold, relevant_index=1, classes=np.array([0, 1, 2]))
+    assert scores is not None
+    assert scores.mae == pytest.approx(np.mean(np.abs(pred - gold)))
+    assert scores.binary_accuracy == pytest.approx(np.mean((pred >= 1) == (gold >= 1)))
+    assert set(scores.as_dict()) >= {"mae", "kappa", "binary_accuracy"}
+    binary = evaluate(np.array([[0.2, 0.8]]), np.array([1]))
+    assert binary is not None and "kappa" not in binary.as_dict()
+
+
+def test_rf10_graded_above_nominal_ds(rf10_bytes: bytes) -> None:
+    from app.offline import load_annotation_data
+
+    data = load_annotation_data(rf10_bytes, graded=True)
+    ds = evaluate(DawidSkene().fit(data).proba_, data.gold, classes=data.classes)
+    ods = evaluate(OrdinalDawidSkene().fit(data).proba_, data.gold, classes=data.classes)
+    assert ds is not None and ods is not None
+    assert ods.mae < ds.mae
+    assert ods.kappa > ds.kappa
+    assert ods.binary_accuracy >= 0.69

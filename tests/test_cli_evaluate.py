@@ -1,0 +1,59 @@
+"""`crowdqrels evaluate` without a server: fixed qrels, formats, errors, unknown topics."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from app.cli import main as cli
+
+QRELS = "q1 0 a 1\nq1 0 b 0\nq1 0 c 1\nq2 0 a 0\nq2 0 d 2\n"
+RUN = ("q1 Q0 b 1 3.0 sys\nq1 Q0 a 2 2.0 sys\nq1 Q0 x 3 1.0 sys\n"
+       "q2 Q0 d 1 5.0 sys\nq9 Q0 a 1 1.0 sys\n")
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, str]:
+    (tmp_path / "q.qrels").write_text(QRELS)
+    (tmp_path / "sys.run").write_text(RUN)
+    other = RUN.replace("sys", "other").replace("q2 Q0 d 1 5.0", "q2 Q0 d 9 0.5")
+    (tmp_path / "other.run").write_text(other + "q2 Q0 a 2 1.0 other\n")
+    return {k: str(tmp_path / v) for k, v in (("qrels", "q.qrels"), ("sys", "sys.run"),
+                                               ("other", "other.run"))}
+
+
+def test_fixed_qrels_json_and_trec(files: dict[str, str], tmp_path: Path,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out.json"
+    assert cli(["evaluate", "--qrels", files["qrels"], "--runs", files["sys"], files["other"],
+                "--measures", "P@2", "RR", "--samples", "20", "--output", str(out),
+                "--quiet"]) == 0
+    assert "run sys: 1 topic(s) without judgments" in capsys.readouterr().err
+    result = json.loads(out.read_text())
+    rows = {(r["run"], r["measure"], r["topic"]): r for r in result["results"]}
+    assert rows[("sys", "P@2", "q1")]["value"] == 0.5  # b (non-rel), a (rel)
+    assert rows[("sys", "RR", "q1")]["value"] == 0.5
+    assert rows[("sys", "RR", "q2")]["value"] == 1.0
+    assert rows[("sys", "RR", "all")]["value"] == 0.75
+    assert rows[("sys", "RR", "all")]["std"] == 0.0
+    assert result["unjudged_topics"] == {"sys": 1, "other": 1}
+    assert {p["a"] for p in result["pairs"]} == {"sys", "other"}
+
+    assert cli(["evaluate", "--qrels", files["qrels"], "--runs", files["sys"], "--measures",
+                "RR", "--format", "trec", "--quiet"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == ["sys\tRR\tq1\t0.5000", "sys\tRR\tq2\t1.0000", "sys\tRR\tall\t0.7500"]
+
+
+def test_errors(files: dict[str, str], tmp_path: Path,
+                capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli(["evaluate", "--qrels", files["qrels"], "--runs", files["sys"], "--measures",
+                "P@10", "MAP", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown measure 'MAP'" in err and "P@k" in err
+    dup = tmp_path / "dup.run"
+    dup.write_text("q1 Q0 a 1 2 x\nq1 Q0 a 2 1 x\n")
+    assert cli(["evaluate", "--qrels", files["qrels"], "--runs", str(dup), "--quiet"]) == 2
+    assert "line 2" in capsys.readouterr().err

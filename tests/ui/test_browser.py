@@ -1,0 +1,269 @@
+"""The dashboard in a real headless browser (Debian's chromium + chromedriver, via Selenium).
+
+A real uvicorn server on a free port, a seeded collection with a succeeded fit. Each page loads,
+its charts render (SVG with data), the browser logs no JavaScript error; the annotator table
+sorts and pages; a file goes up through the upload form; a fit started from the form is followed
+until the page shows it succeeded. Screenshots of the collection and aggregation pages go to
+docs/img/. Scripts and styles come from the app alone: the browser has no network besides it.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from models.synthetic import generate
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = os.environ.get("CROWDQRELS_CHROMIUM", "/usr/bin/chromium")
+CHROMEDRIVER = os.environ.get("CROWDQRELS_CHROMEDRIVER", "/usr/bin/chromedriver")
+# The README's screenshots: CROWDQRELS_SCREENSHOTS=docs/img (else a temporary folder).
+SCREENSHOTS = os.environ.get("CROWDQRELS_SCREENSHOTS")
+
+pytestmark = pytest.mark.slow
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    tmp = tmp_path_factory.mktemp("browser")
+    port = free_port()
+    env = {**os.environ, "CROWDQRELS_DATABASE_URL": f"sqlite:///{tmp / 'ui.db'}",
+           "CROWDQRELS_JOBS": "inline"}
+    log = (tmp / "server.log").open("wb")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--log-level",
+         "warning"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(300):
+            try:
+                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if process.poll() is not None:
+                raise RuntimeError((tmp / "server.log").read_text())
+            time.sleep(0.1)
+        seed(base, tmp)
+        yield base
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        log.close()
+
+
+def seed(base: str, tmp: Path) -> None:
+    data = generate(300, 90, noise_level=(0.5, 4.0), redundancy=4, random_state=11)
+    data.write(tmp / "synth")
+    with httpx.Client(base_url=base, timeout=60) as c:
+        c.post("/api/v1/collections", json={
+            "name": "demo", "labels": [0, 1], "relevant_from": 1, "ignore": [],
+            "description": "synthetic crowd, 300 tasks"}).raise_for_status()
+        c.post("/api/v1/collections/demo/judgments/file",
+               content=(tmp / "synth" / "judgments.tsv").read_bytes(),
+               headers={"content-type": "text/tab-separated-values"}).raise_for_status()
+        c.put("/api/v1/collections/demo/gold",
+              content=(tmp / "synth" / "gold.qrels").read_bytes()).raise_for_status()
+        for method in ("mv", "mace"):
+            created = c.post("/api/v1/collections/demo/aggregations",
+                             json={"method": method, "seed": 1,
+                                   "params": {"n_restarts": 2} if method == "mace" else {}})
+            created.raise_for_status()
+            deadline = time.monotonic() + 120
+            while True:
+                body = c.get(f"/api/v1/aggregations/{created.json()['id']}").json()
+                if body["status"] in ("succeeded", "failed", "cancelled"):
+                    assert body["status"] == "succeeded", body["error"]
+                    break
+                assert time.monotonic() < deadline, body
+                time.sleep(0.2)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    if not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()):
+        message = (f"needs {CHROMIUM} and {CHROMEDRIVER}: ./scripts/install-browser.sh "
+                   "(make test runs it)")
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                "--window-size=1400,1000", "--no-proxy-server",
+                # Only the app: anything from elsewhere (a CDN) would fail to load.
+                "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"):
+        options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
+    driver.set_page_load_timeout(60)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def wait_until(predicate, timeout: float = 20, what: str = "condition"):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.1)
+
+
+def js_errors(driver) -> list[str]:  # type: ignore[no-untyped-def]
+    return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+
+
+def charts_rendered(driver, expected: int) -> None:  # type: ignore[no-untyped-def]
+    """Every chart drew an SVG with data marks (bars, points or heatmap cells)."""
+    wait_until(lambda: not driver.find_elements("css selector", ".chart:not([data-rendered])")
+               and len(driver.find_elements("css selector", ".chart")) >= expected,
+               what=f"{expected} charts")
+    for chart in driver.find_elements("css selector", ".chart[data-rendered='true']"):
+        assert chart.find_elements("css selector", "svg.main-svg")
+        marks = driver.execute_script(
+            "return arguments[0].querySelectorAll('.bars path, .point, .scatterlayer path,"
+            " .hm, image').length", chart)
+        assert marks > 0, chart.get_attribute("data-figure")
+
+
+def load(driver, url: str) -> None:  # type: ignore[no-untyped-def]
+    driver.get(url)
+    wait_until(lambda: driver.execute_script("return document.readyState") == "complete")
+
+
+def table_rows(driver) -> list[list[str]]:  # type: ignore[no-untyped-def]
+    return driver.execute_script(
+        "return Array.from(document.querySelectorAll('#annotator-table tbody tr'))"
+        ".map(tr => Array.from(tr.cells).map(td => td.textContent))")
+
+
+def table_settled(driver) -> bool:  # type: ignore[no-untyped-def]
+    return driver.execute_script(
+        "return document.getElementById('annotator-table').dataset.loading === 'false'")
+
+
+def test_dashboard_in_a_browser(server: str, browser, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    driver = browser
+    shots = Path(SCREENSHOTS) if SCREENSHOTS else tmp_path
+    load(driver, server + "/")
+    assert "demo" in driver.find_element("id", "collections").text
+    assert driver.execute_script("return typeof Plotly") == "object"
+
+    load(driver, server + "/ui/collections/demo")
+    charts_rendered(driver, 4)
+    shots.mkdir(parents=True, exist_ok=True)
+    driver.set_window_size(1400, 1700)
+    driver.save_screenshot(str(shots / "collection.png"))
+    driver.set_window_size(1400, 1000)
+    assert js_errors(driver) == []
+
+    # The aggregation page: charts, and the annotator table sorted and paged through the API.
+    load(driver, server + "/ui/aggregations/2")
+    charts_rendered(driver, 5)  # MACE has no task difficulty: that chart is left out
+    wait_until(lambda: table_settled(driver) and len(table_rows(driver)) == 50,
+               what="the first page of annotators")
+    first = table_rows(driver)
+    competence = [float(r[1]) for r in first]
+    assert competence == sorted(competence, reverse=True)
+    assert driver.find_element("id", "annotator-page").text == "page 1 of 2"
+    driver.set_window_size(1400, 2000)
+    driver.execute_script("window.scrollTo(0, 0)")
+    driver.save_screenshot(str(shots / "aggregation.png"))
+    driver.set_window_size(1400, 1000)
+    driver.find_element("id", "annotator-next").click()
+    wait_until(lambda: table_settled(driver)
+               and driver.find_element("id", "annotator-page").text == "page 2 of 2",
+               what="page 2")
+    second = table_rows(driver)
+    assert 0 < len(second) < 50 and not {r[0] for r in second} & {r[0] for r in first}
+    driver.find_element("css selector", "th[data-sort='annotator']").click()
+    wait_until(lambda: table_settled(driver)
+               and driver.find_element("id", "annotator-page").text == "page 1 of 2",
+               what="sorted by annotator")
+    names = [r[0] for r in table_rows(driver)]
+    assert names == sorted(names) and len(names) == 50
+    driver.find_element("id", "annotator-q").send_keys(names[0])
+    wait_until(lambda: table_settled(driver) and table_rows(driver)
+               and all(names[0] in r[0] for r in table_rows(driver)), what="filter")
+    assert js_errors(driver) == []
+
+    # Task, annotator and comparison pages.
+    driver.find_element("css selector", "#uncertain-tasks tbody a").click()
+    charts_rendered(driver, 2)
+    assert driver.find_elements("css selector", "#task-judgments tbody tr")
+    driver.find_element("css selector", "#task-judgments tbody a").click()
+    charts_rendered(driver, 3)
+    assert "Annotator" in driver.find_element("tag name", "h1").text
+    load(driver, server + "/ui/collections/demo/comparison")
+    charts_rendered(driver, 2)
+    assert len(driver.find_elements("css selector", "#agreement tbody tr")) == 2
+    assert js_errors(driver) == []
+
+    # Upload through the form: a bad file is refused with its line, a good one is stored.
+    load(driver, server + "/ui/collections/demo")
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("topic\tdoc\tannotator\tlabel\nq1\td1\tnew1\t1\nq1\td2\tnew1\t9\n")
+    driver.find_element("id", "judgments-file").send_keys(str(bad))
+    driver.find_element("css selector", "#judgments-form button").click()
+    error = wait_until(lambda: driver.find_elements("id", "form-error"), what="the error")
+    assert "line 3" in error[0].text and "label_out_of_scale" in error[0].text
+    # The refused upload answers 422, which the browser logs; nothing else may be there.
+    assert all("status of 422" in e for e in js_errors(driver))
+    good = tmp_path / "good.tsv"
+    good.write_text("topic\tdoc\tannotator\tlabel\nq1\td1\tnew1\t1\nq1\td2\tnew1\t0\n")
+    driver.find_element("id", "judgments-file").send_keys(str(good))
+    driver.find_element("css selector", "#judgments-form button").click()
+    message = wait_until(lambda: driver.find_elements("id", "message"), what="the message")
+    assert "stored 2 judgments" in message[0].text
+
+    # Start a fit from the form and watch the page until it shows it succeeded.
+    from selenium.webdriver.support.ui import Select
+
+    Select(driver.find_element("id", "fit-method")).select_by_value("ds")
+    assert '"n_iter": 100' in driver.find_element("id", "fit-params").get_attribute("value")
+    driver.find_element("css selector", "#fit-form button").click()
+    wait_until(lambda: driver.find_elements("id", "message"), what="the fit queued")
+    assert "fit #3 (ds) queued" in driver.find_element("id", "message").text
+
+    def fit_row_status() -> str | None:
+        try:
+            rows = driver.find_elements("css selector", "#fits tr[data-aggregation='3']")
+            return rows[0].get_attribute("data-status") if rows else None
+        except Exception:  # the page reloads under us
+            return None
+
+    wait_until(lambda: fit_row_status() == "succeeded", timeout=120, what="the fit to succeed")
+    wait_until(lambda: "succeeded" in driver.find_element(
+        "css selector", "#fits tr[data-aggregation='3'] .status").text, what="status text")
+    assert js_errors(driver) == []
+
+    # The API docs render offline too.
+    load(driver, server + "/docs")
+    wait_until(lambda: driver.find_elements("css selector", ".swagger-ui .opblock"),
+               what="Swagger UI")
+    load(driver, server + "/redoc")
+    wait_until(lambda: driver.find_elements("css selector", "[role=menuitem], .menu-content"),
+               what="ReDoc")
+    assert js_errors(driver) == []
