@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Path, Query, Request, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import JSONResponse, PlainTextResponse
 from starlette.concurrency import run_in_threadpool
 
@@ -20,7 +20,15 @@ from app.aggregations.schemas import (
     TaskResults,
 )
 from app.aggregations.tables import Aggregation
-from app.api.deps import MAX_INT, CollectionDep, RunnerDep, SessionDep, SettingsDep
+from app.api.deps import (
+    MAX_INT,
+    CollectionDep,
+    OptionalId,
+    RunnerDep,
+    SessionDep,
+    SettingsDep,
+    id_path,
+)
 from app.auth import audit
 from app.auth.deps import PrincipalDep, get_principal, require_scope
 from app.auth.idempotency import IdempotencyDep
@@ -35,7 +43,7 @@ router = APIRouter(prefix="/aggregations", tags=["aggregations"])
 
 def load_aggregation(
     session: SessionDep, principal: PrincipalDep,
-    a: Annotated[int, Path(description="the aggregation's id", ge=1, le=MAX_INT)],
+    a: Annotated[int, id_path("aggregation")],
 ) -> Aggregation:
     aggregation = service.get_aggregation(session, aggregation_id=a)
     if not principal.can_see(aggregation.collection_id):
@@ -160,7 +168,7 @@ def get_listing_cache(request: Request) -> ListingCache:
 @router.get("/{a}/annotators", response_model=AnnotatorResults,
             dependencies=[require_scope("read")])
 async def annotators(request: Request,
-                     a: Annotated[int, Path(description="the aggregation's id", le=MAX_INT)],
+                     a: Annotated[int, id_path("aggregation")],
                      sort: str = "-competence",
                      min_judgments: Annotated[int, Query(ge=0, le=MAX_INT)] = 0,
                      q: Annotated[str | None, Query(max_length=200,
@@ -217,7 +225,7 @@ def task_summary(session: SessionDep, aggregation: AggregationDep) -> dict[str, 
 
 @router.get("/{a}/tasks/{task_id}", dependencies=[require_scope("read")])
 def task_detail(session: SessionDep, aggregation: AggregationDep,
-                task_id: Annotated[int, Path(le=MAX_INT)]) -> dict[str, Any]:
+                task_id: Annotated[int, id_path("task")]) -> dict[str, Any]:
     """One task: its posterior in this fit and its judgments with each annotator's competence."""
     return service.task_detail(session, aggregation=aggregation, task_id=task_id)
 
@@ -230,7 +238,7 @@ def agreement(session: SessionDep, collection: CollectionDep) -> dict[str, Any]:
 
 @collection_router.get("/annotators/{annotator}/confusion", dependencies=[require_scope("read")])
 def annotator_confusion(session: SessionDep, collection: CollectionDep,
-                        annotator: str, aggregation: int | None = None) -> dict[str, Any]:
+                        annotator: str, aggregation: OptionalId = None) -> dict[str, Any]:
     """The annotator's labels against gold and against a fit's labels (default: the latest
     succeeded fit)."""
     return service.annotator_confusion(

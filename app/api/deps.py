@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Annotated
+from typing import Annotated, Any
 
-from fastapi import Depends, Path, Request
+from fastapi import Depends, Path, Query, Request
 from sqlalchemy.orm import Session
 
 from app.auth.deps import PrincipalDep
@@ -17,6 +17,15 @@ from app.jobs.runner import JobRunner
 
 # The largest integer the databases store (BIGINT): the bound of ids and offsets in requests.
 MAX_INT = 2**63 - 1
+
+
+def id_path(what: str) -> Any:
+    """A path parameter holding a row id, from 1 to MAX_INT (more would overflow the query)."""
+    return Path(description=f"the {what}'s id", ge=1, le=MAX_INT)
+
+
+# An optional id in the query string (e.g. ``?aggregation=3``).
+OptionalId = Annotated[int | None, Query(ge=1, le=MAX_INT)]
 
 
 def get_settings_dep(request: Request) -> Settings:

@@ -2,12 +2,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Path, Query
+from fastapi import APIRouter, Depends, Query
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from app.aggregations import downloads
-from app.api.deps import CollectionDep, RunnerDep, SessionDep
+from app.api.deps import CollectionDep, RunnerDep, SessionDep, id_path
 from app.auth.deps import PrincipalDep, require_scope
 from app.core.errors import InvalidInput
 from app.evaluations import service
@@ -26,7 +26,7 @@ router = APIRouter(prefix="/evaluations", tags=["evaluations"])
 
 
 def load_evaluation(session: SessionDep, principal: PrincipalDep,
-                    e: Annotated[int, Path(description="the evaluation's id")]) -> Evaluation:
+                    e: Annotated[int, id_path("evaluation")]) -> Evaluation:
     evaluation = service.get_evaluation(session, evaluation_id=e)
     if not principal.can_see(evaluation.collection_id):
         raise service.evaluation_not_found(e)

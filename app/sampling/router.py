@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, Path, Query
+from fastapi import APIRouter, Depends, Query
 
 from app.aggregations.router import AggregationDep
-from app.api.deps import CollectionDep, SessionDep
+from app.api.deps import CollectionDep, SessionDep, id_path
 from app.auth.deps import PrincipalDep, require_scope
 from app.sampling import service
 from app.sampling.rejudging import next_tasks
@@ -29,7 +29,7 @@ router = APIRouter(prefix="/samplings", tags=["sampling"])
 
 
 def load_sampling(session: SessionDep, principal: PrincipalDep,
-                  s: Annotated[int, Path(description="the sampling's id")]) -> Sampling:
+                  s: Annotated[int, id_path("sampling")]) -> Sampling:
     sampling = service.get_sampling(session, sampling_id=s)
     if not principal.can_see(sampling.collection_id):
         raise service.sampling_not_found(s)

@@ -14,7 +14,7 @@ from pathlib import Path as FilePath
 from typing import Annotated, Any
 from urllib.parse import quote, urlencode
 
-from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from starlette.concurrency import run_in_threadpool
@@ -22,7 +22,7 @@ from starlette.concurrency import run_in_threadpool
 from app.aggregations import service as aggregations_service
 from app.aggregations.router import AggregationDep, get_listing_cache, public
 from app.aggregations.schemas import AggregationCreate
-from app.api.deps import CollectionDep, RunnerDep, SessionDep
+from app.api.deps import CollectionDep, OptionalId, RunnerDep, SessionDep, id_path
 from app.api.uploads import read_upload
 from app.auth.csrf import FIELD, csrf_token, verify_csrf
 from app.auth.deps import PrincipalDep, require_scope
@@ -306,7 +306,7 @@ def _results_context(session: Any, cache: Any, principal: Any,
 @router.get("/ui/aggregations/{a}/tasks/{task}", response_class=HTMLResponse,
             dependencies=[require_scope("read")])
 def task_page(request: Request, session: SessionDep, aggregation: AggregationDep,
-              task: Annotated[int, Path(description="the task's id")]) -> HTMLResponse:
+              task: Annotated[int, id_path("task")]) -> HTMLResponse:
     detail = aggregations_service.task_detail(session, aggregation=aggregation, task_id=task)
     collection = session.get(Collection, aggregation.collection_id)
     result = detail["result"] or {}
@@ -330,7 +330,7 @@ def task_page(request: Request, session: SessionDep, aggregation: AggregationDep
 @router.get("/ui/collections/{c}/annotators/{annotator}", response_class=HTMLResponse,
             dependencies=[require_scope("read")])
 def annotator_page(request: Request, session: SessionDep, collection: CollectionDep,
-                   annotator: str, aggregation: int | None = None,
+                   annotator: str, aggregation: OptionalId = None,
                    page: Page = 1) -> HTMLResponse:
     history = aggregations_service.annotator_history(session, collection=collection,
                                                      annotator=annotator)
