@@ -42,6 +42,15 @@ def source_refs(source: Any) -> tuple[str | None, list[Any]]:
     return None, [source]
 
 
+def source_label(source: Any) -> str:
+    """``3`` -> "fit #3", ``"gold"`` -> "gold", ``{"union": [3, "gold"]}`` -> "union of fit #3,
+    gold" (how pages and messages name an evaluation's qrels)."""
+    if isinstance(source, dict):
+        (mode, refs), = source.items()
+        return f"{mode} of " + ", ".join(source_label(r) for r in refs)
+    return "gold" if source == "gold" else f"fit #{source}"
+
+
 def check_source(session: Session, *, collection: Collection, source: Any) -> None:
     """404 for an aggregation of another collection, 409 for one that has not succeeded,
     422 for "gold" in a collection without gold labels."""

@@ -47,8 +47,8 @@ def _pools(session: Session, *, collection: Collection, runs: list[str] | None,
     names = sorted(stored) if runs is None else runs
     unknown = [r for r in names if r not in stored]
     if unknown:
-        raise InvalidInput(f"unknown runs: {', '.join(unknown)}", code="unknown_run",
-                           runs=unknown)
+        raise NotFound(f"no run {', '.join(map(repr, unknown))} in collection "
+                       f"{collection.name!r}", code="run_not_found", runs=unknown)
     topics = known_topics(session, collection=collection)
     outside = sorted({t for r in names for t in stored[r]} - topics)
     if outside:

@@ -1,5 +1,6 @@
-"""The web dashboard: pages (router.py), Plotly figure specs (charts.py), HTML errors (errors.py),
-offline API docs (docs.py) and the static assets, all served by the API's own process."""
+"""The web dashboard: pages (router.py; evaluations and samplings in scoring.py), Plotly figure
+specs (charts.py), HTML errors (errors.py), offline API docs (docs.py) and the static assets,
+all served by the API's own process."""
 
 from __future__ import annotations
 
@@ -31,8 +32,10 @@ def install_dashboard(app: FastAPI) -> None:
     from app.ui.docs import install_docs
     from app.ui.errors import register_ui_error_handlers
     from app.ui.router import router
+    from app.ui.scoring import router as scoring_router
 
     app.include_router(router)
+    app.include_router(scoring_router)
     install_docs(app)
     app.mount("/ui/static", static_files(), name="ui-static")
     register_ui_error_handlers(app)

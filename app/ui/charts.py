@@ -120,6 +120,7 @@ def heatmap(labels_x: list[Any], labels_y: list[Any], z: list[list[float | int |
     trace: dict[str, Any] = {"type": "heatmap", "x": [str(v) for v in labels_x],
                              "y": [str(v) for v in labels_y], "z": z, "text": text,
                              "texttemplate": "%{text}", "colorscale": "Blues",
+                             "reversescale": True,  # Plotly's Blues runs dark to light
                              "hovertemplate": f"{y} %{{y}}, {x} %{{x}}: %{{text}}<extra></extra>"}
     if zmax is not None:
         trace.update(zmin=0, zmax=zmax)
@@ -157,3 +158,32 @@ def history_lines(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     return {"data": data, "layout": _layout("Across fits", "fit", "value",
                                             xaxis={"title": {"text": "fit"}, "type": "category"},
                                             legend={"orientation": "h", "y": -0.3})}
+
+
+def intervals(rows: list[dict[str, Any]], *, title: str, x: str, y: str) -> dict[str, Any] | None:
+    """One point per row (``label``) at ``value`` (the score on the most probable qrels, or the
+    estimate) and, where the row has them, the mean over the draws with its 95 % interval
+    (``low``..``high``) as an error bar."""
+    rows = [r for r in rows if _r(r.get("value")) is not None]
+    if not rows:
+        return None
+    labels = [str(r["label"]) for r in rows]
+    data: list[dict[str, Any]] = []
+    spread = [r for r in rows if _r(r.get("low")) is not None and _r(r.get("high")) is not None]
+    if spread:
+        centre = [float(r["mean"]) if _r(r.get("mean")) is not None else float(r["value"])
+                  for r in spread]
+        high = [float(r["high"]) - c for r, c in zip(spread, centre, strict=True)]
+        low = [c - float(r["low"]) for r, c in zip(spread, centre, strict=True)]
+        data.append({"type": "scatter", "mode": "markers", "name": "mean, 95 % interval",
+                     "x": [str(r["label"]) for r in spread], "y": [_r(c) for c in centre],
+                     "error_y": {"type": "data", "symmetric": False,
+                                 "array": [_r(v) for v in high],
+                                 "arrayminus": [_r(v) for v in low], "color": "#3b6ea8"},
+                     "marker": {"color": "#3b6ea8", "size": 7}})
+    data.append({"type": "scatter", "mode": "markers", "name": "point estimate",
+                 "x": labels, "y": [_r(r["value"]) for r in rows],
+                 "marker": {"color": "#d9822b", "symbol": "diamond", "size": 8}})
+    return {"data": data,
+            "layout": _layout(title, x, y, xaxis={"title": {"text": x}, "type": "category"},
+                              legend={"orientation": "h", "y": -0.3})}

@@ -29,10 +29,15 @@ from app.auth.deps import PrincipalDep, require_scope
 from app.collections import service as collections_service
 from app.collections.tables import Collection
 from app.core.errors import DomainError, InvalidInput, invalid_file
+from app.corpus.service import list_runs
+from app.evaluations import service as evaluations_service
+from app.evaluations.router import public as evaluation_public
+from app.evaluations.schemas import EvaluationCreate
 from app.formats.errors import FileFormatError
 from app.formats.judgments_file import parse_judgments
 from app.formats.qrels import parse_qrels_with_lines
 from app.judgments import service as judgments_service
+from app.sampling import service as sampling_service
 from app.ui import charts
 from models.registry import METHOD_PATHS, get_method
 
@@ -129,6 +134,22 @@ def _collection_context(request: Request, session: Any,
                              title="Gold coverage (tasks)", x="", y="tasks", color="#d9822b"),
         ),
         "title": collection.name,
+        **_follow_ups(session, collection),
+    }
+
+
+def _follow_ups(session: Any, collection: Collection) -> dict[str, Any]:
+    """The collection's evaluations and samplings, and what the forms that start them offer."""
+    evaluations = evaluations_service.list_evaluations(session, collection=collection)
+    samplings = sampling_service.list_samplings(session, collection=collection)
+    default = EvaluationCreate.model_fields["measures"].get_default(call_default_factory=True)
+    return {
+        "evaluations": [{**evaluation_public(e).model_dump(),
+                         "source": evaluations_service.source_label(e.source)}
+                        for e in reversed(evaluations)],
+        "samplings": list(reversed(samplings)),
+        "run_names": [r.name for r in list_runs(session, collection=collection)],
+        "default_measures": " ".join(default),
     }
 
 
@@ -152,7 +173,7 @@ async def checked_form(request: Request) -> AsyncIterator[None]:
 CheckedForm = Depends(checked_form)
 
 
-def _form_error(request: Request, session: Any, collection: Collection, exc: Exception,
+def form_error(request: Request, session: Any, collection: Collection, exc: Exception,
                 form: str) -> HTMLResponse:
     """The collection page again, with the API's error (code, detail, line) above ``form``."""
     session.rollback()
@@ -165,7 +186,7 @@ def _form_error(request: Request, session: Any, collection: Collection, exc: Exc
                    "error_form": form}, status_code=exc.status_code)
 
 
-def _done(collection: Collection, message: str) -> RedirectResponse:
+def done(collection: Collection, message: str) -> RedirectResponse:
     return RedirectResponse(f"/ui/collections/{quote(collection.name, safe='')}?"
                             f"{urlencode({'msg': message})}", status_code=303)
 
@@ -185,10 +206,10 @@ async def upload_judgments(request: Request, session: SessionDep,
             judgments_service.ingest, session, collection=collection, rows=rows, source="file",
             filename=upload.filename)
     except (DomainError, FileFormatError) as exc:
-        return await run_in_threadpool(_form_error, request, session, collection, exc,
+        return await run_in_threadpool(form_error, request, session, collection, exc,
                                        "judgments")
     r = asdict(report)
-    return _done(collection, f"stored {r['judgments']:,} judgments ({r['new_tasks']:,} new "
+    return done(collection, f"stored {r['judgments']:,} judgments ({r['new_tasks']:,} new "
                              f"tasks, {r['new_annotators']:,} new annotators, "
                              f"{r['gold_labels']:,} gold labels) from "
                              f"{upload.filename or 'the file'}")
@@ -211,8 +232,8 @@ async def upload_gold(request: Request, session: SessionDep, collection: Collect
             judgments_service.set_gold, session, collection=collection, qrels=qrels,
             lines=lines, replace=mode == "replace")
     except (DomainError, FileFormatError) as exc:
-        return await run_in_threadpool(_form_error, request, session, collection, exc, "gold")
-    return _done(collection, f"gold set for {report['gold_labels']:,} tasks ({mode}; "
+        return await run_in_threadpool(form_error, request, session, collection, exc, "gold")
+    return done(collection, f"gold set for {report['gold_labels']:,} tasks ({mode}; "
                              f"{report['new_tasks']:,} new tasks)")
 
 
@@ -243,8 +264,8 @@ async def start_fit(request: Request, session: SessionDep, runner: RunnerDep,
             aggregations_service.create_aggregation, session, runner=runner,
             collection=collection, spec=spec)
     except DomainError as exc:
-        return await run_in_threadpool(_form_error, request, session, collection, exc, "fit")
-    return _done(collection, f"fit #{aggregation.id} ({aggregation.method}) queued")
+        return await run_in_threadpool(form_error, request, session, collection, exc, "fit")
+    return done(collection, f"fit #{aggregation.id} ({aggregation.method}) queued")
 
 
 @router.post("/ui/aggregations/{a}/cancel", response_class=HTMLResponse,
@@ -255,8 +276,8 @@ def cancel_fit(session: SessionDep, runner: RunnerDep, aggregation: AggregationD
     try:
         aggregations_service.cancel_aggregation(session, runner=runner, aggregation=aggregation)
     except DomainError as exc:
-        return _done(collection, f"fit #{aggregation.id}: {exc.detail}")
-    return _done(collection, f"fit #{aggregation.id} cancelled")
+        return done(collection, f"fit #{aggregation.id}: {exc.detail}")
+    return done(collection, f"fit #{aggregation.id} cancelled")
 
 
 # --- aggregations ------------------------------------------------------------------------------

@@ -131,16 +131,16 @@ def test_a_short_last_round_is_stated(client) -> None:
     assert last["short"] and last["drawn"] == 4 and "short round" in last["note"]
 
 
-@pytest.mark.parametrize(("body", "code"), [
-    ({"budget_per_round": 0}, "invalid_body"),
-    ({"budget_per_round": 25}, "budget_above_pool"),
-    ({"budget_per_round": 5, "runs": ["missing"]}, "unknown_run"),
-    ({"budget_per_round": 5, "strategy": "bandit"}, "invalid_body"),
+@pytest.mark.parametrize(("body", "status", "code"), [
+    ({"budget_per_round": 0}, 422, "invalid_body"),
+    ({"budget_per_round": 25}, 422, "budget_above_pool"),
+    ({"budget_per_round": 5, "runs": ["missing"]}, 404, "run_not_found"),
+    ({"budget_per_round": 5, "strategy": "bandit"}, 422, "invalid_body"),
 ])
-def test_bad_sampling_requests(client, body, code) -> None:
+def test_bad_sampling_requests(client, body, status, code) -> None:
     setup_collection(client)
     response = client.post(f"{API}/collections/pool/samplings", json=body)
-    assert response.status_code == 422, response.text
+    assert response.status_code == status, response.text
     assert response.json()["code"] == code
 
 

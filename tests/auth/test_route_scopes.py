@@ -60,6 +60,9 @@ SCOPES = {
     ("POST", "/ui/collections/{c}/gold"): "admin",
     ("POST", "/ui/collections/{c}/aggregations"): "admin",
     ("POST", "/ui/aggregations/{a}/cancel"): "admin",
+    ("POST", "/ui/collections/{c}/evaluations"): "admin",
+    ("POST", "/ui/collections/{c}/samplings"): "admin",
+    ("POST", "/ui/samplings/{s}/rounds"): "admin",
 }
 RANK = {"none": -1, "read": 0, "ingest": 1, "admin": 2}
 

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import numpy as np
 import pytest
 
 from models.synthetic import generate
@@ -78,6 +79,17 @@ def seed(base: str, tmp: Path) -> None:
                headers={"content-type": "text/tab-separated-values"}).raise_for_status()
         c.put("/api/v1/collections/demo/gold",
               content=(tmp / "synth" / "gold.qrels").read_bytes()).raise_for_status()
+        # Three runs of different quality over the synthetic topic, for the evaluation pages.
+        rng = np.random.default_rng(3)
+        for name, noise in (("sharp", 0.5), ("fair", 1.0), ("blunt", 3.0)):
+            scores = data.truth + noise * rng.standard_normal(len(data.truth))
+            docs = [str(data.doc_ids[i]) for i in np.argsort(-scores)[:100]]
+            for k in range(40):  # unjudged documents below rank 30: what a sampling draws
+                docs.insert(int(rng.integers(30, len(docs) + 1)), f"new{k}")
+            lines = [f"synth Q0 {doc} {r} {1000 - r} {name}"
+                     for r, doc in enumerate(docs, start=1)]
+            c.put(f"/api/v1/collections/demo/runs/{name}",
+                  content="\n".join(lines).encode()).raise_for_status()
         for method in ("mv", "mace"):
             created = c.post("/api/v1/collections/demo/aggregations",
                              json={"method": method, "seed": 1,
@@ -257,6 +269,60 @@ def test_dashboard_in_a_browser(server: str, browser, tmp_path: Path) -> None:  
     wait_until(lambda: fit_row_status() == "succeeded", timeout=120, what="the fit to succeed")
     wait_until(lambda: "succeeded" in driver.find_element(
         "css selector", "#fits tr[data-aggregation='3'] .status").text, what="status text")
+    assert js_errors(driver) == []
+
+    # Evaluate the runs on fit #3 from the form; the list follows the job; the evaluation page
+    # draws the intervals and the win probabilities, and switches measure.
+    load(driver, server + "/ui/collections/demo")
+    Select(driver.find_element("id", "evaluation-source")).select_by_value("3")
+    measures = driver.find_element("id", "evaluation-measures")
+    measures.clear()
+    measures.send_keys("P@10 AP nDCG@10")
+    driver.find_element("css selector", "#evaluation-form input[name='samples']").clear()
+    driver.find_element("css selector", "#evaluation-form input[name='samples']").send_keys("200")
+    driver.find_element("css selector", "#evaluation-form button").click()
+    message = wait_until(lambda: driver.find_elements("id", "message"), what="evaluation queued")
+    assert "evaluation #1 of 3 runs on fit #3 queued" in message[0].text
+
+    def evaluation_status() -> str | None:
+        try:
+            rows = driver.find_elements("css selector", "#evaluations tr[data-status]")
+            return rows[0].get_attribute("data-status") if rows else None
+        except Exception:  # the page reloads under us
+            return None
+
+    wait_until(lambda: evaluation_status() == "succeeded", timeout=120,
+               what="the evaluation to succeed")
+    driver.find_element("css selector", "#evaluations a[href='/ui/evaluations/1']").click()
+    charts_rendered(driver, 2)
+    ranking = driver.find_element("id", "rankings").text
+    assert "P@10" in ranking and "sharp" in ranking
+    assert driver.find_elements("css selector", ".chart[data-figure='wins'] .hm, "
+                                ".chart[data-figure='wins'] image")
+    driver.set_window_size(1400, 1500)
+    driver.save_screenshot(str(shots / "evaluation.png"))
+    driver.set_window_size(1400, 1000)
+    driver.find_element("link text", "AP").click()
+    wait_until(lambda: "measure=AP" in driver.current_url, what="the AP tab")
+    charts_rendered(driver, 2)
+    assert "AP: mean over topics" in driver.find_element(
+        "css selector", ".chart[data-figure='intervals']").text
+    assert js_errors(driver) == []
+
+    # A sampling from the form; its page draws a round from its button.
+    load(driver, server + "/ui/collections/demo")
+    budget = driver.find_element("css selector", "#sampling-form input[name='budget_per_round']")
+    budget.clear()
+    budget.send_keys("20")
+    driver.find_element("css selector", "#sampling-form button").click()
+    message = wait_until(lambda: driver.find_elements("id", "message"), what="sampling created")
+    assert "sampling #1 (active)" in message[0].text
+    driver.find_element("css selector", "#samplings a[href='/ui/samplings/1']").click()
+    wait_until(lambda: driver.find_elements("id", "round-form"), what="the sampling page")
+    driver.find_element("css selector", "#round-form button").click()
+    message = wait_until(lambda: driver.find_elements("id", "message"), what="a round")
+    assert "pairs to judge" in message[0].text
+    charts_rendered(driver, 1)
     assert js_errors(driver) == []
 
     # The API docs render offline too.

@@ -16,17 +16,20 @@
     });
   }
 
-  // Fits that are queued or running: poll GET /api/v1/aggregations/{a}, move the bar, reload
-  // the page once the fit has finished (its results then render server-side).
+  // Jobs (fits, evaluations) that are queued or running: poll their API resource (data-job, or
+  // GET /api/v1/aggregations/{a}), move the bar, reload the page once one has finished (its
+  // results then render server-side).
   function pollFits() {
     var live = Array.prototype.slice.call(
-      document.querySelectorAll("[data-aggregation][data-status]")).filter(function (el) {
+      document.querySelectorAll("[data-status][data-aggregation], [data-status][data-job]"))
+      .filter(function (el) {
         return el.dataset.status === "queued" || el.dataset.status === "running";
       });
     if (!live.length) { return; }
     var pending = live.length, finished = false;
     live.forEach(function (el) {
-      fetch("/api/v1/aggregations/" + el.dataset.aggregation, {headers: {accept: "application/json"}})
+      fetch(el.dataset.job || "/api/v1/aggregations/" + el.dataset.aggregation,
+            {headers: {accept: "application/json"}})
         .then(function (r) { return r.ok ? r.json() : null; })
         .then(function (body) {
           if (!body) { return; }

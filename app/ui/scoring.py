@@ -1,0 +1,214 @@
+"""Dashboard pages for what users do with qrels: evaluations of runs (intervals, P(a beats b),
+rankings) and samplings (rounds, Horvitz–Thompson estimates), and the forms that start them.
+
+The pages read through the same service functions as GET /evaluations/{e} and
+/samplings/{s}; the forms validate with the API's request models and report the API's errors.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
+
+from app.api.deps import CollectionDep, RunnerDep, SessionDep
+from app.auth.deps import require_scope
+from app.collections.tables import Collection
+from app.core.errors import DomainError, InvalidInput
+from app.evaluations import service as evaluations_service
+from app.evaluations.router import EvaluationDep
+from app.evaluations.router import public as evaluation_public
+from app.evaluations.schemas import EvaluationCreate
+from app.sampling import service as sampling_service
+from app.sampling.router import SamplingDep
+from app.sampling.schemas import SamplingCreate
+from app.ui import charts
+from app.ui.router import CheckedForm, done, figures, form_error, render
+
+router = APIRouter(tags=["dashboard"], include_in_schema=False)
+Measure = Annotated[str | None, Query(max_length=100)]
+
+
+def _invalid(exc: ValidationError) -> InvalidInput:
+    """A form's fields failed the API's request model: the same message the API gives."""
+    parts = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()]
+    return InvalidInput("; ".join(parts), code="invalid_body")
+
+
+def _words(text: Any) -> list[str]:
+    return [w for w in str(text or "").replace(",", " ").split() if w]
+
+
+def _whole(form: Any, name: str, default: int | None) -> int | None:
+    text = str(form.get(name) or "").strip()
+    if not text:
+        return default
+    if not text.lstrip("-").isdigit():
+        raise InvalidInput(f"{name} must be a whole number, not {text!r}", code="invalid_body")
+    return int(text)
+
+
+# --- evaluations -------------------------------------------------------------------------------
+
+@router.post("/ui/collections/{c}/evaluations", response_class=HTMLResponse,
+             dependencies=[require_scope("admin"), CheckedForm])
+async def start_evaluation(request: Request, session: SessionDep, runner: RunnerDep,
+                           collection: CollectionDep) -> Response:
+    """The API's POST /collections/{c}/evaluations, from a form."""
+    form = await request.form()
+    try:
+        raw = str(form.get("source") or "").strip()
+        source: Any = int(raw) if raw.isdigit() else raw
+        fields: dict[str, Any] = {
+            "aggregation": source, "runs": _words(form.get("runs")) or None,
+            "samples": _whole(form, "samples", 1000), "seed": _whole(form, "seed", 0)}
+        if _words(form.get("measures")):  # empty: the API's default measures
+            fields["measures"] = _words(form.get("measures"))
+        try:
+            spec = EvaluationCreate(**fields)
+        except ValidationError as exc:
+            raise _invalid(exc) from None
+        evaluation = await run_in_threadpool(
+            evaluations_service.create_evaluation, session, runner=runner,
+            collection=collection, spec=spec)
+    except DomainError as exc:
+        return await run_in_threadpool(form_error, request, session, collection, exc,
+                                       "evaluation")
+    return done(collection, f"evaluation #{evaluation.id} of {len(evaluation.runs)} runs on "
+                             f"{evaluations_service.source_label(evaluation.source)} queued")
+
+
+def _evaluation_context(evaluation: Any, measure: str | None) -> dict[str, Any]:
+    """Charts and tables of a succeeded evaluation, for one selected measure."""
+    summary = evaluations_service.summary(evaluation)
+    results, pairs, rankings = summary["results"], summary["pairs"], summary["rankings"]
+    measures = [r["measure"] for r in rankings]
+    if measure not in measures:
+        measure = measures[0] if measures else None
+    ranking = next((r for r in rankings if r["measure"] == measure), None)
+    order = ranking["runs"] if ranking else list(evaluation.runs)
+    by_run = {r["run"]: r for r in results if r["measure"] == measure}
+    rows = [{**by_run[run], "label": run} for run in order if run in by_run]
+    wins = {(p["a"], p["b"]): p["p_a_beats_b"] for p in pairs if p["measure"] == measure}
+    matrix = [[None if a == b else wins.get((a, b)) for b in order] for a in order]
+    table: dict[str, dict[str, Any]] = {}
+    for r in results:
+        table.setdefault(r["run"], {})[r["measure"]] = r
+    return {
+        "measure": measure, "measures": measures, "ranking": ranking, "rankings": rankings,
+        "rows": rows, "table": [(run, table.get(run, {})) for run in order],
+        "has_draws": any(r.get("low") is not None for r in results),
+        "figures": figures(
+            intervals=charts.intervals(rows, title=f"{measure}: mean over topics", x="run",
+                                       y=str(measure)),
+            wins=charts.heatmap(order, order, matrix, title=f"{measure}: P(row beats column)",
+                                x="run", y="run", zmax=1.0) if len(order) > 1 else None,
+        ),
+    }
+
+
+@router.get("/ui/evaluations/{e}", response_class=HTMLResponse,
+            dependencies=[require_scope("read")])
+def evaluation_page(request: Request, session: SessionDep, evaluation: EvaluationDep,
+                    measure: Measure = None) -> HTMLResponse:
+    collection = session.get(Collection, evaluation.collection_id)
+    context: dict[str, Any] = {
+        "evaluation": evaluation_public(evaluation), "collection": collection,
+        "source": evaluations_service.source_label(evaluation.source), "figures": "{}",
+        "title": f"Evaluation #{evaluation.id}"}
+    if evaluation.status == "succeeded":
+        context.update(_evaluation_context(evaluation, measure))
+    return render(request, "evaluation.html", context)
+
+
+# --- samplings ---------------------------------------------------------------------------------
+
+@router.post("/ui/collections/{c}/samplings", response_class=HTMLResponse,
+             dependencies=[require_scope("admin"), CheckedForm])
+async def start_sampling(request: Request, session: SessionDep,
+                         collection: CollectionDep) -> Response:
+    """The API's POST /collections/{c}/samplings, from a form."""
+    form = await request.form()
+    try:
+        try:
+            spec = SamplingCreate(
+                runs=_words(form.get("runs")) or None,
+                budget_per_round=_whole(form, "budget_per_round", None),
+                seed=_whole(form, "seed", 0), strategy=str(form.get("strategy") or "active"),
+                method=str(form.get("method") or "mv"), depth=_whole(form, "depth", None))
+        except ValidationError as exc:
+            raise _invalid(exc) from None
+        sampling = await run_in_threadpool(sampling_service.create_sampling, session,
+                                           collection=collection, spec=spec)
+    except DomainError as exc:
+        return await run_in_threadpool(form_error, request, session, collection, exc,
+                                       "sampling")
+    return done(collection, f"sampling #{sampling.id} ({sampling.strategy}) over a pool of "
+                             f"{sampling.pool_size:,} pairs created: draw its first round on "
+                             f"its page")
+
+
+def _sampling_context(request: Request, session: Any, sampling: Any,
+                      measure: str | None) -> dict[str, Any]:
+    collection = session.get(Collection, sampling.collection_id)
+    rounds = sampling_service.list_rounds(session, sampling=sampling)
+    estimates = sampling_service.estimates(session, sampling=sampling)
+    overall = [r for r in estimates["results"] if r["topic"] == "all"]
+    measures = list(dict.fromkeys(r["measure"] for r in overall if r["run"] is not None))
+    if measure not in measures:
+        measure = "AP" if "AP" in measures else (measures[0] if measures else None)
+    rows = [{**r, "label": r["run"]} for r in overall if r["measure"] == measure]
+    runs = list(dict.fromkeys(r["run"] for r in overall if r["run"] is not None))
+    table = {run: {r["measure"]: r for r in overall if r["run"] == run} for run in runs}
+    relevant = next((r for r in overall if r["measure"] == "n_relevant"), None)
+    per_topic = [{**r, "label": r["topic"]} for r in estimates["results"]
+                 if r["topic"] != "all" and r["measure"] == "n_relevant"]
+    return {
+        "sampling": sampling_service.sampling_public(session, sampling),
+        "collection": collection, "rounds": rounds, "estimates": estimates,
+        "measure": measure, "measures": measures, "table": table, "n_relevant": relevant,
+        "title": f"Sampling #{sampling.id}",
+        "figures": figures(
+            estimates=charts.intervals(rows, title=f"{measure}: estimate over topics, 95 % "
+                                                   "interval", x="run", y=str(measure)),
+            relevant=charts.intervals(per_topic, title="Relevant documents per topic "
+                                                       "(estimate, 95 % interval)",
+                                      x="topic", y="relevant documents"),
+            rounds=charts.bars([r["number"] for r in rounds], [r["drawn"] for r in rounds],
+                               title="Pairs per round", x="round", y="pairs",
+                               color="#5aa469"),
+        ),
+    }
+
+
+@router.get("/ui/samplings/{s}", response_class=HTMLResponse,
+            dependencies=[require_scope("read")])
+def sampling_page(request: Request, session: SessionDep, sampling: SamplingDep,
+                  measure: Measure = None,
+                  msg: Annotated[str | None, Query(max_length=500)] = None) -> HTMLResponse:
+    return render(request, "sampling.html",
+                  {**_sampling_context(request, session, sampling, measure), "message": msg})
+
+
+@router.post("/ui/samplings/{s}/rounds", response_class=HTMLResponse,
+             dependencies=[require_scope("admin"), CheckedForm])
+async def draw_round(request: Request, session: SessionDep, sampling: SamplingDep) -> Response:
+    """The API's POST /samplings/{s}/rounds, from the sampling page's button."""
+    form = await request.form()
+    try:
+        drawn = await run_in_threadpool(sampling_service.draw_round, session,
+                                        sampling=sampling,
+                                        force=form.get("force") in ("on", "true", "1"))
+    except DomainError as exc:
+        session.rollback()
+        context = await run_in_threadpool(_sampling_context, request, session, sampling, None)
+        return render(request, "sampling.html", {**context, "error": exc.body()},
+                      status_code=exc.status_code)
+    message = (f"round {drawn['number']}: {drawn['drawn']} pairs to judge"
+               + (" (short: the pool ran out)" if drawn["short"] else ""))
+    return RedirectResponse(f"/ui/samplings/{sampling.id}?{urlencode({'msg': message})}",
+                            status_code=303)
