@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import statistics
 from typing import Any
 
 from sqlalchemy import func, select
@@ -91,16 +90,35 @@ def collection_counts(session: Session, *, collection: Collection) -> Collection
     )
 
 
-def _summary(counts: list[int]) -> DistributionSummary | None:
-    if not counts:
+def _summary(histogram: dict[int, int]) -> DistributionSummary | None:
+    """Min, max, mean and median of the counts a histogram {count: how many} describes."""
+    if not histogram:
         return None
-    histogram: dict[int, int] = {}
-    for c in counts:
-        histogram[c] = histogram.get(c, 0) + 1
+    keys = sorted(histogram)
+    total = sum(histogram.values())
+
+    def nth(i: int) -> int:  # the i-th smallest count (0-based)
+        seen = 0
+        for k in keys:
+            seen += histogram[k]
+            if i < seen:
+                return k
+        raise IndexError(i)
+
+    middle = total // 2
+    median = nth(middle) if total % 2 else (nth(middle - 1) + nth(middle)) / 2
     return DistributionSummary(
-        min=min(counts), max=max(counts), mean=statistics.fmean(counts),
-        median=statistics.median(counts), histogram=dict(sorted(histogram.items())),
-    )
+        min=keys[0], max=keys[-1], mean=sum(k * n for k, n in histogram.items()) / total,
+        median=median, histogram={k: histogram[k] for k in keys})
+
+
+def _histogram(session: Session, collection_id: int, column: Any) -> dict[int, int]:
+    """{judgments per ``column`` value: how many values}, counted by the database (a few rows
+    back, not one per task or annotator)."""
+    per = (select(func.count().label("n")).where(Judgment.collection_id == collection_id)
+           .group_by(column).subquery())
+    rows = session.execute(select(per.c.n, func.count()).group_by(per.c.n)).all()
+    return {int(n): int(count) for n, count in rows}
 
 
 def collection_stats(session: Session, *, collection: Collection,
@@ -122,20 +140,16 @@ def collection_stats(session: Session, *, collection: Collection,
 
 def _collection_stats(session: Session, *, collection: Collection) -> CollectionStats:
     cid = collection.id
-    per_task = session.scalars(
-        select(func.count()).where(Judgment.collection_id == cid).group_by(Judgment.task_id)
-    ).all()
-    per_annotator = session.scalars(
-        select(func.count()).where(Judgment.collection_id == cid).group_by(Judgment.annotator_id)
-    ).all()
+    per_task = _histogram(session, cid, Judgment.task_id)
+    per_annotator = _histogram(session, cid, Judgment.annotator_id)
     labels = session.execute(
         select(Judgment.label, func.count()).where(Judgment.collection_id == cid)
         .group_by(Judgment.label).order_by(Judgment.label)
     ).all()
     return CollectionStats(
         counts=collection_counts(session, collection=collection),
-        judgments_per_task=_summary(list(per_task)),
-        judgments_per_annotator=_summary(list(per_annotator)),
+        judgments_per_task=_summary(per_task),
+        judgments_per_annotator=_summary(per_annotator),
         label_distribution={int(label): int(n) for label, n in labels},
     )
 
