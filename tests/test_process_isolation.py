@@ -66,6 +66,8 @@ def test_gp_fit_keeps_tensorflow_out_of_the_api_process(tmp_path) -> None:
             wrong = client.post(f"/api/v1/aggregations/{created['id']}/predict",
                                 json={"features": [[1.0]]})
             assert wrong.status_code == 422 and wrong.json()["code"] == "invalid_features"
+            # The dashboard's collection page lists every method with its defaults.
+            assert client.get("/ui/collections/s").status_code == 200
             assert client.get("/healthz").json()["tensorflow_loaded"] is False
     finally:
         server.terminate()
@@ -73,12 +75,14 @@ def test_gp_fit_keeps_tensorflow_out_of_the_api_process(tmp_path) -> None:
 
 
 def test_validating_gp_parameters_does_not_import_tensorflow() -> None:
-    """The API validates every method's parameters; that must not load TensorFlow."""
+    """The API validates every method's parameters and the dashboard shows their defaults;
+    neither may load TensorFlow."""
     code = (
         "import sys\n"
-        "from models.registry import validate_params\n"
-        "for method in ('magp', 'gpmv', 'lk', 'mv', 'mace', 'ds'):\n"
+        "from models.registry import METHOD_PATHS, get_method, validate_params\n"
+        "for method in METHOD_PATHS:  # every method, as the dashboard lists their defaults\n"
         "    validate_params(method, {})\n"
+        "    get_method(method).defaults\n"
         "import app.main\n"
         "assert 'tensorflow' not in sys.modules, 'tensorflow was imported'\n"
     )
