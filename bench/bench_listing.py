@@ -92,6 +92,13 @@ def page_times(client: httpx.Client, aggregation_id: int) -> dict[str, float]:
             times.append((time.perf_counter() - start) * 1000)
         out[name] = statistics.median(times[1:])  # the first builds the cached orderings
         out[name + " (first)"] = times[0]
+    # New judgments change the collection's distributions: its page computes them again once.
+    client.post("/api/v1/collections/crowd10k/judgments", json={"judgments": [
+        {"topic": "extra", "doc": f"x{i}", "annotator": "late-worker", "label": i % 2}
+        for i in range(100)]}).raise_for_status()
+    start = time.perf_counter()
+    client.get(pages["collection"]).raise_for_status()
+    out["collection (first after 100 new judgments)"] = (time.perf_counter() - start) * 1000
     return out
 
 
@@ -141,6 +148,8 @@ def main() -> None:
     print("\ndashboard pages, server round trip (median of 5 after the first; first in brackets):")
     for name in ("/", "collection", "aggregation", "annotator", "task", "comparison"):
         print(f"  {name}: {pages[name]:.0f} ms ({pages[name + ' (first)']:.0f} ms)")
+    print(f"  collection, first render after 100 new judgments: "
+          f"{pages['collection (first after 100 new judgments)']:.0f} ms")
 
 
 if __name__ == "__main__":
