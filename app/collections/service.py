@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+from collections import Counter
 from typing import Any
 
 from sqlalchemy import func, select
@@ -112,46 +114,56 @@ def _summary(histogram: dict[int, int]) -> DistributionSummary | None:
         median=median, histogram={k: histogram[k] for k in keys})
 
 
-def _histogram(session: Session, collection_id: int, column: Any) -> dict[int, int]:
-    """{judgments per ``column`` value: how many values}, counted by the database (a few rows
-    back, not one per task or annotator)."""
-    per = (select(func.count().label("n")).where(Judgment.collection_id == collection_id)
-           .group_by(column).subquery())
-    rows = session.execute(select(per.c.n, func.count()).group_by(per.c.n)).all()
-    return {int(n): int(count) for n, count in rows}
+class JudgmentTally:
+    """Judgments per task, per annotator and per label of one collection, up to judgment id
+    ``latest``. Storage is append-only and a collection's writers are serialised
+    (``lock_collection``: no smaller id commits later), so the tally moves forward by adding the
+    judgments with larger ids — a page after new judgments counts those, not all of them."""
+
+    def __init__(self, collection_id: int) -> None:
+        self.collection_id = collection_id
+        self.latest = 0
+        self.per_task: Counter[int] = Counter()
+        self.per_annotator: Counter[int] = Counter()
+        self.labels: Counter[int] = Counter()
+        self.lock = threading.Lock()
+
+    def advance(self, session: Session, upto: int | None) -> None:
+        """Add the judgments with ``latest < id <= upto``, counted by the database."""
+        with self.lock:
+            if upto is None or upto <= self.latest:
+                return
+            where = (Judgment.collection_id == self.collection_id, Judgment.id > self.latest,
+                     Judgment.id <= upto)
+            for counter, column in ((self.per_task, Judgment.task_id),
+                                    (self.per_annotator, Judgment.annotator_id),
+                                    (self.labels, Judgment.label)):
+                for key, n in session.execute(select(column, func.count()).where(*where)
+                                              .group_by(column)):
+                    counter[int(key)] += int(n)
+            self.latest = upto
+
+    def stats(self, counts: CollectionCounts) -> CollectionStats:
+        with self.lock:
+            per_task = Counter(self.per_task.values())
+            per_annotator = Counter(self.per_annotator.values())
+            labels = {k: self.labels[k] for k in sorted(self.labels)}
+        return CollectionStats(counts=counts, judgments_per_task=_summary(dict(per_task)),
+                               judgments_per_annotator=_summary(dict(per_annotator)),
+                               label_distribution=labels)
 
 
 def collection_stats(session: Session, *, collection: Collection,
                      cache: Any = None) -> CollectionStats:
     """Counts and the judgments' distributions. With ``cache`` (anything with
-    ``memo(key, compute)``, e.g. the app's ListingCache) the distributions are computed once per
-    state of the judgments: storage is append-only and a collection's writers are serialised, so
-    its largest judgment id names that state."""
-    if cache is None:
-        return _collection_stats(session, collection=collection)
+    ``memo(key, compute)``, e.g. the app's ListingCache) the collection's ``JudgmentTally`` is
+    kept between requests and only moves forward over new judgments."""
     latest = session.scalar(select(func.max(Judgment.id))
                             .where(Judgment.collection_id == collection.id))
-    distributions = cache.memo(
-        ("judgment_stats", collection.id, latest),
-        lambda: _collection_stats(session, collection=collection))
-    return distributions.model_copy(
-        update={"counts": collection_counts(session, collection=collection)})
-
-
-def _collection_stats(session: Session, *, collection: Collection) -> CollectionStats:
-    cid = collection.id
-    per_task = _histogram(session, cid, Judgment.task_id)
-    per_annotator = _histogram(session, cid, Judgment.annotator_id)
-    labels = session.execute(
-        select(Judgment.label, func.count()).where(Judgment.collection_id == cid)
-        .group_by(Judgment.label).order_by(Judgment.label)
-    ).all()
-    return CollectionStats(
-        counts=collection_counts(session, collection=collection),
-        judgments_per_task=_summary(per_task),
-        judgments_per_annotator=_summary(per_annotator),
-        label_distribution={int(label): int(n) for label, n in labels},
-    )
+    tally = (JudgmentTally(collection.id) if cache is None else
+             cache.memo(("judgment_tally", collection.id), lambda: JudgmentTally(collection.id)))
+    tally.advance(session, latest)
+    return tally.stats(collection_counts(session, collection=collection))
 
 
 def collection_overview(session: Session, *, collection: Collection) -> dict[str, object]:

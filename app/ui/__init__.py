@@ -31,14 +31,16 @@ def install_dashboard(app: FastAPI) -> None:
     """Pages, their HTML errors, /ui/static and the offline /docs and /redoc."""
     from app.ui.docs import install_docs
     from app.ui.errors import register_ui_error_handlers
-    from app.ui.router import router, templates
+    from app.ui.router import methods, router, templates
     from app.ui.scoring import router as scoring_router
 
     app.include_router(router)
     app.include_router(scoring_router)
-    # Compile every page template now rather than on its first request (tens of ms each).
+    # Compile every page template and import every method now (for the fit form's defaults)
+    # rather than on the first request for a page (tens of ms each; no TensorFlow).
     for name in templates.env.list_templates():
         templates.env.get_template(name)
+    methods()
     install_docs(app)
     app.mount("/ui/static", static_files(), name="ui-static")
     register_ui_error_handlers(app)

@@ -6,6 +6,7 @@ dependencies, so the API's access rules apply. Forms carry the CSRF double-submi
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import AsyncIterator
@@ -97,7 +98,9 @@ def collections_page(request: Request, session: SessionDep,
     return render(request, "collections.html", {"items": items, "title": "Collections"})
 
 
-def _methods() -> list[dict[str, Any]]:
+@functools.cache
+def methods() -> list[dict[str, Any]]:
+    """Every method with its defaults, for the fit form (fixed for the life of the process)."""
     out = []
     for name in METHOD_PATHS:
         defaults = {k: v for k, v in get_method(name).defaults.items() if k != "random_state"}
@@ -120,7 +123,7 @@ def _collection_context(request: Request, session: Any,
     return {
         "collection": collection, "stats": stats, "gold_share": gold_share,
         "fits": [public(a) for a in reversed(fits)], "n_fits": total,
-        "methods": _methods(),
+        "methods": methods(),
         "figures": figures(
             per_task=charts.integer_histogram(per_task, title="Judgments per task",
                                               x="judgments"),

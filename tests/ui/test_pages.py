@@ -287,3 +287,35 @@ def test_pages_follow_the_api_access_rules(settings, synthetic) -> None:
                         files={"file": ("x.tsv", b"doc\tannotator\tlabel\nd\tw\t1\n")})
         assert r.status_code == 403
         assert client.get(f"{API}/collections/crowd/aggregations").json()["count"] == 1
+
+
+def test_collection_page_counts_new_judgments_like_the_api(client) -> None:
+    """The page keeps a tally of the judgments and adds only the new ones: after more
+    judgments (new and known tasks and annotators, another label) it shows the API's
+    freshly counted distributions."""
+    create_collection(client, name="tally", labels=[0, 1, 2], relevant_from=1, ignore=[])
+
+    def post(rows: list[tuple[str, str, str, int]]) -> None:
+        body = {"judgments": [{"topic": t, "doc": d, "annotator": a, "label": y}
+                              for t, d, a, y in rows]}
+        assert client.post(f"{API}/collections/tally/judgments", json=body).status_code == 201
+
+    def histograms(page: str) -> tuple[dict, dict, dict]:
+        figs = figures(page)
+        return tuple({str(x): y for x, y in zip(figs[name]["data"][0]["x"],
+                                                figs[name]["data"][0]["y"], strict=True)}
+                     for name in ("per_task", "per_annotator", "labels"))
+
+    def api() -> tuple[dict, dict, dict]:
+        stats = client.get(f"{API}/collections/tally/stats").json()
+        return ({str(k): v for k, v in stats["judgments_per_task"]["histogram"].items()},
+                {str(k): v for k, v in stats["judgments_per_annotator"]["histogram"].items()},
+                {str(k): v for k, v in stats["label_distribution"].items()})
+
+    post([("t1", "d1", "w1", 1), ("t1", "d1", "w2", 0), ("t1", "d2", "w1", 0)])
+    assert histograms(client.get("/ui/collections/tally").text) == api()
+    post([("t1", "d2", "w3", 2), ("t2", "d9", "w3", 1), ("t1", "d1", "w1", 1)])
+    post([("t3", "d3", "w4", 0)])
+    page = histograms(client.get("/ui/collections/tally").text)
+    assert page == api()
+    assert page[0] == {"1": 2, "2": 1, "3": 1} and page[2] == {"0": 3, "1": 3, "2": 1}
