@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from models.sampling.sampler import STRATEGIES
 
@@ -11,15 +11,21 @@ Strategy = Literal["active", "stratified", "uniform", "depth", "mtf"]
 assert set(STRATEGIES) == {"active", "stratified", "uniform", "depth", "mtf"}
 
 
+MAX_INT32 = 2**31 - 1  # the columns that store these are INTEGER
+
+
 class SamplingCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     runs: list[str] | None = Field(None, description="run names; null: every run of the "
                                    "collection")
-    budget_per_round: int = Field(gt=0, description="(topic, doc) pairs per round")
-    seed: int = 0
+    budget_per_round: int = Field(gt=0, le=MAX_INT32, description="(topic, doc) pairs per round")
+    seed: int = Field(0, ge=0, le=MAX_INT32)
     strategy: Strategy = "active"
     method: Literal["mv", "ds", "mace"] = Field("mv", description="aggregation of the crowd "
                                                 "labels the estimates use")
-    depth: int | None = Field(None, gt=0, description="pool depth per run (null: all)")
+    depth: int | None = Field(None, gt=0, le=MAX_INT32,
+                              description="pool depth per run (null: all)")
 
 
 class SamplingPublic(BaseModel):

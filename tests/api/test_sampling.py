@@ -136,6 +136,9 @@ def test_a_short_last_round_is_stated(client) -> None:
     ({"budget_per_round": 25}, 422, "budget_above_pool"),
     ({"budget_per_round": 5, "runs": ["missing"]}, 404, "run_not_found"),
     ({"budget_per_round": 5, "strategy": "bandit"}, 422, "invalid_body"),
+    ({"budget_per_round": 5, "seed": 2**40}, 422, "invalid_body"),  # INTEGER columns
+    ({"budget_per_round": 5, "depth": 2**40}, 422, "invalid_body"),
+    ({"budget_per_round": 5, "budget": 7}, 422, "invalid_body"),  # a misspelt field
 ])
 def test_bad_sampling_requests(client, body, status, code) -> None:
     setup_collection(client)
