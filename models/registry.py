@@ -81,6 +81,10 @@ def validate_params(method: str, params: dict[str, Any]) -> dict[str, Any]:
         if name not in valid:
             raise InvalidParams(method, f"unknown parameter {name!r}", valid)
         default = valid[name]
+        if name == "random_state" and value is not None and not (
+                isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**32):
+            raise InvalidParams(method, "random_state must be a whole number from 0 to 2**32 - 1",
+                                valid)
         ok = True
         if isinstance(default, bool):
             ok = isinstance(value, bool)

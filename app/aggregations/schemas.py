@@ -13,7 +13,8 @@ class AggregationCreate(BaseModel):
                                     "| ordinal-gp")
     params: dict[str, Any] = Field(default_factory=dict)
     graded: bool = Field(default=False, description="fit the graded labels instead of binary")
-    seed: int | None = Field(default=None, description="random_state of methods that have one")
+    seed: int | None = Field(default=None, ge=0, le=2**32 - 1,
+                             description="random_state of methods that have one")
 
 
 class Progress(BaseModel):

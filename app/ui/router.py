@@ -189,6 +189,17 @@ def form_error(request: Request, session: Any, collection: Collection, exc: Exce
                    "error_form": form}, status_code=exc.status_code)
 
 
+def whole_number(form: Any, name: str, default: int | None) -> int | None:
+    """A form's number field: ``default`` when empty, 422 ``invalid_body`` when not a whole
+    number (the request model then checks its range)."""
+    text = str(form.get(name) or "").strip()
+    if not text:
+        return default
+    if not text.lstrip("-").isdigit():
+        raise InvalidInput(f"{name} must be a whole number, not {text!r}", code="invalid_body")
+    return int(text)
+
+
 def done(collection: Collection, message: str) -> RedirectResponse:
     return RedirectResponse(f"/ui/collections/{quote(collection.name, safe='')}?"
                             f"{urlencode({'msg': message})}", status_code=303)
@@ -256,13 +267,9 @@ async def start_fit(request: Request, session: SessionDep, runner: RunnerDep,
         if not isinstance(params, dict):
             raise InvalidInput("parameters: a JSON object, e.g. {\"n_restarts\": 10}",
                                code="invalid_body")
-        seed_text = str(form.get("seed") or "").strip()
-        if seed_text and not seed_text.lstrip("-").isdigit():
-            raise InvalidInput(f"seed must be a whole number, not {seed_text!r}",
-                               code="invalid_body")
         spec = AggregationCreate(method=str(form.get("method") or ""), params=params,
                                  graded=form.get("graded") in ("on", "true", "1"),
-                                 seed=int(seed_text) if seed_text else None)
+                                 seed=whole_number(form, "seed", None))
         aggregation = await run_in_threadpool(
             aggregations_service.create_aggregation, session, runner=runner,
             collection=collection, spec=spec)

@@ -27,7 +27,7 @@ from app.sampling import service as sampling_service
 from app.sampling.router import SamplingDep
 from app.sampling.schemas import SamplingCreate
 from app.ui import charts
-from app.ui.router import CheckedForm, done, figures, form_error, render
+from app.ui.router import CheckedForm, done, figures, form_error, render, whole_number
 
 router = APIRouter(tags=["dashboard"], include_in_schema=False)
 Measure = Annotated[str | None, Query(max_length=100)]
@@ -43,15 +43,6 @@ def _words(text: Any) -> list[str]:
     return [w for w in str(text or "").replace(",", " ").split() if w]
 
 
-def _whole(form: Any, name: str, default: int | None) -> int | None:
-    text = str(form.get(name) or "").strip()
-    if not text:
-        return default
-    if not text.lstrip("-").isdigit():
-        raise InvalidInput(f"{name} must be a whole number, not {text!r}", code="invalid_body")
-    return int(text)
-
-
 # --- evaluations -------------------------------------------------------------------------------
 
 @router.post("/ui/collections/{c}/evaluations", response_class=HTMLResponse,
@@ -65,7 +56,7 @@ async def start_evaluation(request: Request, session: SessionDep, runner: Runner
         source: Any = int(raw) if raw.isdigit() else raw
         fields: dict[str, Any] = {
             "aggregation": source, "runs": _words(form.get("runs")) or None,
-            "samples": _whole(form, "samples", 1000), "seed": _whole(form, "seed", 0)}
+            "samples": whole_number(form, "samples", 1000), "seed": whole_number(form, "seed", 0)}
         if _words(form.get("measures")):  # empty: the API's default measures
             fields["measures"] = _words(form.get("measures"))
         try:
@@ -137,9 +128,9 @@ async def start_sampling(request: Request, session: SessionDep,
         try:
             spec = SamplingCreate(
                 runs=_words(form.get("runs")) or None,
-                budget_per_round=_whole(form, "budget_per_round", None),
-                seed=_whole(form, "seed", 0), strategy=str(form.get("strategy") or "active"),
-                method=str(form.get("method") or "mv"), depth=_whole(form, "depth", None))
+                budget_per_round=whole_number(form, "budget_per_round", None),
+                seed=whole_number(form, "seed", 0), strategy=str(form.get("strategy") or "active"),
+                method=str(form.get("method") or "mv"), depth=whole_number(form, "depth", None))
         except ValidationError as exc:
             raise _invalid(exc) from None
         sampling = await run_in_threadpool(sampling_service.create_sampling, session,

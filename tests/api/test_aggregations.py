@@ -165,6 +165,12 @@ def test_bad_aggregation_requests(client) -> None:
     wrong_type = client.post(f"{API}/collections/empty/aggregations",
                              json={"method": "mace", "params": {"n_restarts": "many"}})
     assert wrong_type.status_code == 422 and wrong_type.json()["code"] == "invalid_params"
+    # Seeds the random generators refuse are refused here, not by a failed fit later.
+    for body, code in [({"method": "mace", "seed": -5}, "invalid_body"),
+                       ({"method": "mace", "seed": 2**40}, "invalid_body"),
+                       ({"method": "mace", "params": {"random_state": -1}}, "invalid_params")]:
+        response = client.post(f"{API}/collections/empty/aggregations", json=body)
+        assert response.status_code == 422 and response.json()["code"] == code, body
 
     empty = client.post(f"{API}/collections/empty/aggregations", json={"method": "mv"})
     assert empty.status_code == 422

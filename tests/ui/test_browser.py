@@ -165,6 +165,15 @@ def load(driver, url: str) -> None:  # type: ignore[no-untyped-def]
     wait_until(lambda: driver.execute_script("return document.readyState") == "complete")
 
 
+def row_status(driver, selector: str) -> str | None:  # type: ignore[no-untyped-def]
+    """The data-status of the first row ``selector`` finds (None while the page reloads)."""
+    try:
+        rows = driver.find_elements("css selector", selector)
+        return rows[0].get_attribute("data-status") if rows else None
+    except Exception:  # the page reloads under us
+        return None
+
+
 def table_rows(driver) -> list[list[str]]:  # type: ignore[no-untyped-def]
     return driver.execute_script(
         "return Array.from(document.querySelectorAll('#annotator-table tbody tr'))"
@@ -259,14 +268,8 @@ def test_dashboard_in_a_browser(server: str, browser, tmp_path: Path) -> None:  
     wait_until(lambda: driver.find_elements("id", "message"), what="the fit queued")
     assert "fit #3 (ds) queued" in driver.find_element("id", "message").text
 
-    def fit_row_status() -> str | None:
-        try:
-            rows = driver.find_elements("css selector", "#fits tr[data-aggregation='3']")
-            return rows[0].get_attribute("data-status") if rows else None
-        except Exception:  # the page reloads under us
-            return None
-
-    wait_until(lambda: fit_row_status() == "succeeded", timeout=120, what="the fit to succeed")
+    wait_until(lambda: row_status(driver, "#fits tr[data-aggregation='3']") == "succeeded",
+               timeout=120, what="the fit to succeed")
     wait_until(lambda: "succeeded" in driver.find_element(
         "css selector", "#fits tr[data-aggregation='3'] .status").text, what="status text")
     assert js_errors(driver) == []
@@ -284,15 +287,8 @@ def test_dashboard_in_a_browser(server: str, browser, tmp_path: Path) -> None:  
     message = wait_until(lambda: driver.find_elements("id", "message"), what="evaluation queued")
     assert "evaluation #1 of 3 runs on fit #3 queued" in message[0].text
 
-    def evaluation_status() -> str | None:
-        try:
-            rows = driver.find_elements("css selector", "#evaluations tr[data-status]")
-            return rows[0].get_attribute("data-status") if rows else None
-        except Exception:  # the page reloads under us
-            return None
-
-    wait_until(lambda: evaluation_status() == "succeeded", timeout=120,
-               what="the evaluation to succeed")
+    wait_until(lambda: row_status(driver, "#evaluations tr[data-status]") == "succeeded",
+               timeout=120, what="the evaluation to succeed")
     driver.find_element("css selector", "#evaluations a[href='/ui/evaluations/1']").click()
     charts_rendered(driver, 2)
     ranking = driver.find_element("id", "rankings").text
