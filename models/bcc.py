@@ -48,6 +48,7 @@ from scipy.special import digamma, gammaln
 
 from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
 from models.data import UNKNOWN, AnnotationData
+from models.dawid_skene import confusion_columns, expected_accuracy
 
 PRIORS = ("fixed", "empirical")
 
@@ -288,17 +289,10 @@ class IBCC(Aggregator):
     @property
     def competence_(self) -> np.ndarray:
         """Expected accuracy under the class prior: Σ_t κ_t E[π_j[t, t]]."""
-        return np.einsum("t,jtt->j", self.prior_, self.confusion_)
+        return expected_accuracy(self.prior_, self.confusion_)
 
     def result(self, data: AnnotationData) -> AggregationResult:
-        annotator_columns = {
-            "competence": self.competence_,
-            "n_judgments": data.judgments_per_annotator().astype(np.float64),
-        }
-        values = data.classes.tolist()
-        for t, vt in enumerate(values):
-            for lab, vl in enumerate(values):
-                annotator_columns[f"p_{vl}_given_{vt}"] = self.confusion_[:, t, lab]
+        annotator_columns = confusion_columns(data, self.prior_, self.confusion_)
         return AggregationResult(
             method=self.method,
             classes=data.classes,
@@ -428,17 +422,10 @@ class EBCC(Aggregator):
 
     @property
     def competence_(self) -> np.ndarray:
-        return np.einsum("t,jtt->j", self.prior_, self.confusion_)
+        return expected_accuracy(self.prior_, self.confusion_)
 
     def result(self, data: AnnotationData) -> AggregationResult:
-        annotator_columns = {
-            "competence": self.competence_,
-            "n_judgments": data.judgments_per_annotator().astype(np.float64),
-        }
-        values = data.classes.tolist()
-        for t, vt in enumerate(values):
-            for lab, vl in enumerate(values):
-                annotator_columns[f"p_{vl}_given_{vt}"] = self.confusion_[:, t, lab]
+        annotator_columns = confusion_columns(data, self.prior_, self.confusion_)
         subtype = np.argmax(self.subtype_proba_.max(axis=1), axis=1).astype(np.float64)
         return AggregationResult(
             method=self.method,

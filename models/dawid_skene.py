@@ -110,17 +110,10 @@ class DawidSkene(Aggregator):
     @property
     def competence_(self) -> np.ndarray:
         """Expected accuracy under the class prior: Σ_t ρ_t π_j[t, t]."""
-        return np.einsum("t,jtt->j", self.prior_, self.confusion_)
+        return expected_accuracy(self.prior_, self.confusion_)
 
     def result(self, data: AnnotationData) -> AggregationResult:
-        annotator_columns = {
-            "competence": self.competence_,
-            "n_judgments": data.judgments_per_annotator().astype(np.float64),
-        }
-        values = data.classes.tolist()
-        for t, vt in enumerate(values):
-            for lab, vl in enumerate(values):
-                annotator_columns[f"p_{vl}_given_{vt}"] = self.confusion_[:, t, lab]
+        annotator_columns = confusion_columns(data, self.prior_, self.confusion_)
         return AggregationResult(
             method=self.method,
             classes=data.classes,
@@ -134,6 +127,24 @@ class DawidSkene(Aggregator):
                 "prior": self.prior_.tolist(),
             },
         )
+
+
+def expected_accuracy(prior: np.ndarray, confusion: np.ndarray) -> np.ndarray:
+    """(n_annotators,) Σ_t prior_t π_j[t, t]: an annotator's accuracy under the class prior."""
+    return np.einsum("t,jtt->j", prior, confusion)
+
+
+def confusion_columns(data: AnnotationData, prior: np.ndarray, confusion: np.ndarray
+                      ) -> dict[str, np.ndarray]:
+    """The annotator columns of a confusion-matrix model (DS, IBCC, EBCC): ``competence``,
+    ``n_judgments`` and ``p_<label>_given_<truth>`` for every cell of π_j."""
+    columns = {"competence": expected_accuracy(prior, confusion),
+               "n_judgments": data.judgments_per_annotator().astype(np.float64)}
+    values = data.classes.tolist()
+    for t, vt in enumerate(values):
+        for lab, vl in enumerate(values):
+            columns[f"p_{vl}_given_{vt}"] = confusion[:, t, lab]
+    return columns
 
 
 @dataclass(frozen=True)
