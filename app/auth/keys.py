@@ -163,12 +163,8 @@ class KeyVerifier:
 
     def _verify(self, key: str, prefix: str) -> Principal | None:
         with get_sessionmaker(self.database_url)() as session:
-            row = session.scalar(select(ApiKey).where(ApiKey.prefix == prefix))
-            if row is None or row.revoked_at is not None:
-                return None
-            try:
-                _hasher.verify(row.key_hash, key)
-            except (VerifyMismatchError, VerificationError, InvalidHashError):
+            row = matching_key(session, key, prefix)
+            if row is None:
                 return None
             session.execute(update(ApiKey).where(ApiKey.id == row.id)
                             .values(last_used_at=datetime.now(UTC)))
@@ -199,17 +195,24 @@ class KeyVerifier:
             return principal
 
 
-def create_session(session: Session, *, key: str, hours: float) -> str | None:
-    """Sign in with ``key``: a new session token, or None when the key is not valid."""
-    prefix = key_prefix(key)
-    if prefix is None:
-        return None
+def matching_key(session: Session, key: str, prefix: str) -> ApiKey | None:
+    """The unrevoked key row whose public prefix is ``prefix`` and whose Argon2id hash ``key``
+    matches (the one check of a presented key, for requests and for sign-in)."""
     row = session.scalar(select(ApiKey).where(ApiKey.prefix == prefix))
     if row is None or row.revoked_at is not None:
         return None
     try:
         _hasher.verify(row.key_hash, key)
     except (VerifyMismatchError, VerificationError, InvalidHashError):
+        return None
+    return row
+
+
+def create_session(session: Session, *, key: str, hours: float) -> str | None:
+    """Sign in with ``key``: a new session token, or None when the key is not valid."""
+    prefix = key_prefix(key)
+    row = None if prefix is None else matching_key(session, key, prefix)
+    if row is None:
         return None
     token = secrets.token_urlsafe(32)
     now = datetime.now(UTC)
