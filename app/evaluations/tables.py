@@ -24,5 +24,6 @@ class Evaluation(JobColumns, Base):
     seed: Mapped[int] = mapped_column(Integer)
     # Small facts of the finished job: topics scored, unknown / unjudged topics per run.
     report: Mapped[dict[str, Any] | None] = mapped_column(JSON)
-    # The full result (results, pairs, rankings) as gzip JSON: tens of thousands of rows.
-    payload: Mapped[bytes | None] = mapped_column(LargeBinary)
+    # The full result (results, pairs, rankings) as gzip JSON: tens of thousands of rows (MBs
+    # for 100 runs), so it is loaded when read, not with every listed row.
+    payload: Mapped[bytes | None] = mapped_column(LargeBinary, deferred=True)

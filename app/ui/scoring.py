@@ -143,8 +143,7 @@ async def start_sampling(request: Request, session: SessionDep,
                              f"its page")
 
 
-def _sampling_context(request: Request, session: Any, sampling: Any,
-                      measure: str | None) -> dict[str, Any]:
+def _sampling_context(session: Any, sampling: Any, measure: str | None) -> dict[str, Any]:
     collection = session.get(Collection, sampling.collection_id)
     rounds = sampling_service.list_rounds(session, sampling=sampling)
     estimates = sampling_service.estimates(session, sampling=sampling)
@@ -182,7 +181,7 @@ def sampling_page(request: Request, session: SessionDep, sampling: SamplingDep,
                   measure: Measure = None,
                   msg: Annotated[str | None, Query(max_length=500)] = None) -> HTMLResponse:
     return render(request, "sampling.html",
-                  {**_sampling_context(request, session, sampling, measure), "message": msg})
+                  {**_sampling_context(session, sampling, measure), "message": msg})
 
 
 @router.post("/ui/samplings/{s}/rounds", response_class=HTMLResponse,
@@ -196,7 +195,7 @@ async def draw_round(request: Request, session: SessionDep, sampling: SamplingDe
                                         force=form.get("force") in ("on", "true", "1"))
     except DomainError as exc:
         session.rollback()
-        context = await run_in_threadpool(_sampling_context, request, session, sampling, None)
+        context = await run_in_threadpool(_sampling_context, session, sampling, None)
         return render(request, "sampling.html", {**context, "error": exc.body()},
                       status_code=exc.status_code)
     message = (f"round {drawn['number']}: {drawn['drawn']} pairs to judge"
