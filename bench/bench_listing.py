@@ -9,7 +9,8 @@ The API runs in its own process (uvicorn, one worker). A collection of 10,000 an
 alternating rounds, ``/healthz`` and the annotator listing sorted by competence, 50 a page, at
 random pages (bench/wrk/report.lua). Reported: requests/s, p50 and p99 of each, their ratios
 (targets: listing p99 <= 1.5x and requests/s >= 0.6x those of /healthz; p99 < 50 ms on
-PostgreSQL), and the server-side time of each dashboard page at that size (median of 5).
+PostgreSQL), the server-side time of each dashboard page at that size (median of 5), and each
+page's first request in a restarted API process (at once, and 2 s after it started).
 """
 
 from __future__ import annotations
@@ -70,12 +71,12 @@ def wrk(base: str, *, path: str | None, n_rows: int, duration: int,
             "p99_ms": r["p99_us"] / 1000, "requests": r["requests"]}
 
 
-def page_times(client: httpx.Client, aggregation_id: int) -> dict[str, float]:
+def page_urls(client: httpx.Client, aggregation_id: int) -> dict[str, str]:
     annotator = client.get(f"/api/v1/aggregations/{aggregation_id}/annotators?limit=1"
                            ).json()["data"][0]["annotator"]
     task = client.get(f"/api/v1/aggregations/{aggregation_id}/tasks?limit=1"
                       ).json()["data"][0]["task_id"]
-    pages = {
+    return {
         "/": "/",
         "collection": "/ui/collections/crowd10k",
         "aggregation": f"/ui/aggregations/{aggregation_id}",
@@ -83,6 +84,24 @@ def page_times(client: httpx.Client, aggregation_id: int) -> dict[str, float]:
         "task": f"/ui/aggregations/{aggregation_id}/tasks/{task}",
         "comparison": "/ui/collections/crowd10k/comparison",
     }
+
+
+def first_requests(base: str, pages: dict[str, str], *, pause_s: float) -> dict[str, float]:
+    """The first request of every page in a fresh API process, ``pause_s`` after it answered
+    /healthz (0: at once, racing the start-up warm-up; the pages in the order a person opens
+    them)."""
+    time.sleep(pause_s)
+    out = {}
+    with httpx.Client(base_url=base, timeout=3600) as client:
+        for name, url in pages.items():
+            start = time.perf_counter()
+            client.get(url).raise_for_status()
+            out[name] = (time.perf_counter() - start) * 1000
+    return out
+
+
+def page_times(client: httpx.Client, aggregation_id: int) -> dict[str, float]:
+    pages = page_urls(client, aggregation_id)
     out = {}
     for name, url in pages.items():
         times = []
@@ -130,6 +149,11 @@ def main() -> None:
                 results["listing"].append(wrk(base, path=path, n_rows=n,
                                               duration=args.duration,
                                               connections=args.connections))
+            urls = page_urls(client, a)
+        fresh = {}
+        for pause in (0.0, 2.0):  # a restarted process: its first request of every page
+            with running_api(url) as (base, _):
+                fresh[pause] = first_requests(base, urls, pause_s=pause)
     print(f"annotator listing vs /healthz ({args.database}): {n:,} annotators, sorted by "
           f"competence, 50 a page, random pages; wrk -t2 -c{args.connections} "
           f"-d{args.duration}s, {args.rounds} alternating rounds")
@@ -150,6 +174,10 @@ def main() -> None:
         print(f"  {name}: {pages[name]:.0f} ms ({pages[name + ' (first)']:.0f} ms)")
     print(f"  collection, first render after 100 new judgments: "
           f"{pages['collection (first after 100 new judgments)']:.0f} ms")
+    print("\na fresh API process on the same database, each page's first request "
+          "(at once after /healthz answers | 2 s later):")
+    for name in urls:
+        print(f"  {name}: {fresh[0.0][name]:.0f} ms | {fresh[2.0][name]:.0f} ms")
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ import hashlib
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -43,10 +43,11 @@ class Ordering:
     rows: list[dict[str, Any]]
     encoded: list[bytes]  # rows[i] as JSON
 
-    def select(self, *, min_judgments: int, q: str | None) -> list[int]:
-        """Indexes of the rows that pass the filters, in order (all when there are none)."""
+    def select(self, *, min_judgments: int, q: str | None) -> Sequence[int]:
+        """Indexes of the rows that pass the filters, in order (all when there are none: a
+        range, so an unfiltered page costs its 50 rows, not a list of 10,000 indexes)."""
         if not min_judgments and not q:
-            return list(range(len(self.rows)))
+            return range(len(self.rows))
         needle = (q or "").lower()
         return [i for i, r in enumerate(self.rows)
                 if r["n_judgments"] >= min_judgments
@@ -63,19 +64,35 @@ class ListingCache:
         self._orderings: OrderedDict[tuple[int, str], Ordering] = OrderedDict()
         self._succeeded: dict[int, int] = {}
         self._memo: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+        self._building: dict[tuple[Any, ...], threading.Lock] = {}
 
     def memo(self, key: tuple[Any, ...], compute: Callable[[], Any]) -> Any:
-        """``compute()`` once per key: for other immutable results of succeeded fits."""
+        """``compute()`` once per key: for other immutable results of succeeded fits. A caller
+        that asks while another thread computes the same key waits for that result (the
+        dashboard warmer and a page request never build the same thing twice)."""
         with self._lock:
             if key in self._memo:
                 self._memo.move_to_end(key)
                 return self._memo[key]
-        value = compute()
-        with self._lock:
-            self._memo[key] = value
-            while len(self._memo) > self.max_orderings:
-                self._memo.popitem(last=False)
+            building = self._building.setdefault(key, threading.Lock())
+        with building:
+            with self._lock:
+                if key in self._memo:
+                    return self._memo[key]
+            try:
+                value = compute()
+                with self._lock:
+                    self._memo[key] = value
+                    while len(self._memo) > self.max_orderings:
+                        self._memo.popitem(last=False)
+            finally:
+                with self._lock:
+                    self._building.pop(key, None)
         return value
+
+    def memoized(self, key: tuple[Any, ...]) -> bool:
+        with self._lock:
+            return key in self._memo
 
     def known_succeeded(self, aggregation_id: int) -> int | None:
         """The collection of an aggregation already seen succeeded, else None."""

@@ -153,16 +153,23 @@ class JudgmentTally:
                                label_distribution=labels)
 
 
-def collection_stats(session: Session, *, collection: Collection,
-                     cache: Any = None) -> CollectionStats:
-    """Counts and the judgments' distributions. With ``cache`` (anything with
-    ``memo(key, compute)``, e.g. the app's ListingCache) the collection's ``JudgmentTally`` is
-    kept between requests and only moves forward over new judgments."""
+def advance_tally(session: Session, *, collection: Collection,
+                  cache: Any = None) -> JudgmentTally:
+    """The collection's ``JudgmentTally``, moved forward to its latest judgment. With ``cache``
+    (anything with ``memo(key, compute)``, e.g. the app's ListingCache) the tally is kept
+    between requests and only counts the judgments that arrived since."""
     latest = session.scalar(select(func.max(Judgment.id))
                             .where(Judgment.collection_id == collection.id))
     tally = (JudgmentTally(collection.id) if cache is None else
              cache.memo(("judgment_tally", collection.id), lambda: JudgmentTally(collection.id)))
     tally.advance(session, latest)
+    return tally
+
+
+def collection_stats(session: Session, *, collection: Collection,
+                     cache: Any = None) -> CollectionStats:
+    """Counts and the judgments' distributions (``cache``: as for ``advance_tally``)."""
+    tally = advance_tally(session, collection=collection, cache=cache)
     return tally.stats(collection_counts(session, collection=collection))
 
 

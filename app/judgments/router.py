@@ -7,7 +7,7 @@ from fastapi import APIRouter, Query, Request
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
-from app.api.deps import MAX_INT, CollectionDep, SessionDep
+from app.api.deps import MAX_INT, CollectionDep, SessionDep, judgments_arrived
 from app.api.uploads import read_upload
 from app.auth import audit
 from app.auth.deps import PrincipalDep, require_scope
@@ -24,8 +24,9 @@ router = APIRouter(prefix="/collections/{c}", tags=["judgments"])
 
 @router.post("/judgments", status_code=201, response_model=IngestPublic,
              dependencies=[require_scope("ingest")])
-def add_judgments(session: SessionDep, principal: PrincipalDep, idempotency: IdempotencyDep,
-                  collection: CollectionDep, body: JudgmentsCreate) -> Any:
+def add_judgments(request: Request, session: SessionDep, principal: PrincipalDep,
+                  idempotency: IdempotencyDep, collection: CollectionDep,
+                  body: JudgmentsCreate) -> Any:
     """Append judgments; with an ``Idempotency-Key`` a retry stores nothing again."""
 
     def work() -> IngestPublic:
@@ -39,7 +40,9 @@ def add_judgments(session: SessionDep, principal: PrincipalDep, idempotency: Ide
         report = service.ingest(session, collection=collection, rows=rows, source="json")
         return _audited(session, principal, collection, report)
 
-    return idempotency.run(session, body=body.model_dump_json(), status_code=201, work=work)
+    response = idempotency.run(session, body=body.model_dump_json(), status_code=201, work=work)
+    judgments_arrived(request, collection.id)
+    return response
 
 
 def _audited(session: Session, principal: Principal, collection: Collection,
@@ -74,9 +77,11 @@ async def add_judgments_file(request: Request, session: SessionDep, principal: P
                                 filename=upload.filename)
         return _audited(session, principal, collection, report)
 
-    return await run_in_threadpool(
+    response = await run_in_threadpool(
         idempotency.run, session, body=f"{upload.filename}\0".encode() + upload.content,
         status_code=201, work=work)
+    judgments_arrived(request, collection.id)
+    return response
 
 
 @router.get("/judgments", response_model=JudgmentsPublic, dependencies=[require_scope("read")])

@@ -23,7 +23,14 @@ from starlette.concurrency import run_in_threadpool
 from app.aggregations import service as aggregations_service
 from app.aggregations.router import AggregationDep, get_listing_cache, public
 from app.aggregations.schemas import AggregationCreate
-from app.api.deps import CollectionDep, OptionalId, RunnerDep, SessionDep, id_path
+from app.api.deps import (
+    CollectionDep,
+    OptionalId,
+    RunnerDep,
+    SessionDep,
+    id_path,
+    judgments_arrived,
+)
 from app.api.uploads import read_upload
 from app.auth.csrf import FIELD, csrf_token, verify_csrf
 from app.auth.deps import PrincipalDep, require_scope
@@ -40,6 +47,7 @@ from app.formats.qrels import parse_qrels_with_lines
 from app.judgments import service as judgments_service
 from app.sampling import service as sampling_service
 from app.ui import charts
+from app.ui.warm import FITS_PER_COLLECTION_PAGE, page_key
 from models.registry import METHOD_PATHS, get_method
 
 HERE = FilePath(__file__).resolve().parent
@@ -114,6 +122,11 @@ def _collection_context(request: Request, session: Any,
                                                  cache=get_listing_cache(request))
     fits, total = aggregations_service.list_aggregations(session, collection=collection,
                                                          limit=1000, offset=0)
+    warmer = getattr(request.app.state, "warmer", None)
+    if warmer is not None:  # the fits a person is likely to open next
+        done_ = [a.id for a in reversed(fits) if a.status == "succeeded"]
+        for aggregation_id in done_[:FITS_PER_COLLECTION_PAGE]:
+            warmer.aggregation(aggregation_id)
     counts = stats.counts
     gold_share = counts.tasks_with_gold / counts.tasks if counts.tasks else None
     per_task = stats.judgments_per_task.histogram if stats.judgments_per_task else {}
@@ -222,6 +235,7 @@ async def upload_judgments(request: Request, session: SessionDep,
     except (DomainError, FileFormatError) as exc:
         return await run_in_threadpool(form_error, request, session, collection, exc,
                                        "judgments")
+    judgments_arrived(request, collection.id)
     r = asdict(report)
     return done(collection, f"stored {r['judgments']:,} judgments ({r['new_tasks']:,} new "
                              f"tasks, {r['new_annotators']:,} new annotators, "
@@ -303,12 +317,12 @@ def aggregation_page(request: Request, session: SessionDep, principal: Principal
     if aggregation.status == "succeeded":
         # A succeeded fit never changes: its charts and tables are built once per process.
         cache = get_listing_cache(request)
-        context.update(cache.memo(("aggregation_page", aggregation.id), lambda: _results_context(
+        context.update(cache.memo(page_key(aggregation.id), lambda: results_context(
             session, cache, principal, aggregation)))
     return render(request, "aggregation.html", context)
 
 
-def _results_context(session: Any, cache: Any, principal: Any,
+def results_context(session: Any, cache: Any, principal: Any,
                      aggregation: Any) -> dict[str, Any]:
     listing = aggregations_service.annotator_page(
         session, cache=cache, aggregation_id=aggregation.id, visible=principal.can_see,

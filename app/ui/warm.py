@@ -1,0 +1,133 @@
+"""Fill the dashboard's per-process caches before a person asks for the page.
+
+Two things make a page slow the first time a process shows it: a collection's judgment tally
+(``JudgmentTally``: three GROUP BYs over every judgment, 100–350 ms at 100,000 judgments) and a
+succeeded fit's charts (every annotator and task result, about 120 ms at 10,000 annotators).
+Both are kept for the life of the process once built (the tally then only moves forward over new
+judgments). One daemon thread builds them ahead of time:
+
+- at start-up: the tallies of the most recent collections and the pages of the most recently
+  finished fits (bounded, newest first);
+- after judgments are accepted in this process: that collection's tally moves forward;
+- when a collection page is shown: the pages of its latest succeeded fits (the next click).
+
+A page request that arrives while the thread builds the same thing waits for it
+(``ListingCache.memo``) instead of building it twice. Nothing here changes what a page shows;
+a failure is logged and the page builds on demand as before.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+
+from sqlalchemy import select
+
+from app.aggregations.listing import ListingCache
+from app.aggregations.tables import Aggregation
+from app.collections import service as collections_service
+from app.collections.tables import Collection
+from app.core.db import get_sessionmaker
+
+log = logging.getLogger("crowdqrels.ui")
+
+STARTUP_COLLECTIONS = 16
+STARTUP_AGGREGATIONS = 16
+FITS_PER_COLLECTION_PAGE = 4
+
+
+def page_key(aggregation_id: int) -> tuple[str, int]:
+    """The cache key of a succeeded fit's page context."""
+    return ("aggregation_page", aggregation_id)
+
+
+class DashboardWarmer:
+    """A queue of (kind, id) to build, deduplicated, and the one thread that builds them."""
+
+    def __init__(self, database_url: str, cache: ListingCache) -> None:
+        self.database_url = database_url
+        self.cache = cache
+        self._pending: OrderedDict[tuple[str, int], None] = OrderedDict()
+        self._busy = False
+        self._stopping = False
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    # -- queue ---------------------------------------------------------------------------------
+    def collection(self, collection_id: int) -> None:
+        self._put(("collection", int(collection_id)))
+
+    def aggregation(self, aggregation_id: int) -> None:
+        if not self.cache.memoized(page_key(aggregation_id)):
+            self._put(("aggregation", int(aggregation_id)))
+
+    def _put(self, item: tuple[str, int]) -> None:
+        with self._cond:
+            if self._stopping:
+                return
+            self._pending[item] = None
+            self._cond.notify()
+
+    def wait_idle(self, timeout: float = 30.0) -> bool:
+        """True once nothing is queued or being built (tests and benchmarks wait on this)."""
+        with self._cond:
+            return self._cond.wait_for(lambda: not self._pending and not self._busy, timeout)
+
+    # -- thread --------------------------------------------------------------------------------
+    def start(self, *, at_startup: bool = True) -> None:
+        if at_startup:
+            self._put(("startup", 0))
+        self._thread = threading.Thread(target=self._loop, name="crowdqrels-dashboard-warmer",
+                                        daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopping = True
+            self._pending.clear()
+            self._cond.notify_all()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._pending or self._stopping)
+                if self._stopping:
+                    return
+                item, _ = self._pending.popitem(last=False)
+                self._busy = True
+            try:
+                self.build(*item)
+            except Exception:  # the page builds on demand instead; the database may be away
+                log.exception("dashboard warm-up of %s %s failed", *item)
+            finally:
+                with self._cond:
+                    self._busy = False
+                    self._cond.notify_all()
+
+    def build(self, kind: str, ident: int) -> None:
+        with get_sessionmaker(self.database_url)() as session:
+            if kind == "startup":
+                for cid in session.scalars(select(Collection.id).order_by(Collection.id.desc())
+                                           .limit(STARTUP_COLLECTIONS)):
+                    self.collection(cid)
+                for aid in session.scalars(
+                        select(Aggregation.id).where(Aggregation.status == "succeeded")
+                        .order_by(Aggregation.finished_at.desc()).limit(STARTUP_AGGREGATIONS)):
+                    self.aggregation(aid)
+            elif kind == "collection":
+                collection = session.get(Collection, ident)
+                if collection is not None:
+                    collections_service.advance_tally(session, collection=collection,
+                                                      cache=self.cache)
+            elif kind == "aggregation":
+                aggregation = session.get(Aggregation, ident)
+                if aggregation is not None and aggregation.status == "succeeded":
+                    from app.auth.principal import OPEN
+                    from app.ui.router import results_context
+
+                    self.cache.memo(page_key(ident), lambda: results_context(
+                        session, self.cache, OPEN, aggregation))
+
