@@ -17,6 +17,13 @@ CURVE_COLUMNS = ["strategy", "seed", "round", "judgments", "share", "accuracy", 
                  "fit_seconds", "map_rmse"]
 
 
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
 def _simulate(args: argparse.Namespace) -> int:
     import numpy as np
 
@@ -49,8 +56,8 @@ def _simulate(args: argparse.Namespace) -> int:
     try:
         points = simulate(data, make=lambda seed: build_aggregator(args.method, None, seed),
                           strategies=args.strategies, seeds=range(args.seeds), batch=batch,
-                          start_share=args.start, warm=not args.cold, runs=runs,
-                          on_point=report)
+                          start_share=args.start, warm=not args.cold,
+                          max_judgments=args.max_judgments, runs=runs, on_point=report)
     except ValueError as exc:
         print(f"crowdqrels simulate: {exc}", file=sys.stderr)
         return 2
@@ -199,5 +206,8 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:  # type: ignor
                                "runs' MAP against their MAP with all judgments")
     simulate.add_argument("--relevant-from", type=int, default=1)
     simulate.add_argument("--cold", action="store_true", help="refit from scratch every round")
+    simulate.add_argument("--max-judgments", type=_positive, metavar="K",
+                          help="as /next?max_judgments=K: only tasks with fewer than K revealed "
+                               "judgments are asked for (until every task has K)")
     simulate.add_argument("--quiet", action="store_true")
     simulate.set_defaults(func=_simulate)

@@ -87,7 +87,7 @@ def _fit(make: Callable[[], Aggregator], data: AnnotationData,
 
 def simulate(data: AnnotationData, *, make: Callable[[int], Aggregator],
              strategies: Iterable[str], seeds: Iterable[int], batch: int,
-             start_share: float = 0.0, warm: bool = True,
+             start_share: float = 0.0, warm: bool = True, max_judgments: int | None = None,
              runs: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
              on_point: Callable[[CurvePoint], None] | None = None) -> list[CurvePoint]:
     """Every curve's points; ``make(seed)`` builds a fresh aggregator. With ``runs``
@@ -140,12 +140,13 @@ def simulate(data: AnnotationData, *, make: Callable[[int], Aggregator],
                     revealed[:] = True
                     continue
                 skipped += _reveal_round(data, revealed, model, strategy=strategy, batch=batch,
-                                         rng=rng)
+                                         rng=rng, max_judgments=max_judgments)
     return points
 
 
 def _reveal_round(data: AnnotationData, revealed: np.ndarray, model: Aggregator, *,
-                  strategy: str, batch: int, rng: np.random.Generator) -> int:
+                  strategy: str, batch: int, rng: np.random.Generator,
+                  max_judgments: int | None = None) -> int:
     """Reveal ``batch`` hidden judgments chosen by ``strategy``; returns the tasks skipped."""
     proba = model.proba_
     seen = subset(data, np.flatnonzero(revealed))
@@ -157,6 +158,11 @@ def _reveal_round(data: AnnotationData, revealed: np.ndarray, model: Aggregator,
         if hidden.size == 0:
             break
         has_hidden = np.bincount(data.task[hidden], minlength=data.n_tasks) > 0
+        if max_judgments is not None:  # as /next?max_judgments=K: fewer than K judgments so far
+            shown = np.bincount(data.task[revealed], minlength=data.n_tasks)
+            capped = has_hidden & (shown < max_judgments)
+            if capped.any():  # once every task has K, the cap lifts (the curve ends at 100 %)
+                has_hidden = capped
         # The next label of a task comes from its best annotator not yet asked.
         best = np.full(data.n_tasks, -np.inf)
         np.maximum.at(best, data.task[hidden], accuracy[data.annotator[hidden]])

@@ -240,3 +240,29 @@ def test_simulator_is_deterministic_for_a_seed(small_data) -> None:
         assert curve[0][3] == small_data.n_tasks  # starts with one judgment per task
         assert curve[-1][3] == small_data.n_judgments
         assert [p[3] for p in curve] == sorted(p[3] for p in curve)
+
+
+def test_simulator_caps_judgments_per_task_until_every_task_has_k(small_data) -> None:
+    from models.sampling.simulate import _reveal_round
+
+    rng = np.random.default_rng(0)
+    revealed = np.zeros(small_data.n_judgments, dtype=bool)
+    _, first = np.unique(small_data.task, return_index=True)
+    revealed[first] = True
+    per_task_all = np.bincount(small_data.task, minlength=small_data.n_tasks)
+    while True:
+        model = DawidSkene().fit(subset(small_data, np.flatnonzero(revealed)))
+        _reveal_round(small_data, revealed, model, strategy="uncertainty", batch=25, rng=rng,
+                      max_judgments=2)
+        shown = np.bincount(small_data.task[revealed], minlength=small_data.n_tasks)
+        if (shown >= np.minimum(2, per_task_all)).all():
+            break
+        assert shown.max() <= 2  # nobody gets a third label while some task lacks a second
+    # Once every task has two, the cap lifts and the next round goes on to third labels.
+    model = DawidSkene().fit(subset(small_data, np.flatnonzero(revealed)))
+    _reveal_round(small_data, revealed, model, strategy="uncertainty", batch=25, rng=rng,
+                  max_judgments=2)
+    assert np.bincount(small_data.task[revealed], minlength=small_data.n_tasks).max() == 3
+    points = simulate(small_data, make=lambda s: DawidSkene(), batch=60, seeds=[1],
+                      strategies=["uncertainty"], max_judgments=2)
+    assert points[-1].judgments == small_data.n_judgments
