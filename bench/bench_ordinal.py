@@ -3,7 +3,8 @@ RF10 graded (NIST grades).
 
     python bench/bench_ordinal.py synthetic [--grades 3] [--seeds 3] [--tasks 500]
                                             [--noise 0-2,2-4,4-8,8-12] [--bias-sd 0.5]
-    python bench/bench_ordinal.py rf10 [--methods mv,mace,ds,ordinal-ds,ordinal-gp]
+                                            [--methods 'mv;ds;ordinal-ds;ordinal-gp']
+    python bench/bench_ordinal.py rf10 [--methods 'mv;mace;ds;ordinal-ds;ordinal-gp']
     python bench/bench_ordinal.py speed [--tasks 200000] [--annotators 10000]
 
 ``synthetic``: Algorithm 10 extended to K grades (``crowdqrels synth --grades K``) with planted
@@ -16,6 +17,7 @@ ds and ordinal-ds on one large graded synthetic set (3 grades, noise 0-2). Not p
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -37,9 +39,17 @@ RF10 = Path(os.environ.get(
 SCORES = ("accuracy", "mae", "kappa", "binary_accuracy")
 
 
+def _spec(method: str) -> tuple[str, dict]:
+    """``name`` or ``name{json params}``, e.g. ``ordinal-ds{"learn_gaps": true}``."""
+    name, brace, rest = method.partition("{")
+    return name, (json.loads(brace + rest) if brace else {})
+
+
 def _fit_score(method: str, data, seed: int) -> tuple[dict[str, float], float]:  # noqa: ANN001
-    params = {"random_state": seed} if method in ("mace", "ordinal-gp") else {}
-    model = make_aggregator(method, params)
+    name, params = _spec(method)
+    if name in ("mace", "ordinal-gp"):
+        params = {"random_state": seed, **params}
+    model = make_aggregator(name, params)
     start = time.perf_counter()
     model.fit(data)
     seconds = time.perf_counter() - start
@@ -50,7 +60,7 @@ def _fit_score(method: str, data, seed: int) -> tuple[dict[str, float], float]: 
 
 
 def synthetic(args: argparse.Namespace) -> None:
-    methods = args.methods.split(",")
+    methods = args.methods.split(";")
     rows: dict[tuple[str, str], list[dict[str, float]]] = {}
     print("noise\tseed\tmethod\taccuracy\tmae\tkappa\tseconds", flush=True)
     for noise in args.noise.split(","):
@@ -83,7 +93,7 @@ def rf10(args: argparse.Namespace) -> None:
     print(f"RF10 graded: {data.n_tasks} tasks, {int((data.gold >= 0).sum())} with NIST grades")
     print("| method | exact accuracy | MAE | quadratic κ | binary accuracy | fit s |")
     print("|---|---:|---:|---:|---:|---:|")
-    for method in args.methods.split(","):
+    for method in args.methods.split(";"):
         scores, seconds = _fit_score(method, data, 0)
         print(f"| {method} | {scores['accuracy']:.4f} | {scores['mae']:.4f} | "
               f"{scores['kappa']:.4f} | {scores['binary_accuracy']:.4f} | {seconds:.1f} |",
@@ -116,10 +126,12 @@ def main() -> None:
     syn.add_argument("--redundancy", type=int, default=5)
     syn.add_argument("--bias-sd", type=float, default=0.5)
     syn.add_argument("--noise", default="0-2,2-4,4-8,8-12")
-    syn.add_argument("--methods", default="mv,ds,ordinal-ds,ordinal-gp")
+    syn.add_argument("--methods", default="mv;ds;ordinal-ds;ordinal-gp",
+                     help='";"-separated; a method may carry params: ordinal-ds{"learn_gaps":true}')
     syn.set_defaults(func=synthetic)
     real = sub.add_parser("rf10")
-    real.add_argument("--methods", default="mv,mace,ds,ordinal-ds,ordinal-gp")
+    real.add_argument("--methods", default="mv;mace;ds;ordinal-ds;ordinal-gp",
+                      help='";"-separated; a method may carry params (as for synthetic)')
     real.set_defaults(func=rf10)
     fast = sub.add_parser("speed")
     fast.add_argument("--tasks", type=int, default=200000)

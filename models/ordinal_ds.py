@@ -149,6 +149,7 @@ class OrdinalDawidSkene(Aggregator):
         spam_strength: float = 10.0,
         m_step_iterations: int = 1,
         learn_cutpoints: bool = False,
+        learn_gaps: bool = False,
         use_gold: bool = False,
     ) -> None:
         if n_iter < 0 or m_step_iterations < 1:
@@ -169,6 +170,7 @@ class OrdinalDawidSkene(Aggregator):
         self.spam_strength = spam_strength
         self.m_step_iterations = m_step_iterations
         self.learn_cutpoints = learn_cutpoints
+        self.learn_gaps = learn_gaps
         self.use_gold = use_gold
 
     def fit(self, data: AnnotationData, progress: ProgressCallback = no_progress) -> Self:
@@ -313,19 +315,30 @@ class OrdinalDawidSkene(Aggregator):
         self._theta = np.where(ok[:, None], trial, theta)
 
     def _fit_shared(self, counts: np.ndarray) -> None:
-        """L-BFGS on the few shared parameters (centre and log gaps), annotators fixed."""
+        """L-BFGS on the shared parameters, annotators fixed: the centre and the log gaps
+        (``learn_cutpoints``), or the log gaps only (``learn_gaps``: the centre, which defines
+        the truth's location, stays put)."""
+        free = np.ones(self._shared.shape[0], dtype=bool)
+        if not self.learn_cutpoints:
+            free[0] = False
+
         def objective(x: np.ndarray) -> tuple[float, np.ndarray]:
-            value, _, grad = self._terms(counts, self._theta, x)
+            shared = self._shared.copy()
+            shared[free] = x
+            value, _, grad = self._terms(counts, self._theta, shared)
             total = float(value.sum())
             if not np.isfinite(total):
                 return np.inf, np.zeros_like(x)
-            return -total, -grad
+            return -total, -grad[free]
 
-        start = self._shared
+        start = self._shared[free]
+        if start.size == 0:
+            return
         res = scipy.optimize.minimize(objective, start, jac=True, method="L-BFGS-B",
                                       options={"maxiter": 5})
         if np.isfinite(res.fun) and res.fun <= objective(start)[0]:
-            self._shared = res.x
+            self._shared = self._shared.copy()
+            self._shared[free] = res.x
 
     def _m_step(self, idx: _Judgments, proba: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         k = idx.n_classes
@@ -339,7 +352,7 @@ class OrdinalDawidSkene(Aggregator):
             ordinal, spam = self._parts if self._parts is not None else self._mixture_parts()
             share = ordinal / (ordinal + spam)
             self._newton_annotators(counts * share)
-            if self.learn_cutpoints:
+            if self.learn_cutpoints or self.learn_gaps:
                 self._fit_shared(counts * share)
             if self.spam_prior > 0:
                 spam_counts = counts * (1.0 - share)

@@ -22,8 +22,9 @@ from models.synthetic import generate
 
 
 def _planted(seed: int = 0, n_tasks: int = 3000, n_annotators: int = 30, per_task: int = 4,
-             k: int = 3) -> tuple[AnnotationData, np.ndarray, np.ndarray]:
-    """Judgments drawn from the model itself (no spam): z = t + s_j ε, cut points l + ½ − b_j."""
+             k: int = 3, gap: float = 1.0) -> tuple[AnnotationData, np.ndarray, np.ndarray]:
+    """Judgments drawn from the model itself (no spam): z = t + s_j ε, cut points l + ½ − b_j
+    (with ``gap``: the cut points ``gap`` apart around the middle of the scale)."""
     rng = np.random.default_rng(seed)
     truth = rng.integers(0, k, n_tasks)
     bias = rng.uniform(-0.6, 0.6, n_annotators)
@@ -32,7 +33,8 @@ def _planted(seed: int = 0, n_tasks: int = 3000, n_annotators: int = 30, per_tas
     annotator = np.concatenate([rng.choice(n_annotators, per_task, replace=False)
                                 for _ in range(n_tasks)])
     z = truth[task] + bias[annotator] + spread[annotator] * rng.standard_normal(task.shape[0])
-    label = np.searchsorted(np.arange(k - 1) + 0.5, z)
+    cuts = (np.arange(k - 1) - (k - 2) / 2.0) * gap + (k - 1) / 2.0
+    label = np.searchsorted(cuts, z)
     data = AnnotationData(
         task=task, annotator=annotator, label=label, topic_ids=np.full(n_tasks, "t"),
         doc_ids=np.array([f"d{i}" for i in range(n_tasks)]),
@@ -74,6 +76,20 @@ def test_cut_points_ordered_and_rows_stochastically_ordered() -> None:
     pure = OrdinalDawidSkene(spam_prior=0.0).fit(data)
     cdf = np.cumsum(pure.confusion_, axis=2)
     assert np.all(np.diff(cdf, axis=1) <= 1e-9)
+
+
+def test_learn_gaps_recovers_the_population_scale_use_and_keeps_the_centre() -> None:
+    # A crowd that calls the middle grade too often: cut points 0.2 and 1.8 instead of ½ and 1½.
+    data, _, _ = _planted(seed=4, gap=1.6)
+    fixed = OrdinalDawidSkene(spam_prior=0.0, scale_use_prior_sd=0.0).fit(data)
+    learned = OrdinalDawidSkene(spam_prior=0.0, scale_use_prior_sd=0.0, learn_gaps=True).fit(data)
+    centre = learned._cuts(np.zeros((1, 2)), learned._shared)[0]
+    assert abs(centre.mean() - 1.0) < 1e-12  # the truth's location is not moved
+    assert abs((centre[1] - centre[0]) - 1.6) < 0.15
+    assert fixed._cuts(np.zeros((1, 2)), fixed._shared)[0].tolist() == [0.5, 1.5]
+    truth_acc = [evaluate(m.proba_, data.gold).accuracy for m in (fixed, learned)]
+    assert truth_acc[1] >= truth_acc[0] - 0.005
+    assert learned.log_likelihood_ > fixed.log_likelihood_
 
 
 def test_log_diff_ndtr_matches_direct_and_keeps_tails() -> None:
