@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 import anyio
 from fastapi import FastAPI
 
-from app.aggregations.listing import ListingCache
+from app.aggregations.listing import ListingCache, release, settle
 from app.aggregations.router import collection_router as collection_aggregations_router
 from app.aggregations.router import router as aggregations_router
 from app.api.health import router as health_router
@@ -66,6 +66,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         warmer.start()
         if settings.warm_startup_s > 0:  # ready once the recent pages are (bounded)
             await anyio.to_thread.run_sync(warmer.wait_idle, settings.warm_startup_s)
+        settle()  # what start-up built lives as long as the process: out of the GC's full passes
         try:
             yield
         finally:
@@ -73,6 +74,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             app.state.warmer = None
             maintenance.stop()
             runner.stop()
+            release()  # frozen objects (settle) go back to the collector with the application
 
     app = FastAPI(
         lifespan=lifespan,

@@ -161,3 +161,17 @@ def test_routes_are_built_before_the_first_request(settings, monkeypatch) -> Non
         assert c.get("/").status_code == 200
         assert c.get("/api/v1/collections").status_code == 200
         assert len(calls) == built
+
+
+def test_long_lived_caches_leave_the_garbage_collectors_full_passes(settings) -> None:
+    """settle(): what start-up and the caches built is frozen (a full collection no longer walks
+    it under load); the application's end hands it back, so nothing stays frozen after it."""
+    import gc
+
+    with TestClient(create_app(settings)) as c:
+        assert gc.get_freeze_count() > 0
+        before = gc.get_freeze_count()
+        cache = c.app.state.listing_cache
+        cache.memo(("test", 1), lambda: [[i] for i in range(5000)])  # lists: GC-tracked
+        assert gc.get_freeze_count() >= before + 5000
+    assert gc.get_freeze_count() == 0
