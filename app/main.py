@@ -55,7 +55,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        build_routes(app)
+        if settings.warm_startup_s > 0:  # else FastAPI builds them as requests reach them
+            build_routes(app)
         runner = make_runner(settings)
         app.state.runner = runner
         runner.start()

@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 RF10 = Path(os.environ.get(
     "CROWDQRELS_RF10_FILE",
-    ROOT.parent.parent / "shared" / "data" / "trec-rf10-crowd" / "trec-rf10-data.txt",
+    ROOT.parent / "shared" / "data" / "trec-rf10-crowd" / "trec-rf10-data.txt",
 ))
 
 # name -> (registry method, params); every method's defaults unless the name says otherwise.

@@ -95,7 +95,10 @@ def database_url(request: pytest.FixtureRequest) -> Iterator[str]:
 def settings(database_url: str):  # type: ignore[no-untyped-def]
     from app.core.config import Settings
 
-    return Settings(database_url=database_url, environment="test", max_body_bytes=8 * 1024 * 1024)
+    # warm_startup_s=0: a test's application serves at once (routes built as requests reach
+    # them); tests/ui/test_warm.py covers the start-up warm-up with its own settings.
+    return Settings(database_url=database_url, environment="test", max_body_bytes=8 * 1024 * 1024,
+                    warm_startup_s=0)
 
 
 BROKER_URL = os.environ.get("CROWDQRELS_TEST_BROKER_URL", "redis://127.0.0.1:6379/15")
@@ -134,7 +137,7 @@ def runner_settings(request: pytest.FixtureRequest):  # type: ignore[no-untyped-
     if runner == "celery":
         extra = {"jobs": "celery", "broker_url": BROKER_URL,
                  "celery_queue": request.getfixturevalue("celery_queue")}
-    return Settings(database_url=url, environment="test", **extra)
+    return Settings(database_url=url, environment="test", warm_startup_s=0, **extra)
 
 
 @pytest.fixture

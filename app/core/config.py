@@ -31,8 +31,10 @@ class Settings(BaseSettings):
     # Verified keys are trusted for this long without hashing again (a revoke through the API
     # takes effect at once in that process; elsewhere within this bound).
     key_cache_s: float = Field(default=30.0, ge=0)
-    # At start-up the dashboard's caches of recent collections and fits are built before the
-    # first request is served, for at most this long (then the rest goes on in the background).
+    # At start-up every route and the dashboard's caches of recent collections and fits are
+    # built before the first request is served, for at most this long (then the rest goes on in
+    # the background). 0: serve at once; routes are built as requests reach them, caches in the
+    # background (short-lived processes such as the tests' applications).
     warm_startup_s: float = Field(default=10.0, ge=0)
     session_hours: float = Field(default=12.0, gt=0)  # dashboard sign-in lifetime
     idempotency_retention_h: float = Field(default=24.0, gt=0)

@@ -29,6 +29,13 @@ def synthetic(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return directory
 
 
+@pytest.fixture
+def warm_settings(settings):  # type: ignore[no-untyped-def]
+    """The served default: start-up builds routes and caches before serving (the suite's other
+    applications serve at once)."""
+    return settings.model_copy(update={"warm_startup_s": 10.0})
+
+
 def recount(database_url: str, name: str) -> dict:
     """The collection's distributions counted from scratch (no cache)."""
     with get_sessionmaker(database_url)() as session:
@@ -67,11 +74,12 @@ def test_ingestion_moves_the_tally_forward_off_the_request_path(client, settings
     assert sum(truth["labels"].values()) == 367
 
 
-def test_a_fresh_process_warms_recent_collections_and_fits(client, settings, synthetic) -> None:
+def test_a_fresh_process_warms_recent_collections_and_fits(client, settings, warm_settings,
+                                                           synthetic) -> None:
     a = seed(client, synthetic)
     cid = recount(settings.database_url, "crowd")["id"]
     # A second application on the same database: a restarted process.
-    with TestClient(create_app(settings)) as fresh:
+    with TestClient(create_app(warm_settings)) as fresh:
         # Serving starts once the start-up warm-up is done (CROWDQRELS_WARM_STARTUP_S).
         cache = fresh.app.state.listing_cache
         assert cache.memoized(("judgment_tally", cid))
@@ -142,7 +150,7 @@ def test_a_stopped_warmer_takes_no_more_work(settings) -> None:
     assert warmer.wait_idle(1) and not warmer._pending
 
 
-def test_routes_are_built_before_the_first_request(settings, monkeypatch) -> None:
+def test_routes_are_built_before_the_first_request(warm_settings, monkeypatch) -> None:
     """FastAPI builds an included router's routes when a request first walks past them; the
     lifespan does it at start-up, so a first dashboard request builds nothing."""
     import fastapi.routing as routing
@@ -155,7 +163,7 @@ def test_routes_are_built_before_the_first_request(settings, monkeypatch) -> Non
         return real(*args, **kwargs)
 
     monkeypatch.setattr(routing, "get_dependant", counting)
-    with TestClient(create_app(settings)) as c:
+    with TestClient(create_app(warm_settings)) as c:
         built = len(calls)
         assert built > 50  # every endpoint of the API and the dashboard
         assert c.get("/").status_code == 200
