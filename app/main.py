@@ -33,6 +33,7 @@ from app.sampling.router import aggregation_router as sampling_aggregation_route
 from app.sampling.router import collection_router as collection_samplings_router
 from app.sampling.router import router as samplings_router
 from app.ui import install_dashboard
+from app.ui.router import fit_page
 from app.ui.warm import DashboardWarmer
 
 API_PREFIX = "/api/v1"
@@ -63,7 +64,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         maintenance = Maintenance(settings)
         maintenance.start()
         warmer = app.state.warmer = DashboardWarmer(settings.database_url,
-                                                    app.state.listing_cache)
+                                                    app.state.listing_cache, fit_page)
         warmer.start()
         if settings.warm_startup_s > 0:  # ready once the recent pages are (bounded)
             await anyio.to_thread.run_sync(warmer.wait_idle, settings.warm_startup_s)

@@ -60,8 +60,8 @@ def settle() -> None:
     (``gc.freeze``). The caches hold hundreds of thousands of long-lived objects (10,000 annotator
     rows per ordering, a fit page's tables); a full collection walked them all, a 100–160 ms
     pause for every request in flight (measured under wrk: the listing's p99 outliers). Frozen
-    objects are still freed by reference counting when dropped; ``release`` (on an eviction)
-    hands them back to the collector for any cycles."""
+    objects are still freed by reference counting when dropped (cached rows hold no cycles);
+    ``release``, at the application's end, hands everything back to the collector."""
     gc.freeze()
 
 
@@ -98,11 +98,8 @@ class ListingCache:
                 value = compute()
                 with self._lock:
                     self._memo[key] = value
-                    evicted = len(self._memo) > self.max_orderings
                     while len(self._memo) > self.max_orderings:
                         self._memo.popitem(last=False)
-                if evicted:
-                    release()
                 settle()
             finally:
                 with self._lock:
@@ -143,12 +140,9 @@ class ListingCache:
         with self._lock:
             self._orderings[key] = built
             self._orderings.move_to_end(key)
-            evicted = len(self._orderings) > self.max_orderings
             while len(self._orderings) > self.max_orderings:
                 self._orderings.popitem(last=False)
             self._succeeded[aggregation.id] = aggregation.collection_id
-        if evicted:
-            release()
         settle()
         return built
 

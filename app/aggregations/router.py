@@ -156,11 +156,9 @@ def qrels(session: SessionDep, aggregation: AggregationDep,
 
 
 def get_listing_cache(request: Request) -> ListingCache:
-    """The application's cache of succeeded fits' orderings (one per app, so per database)."""
-    cache = getattr(request.app.state, "listing_cache", None)
-    if cache is None:
-        cache = request.app.state.listing_cache = ListingCache()
-    return cache  # type: ignore[no-any-return]
+    """The application's cache of succeeded fits' orderings (one per app, so per database;
+    made by ``create_app``)."""
+    return request.app.state.listing_cache  # type: ignore[no-any-return]
 
 
 

@@ -34,6 +34,7 @@ from app.api.deps import (
 from app.api.uploads import read_upload
 from app.auth.csrf import FIELD, csrf_token, verify_csrf
 from app.auth.deps import PrincipalDep, require_scope
+from app.auth.principal import OPEN
 from app.collections import service as collections_service
 from app.collections.tables import Collection
 from app.core.errors import DomainError, InvalidInput, invalid_file
@@ -47,7 +48,7 @@ from app.formats.qrels import parse_qrels_with_lines
 from app.judgments import service as judgments_service
 from app.sampling import service as sampling_service
 from app.ui import charts
-from app.ui.warm import FITS_PER_COLLECTION_PAGE, page_key
+from app.ui.warm import FITS_PER_COLLECTION_PAGE, page_key, warmer_of
 from models.registry import METHOD_PATHS, get_method
 
 HERE = FilePath(__file__).resolve().parent
@@ -122,7 +123,7 @@ def _collection_context(request: Request, session: Any,
                                                  cache=get_listing_cache(request))
     fits, total = aggregations_service.list_aggregations(session, collection=collection,
                                                          limit=1000, offset=0)
-    warmer = getattr(request.app.state, "warmer", None)
+    warmer = warmer_of(request.app.state)
     if warmer is not None:  # the fits a person is likely to open next
         done_ = [a.id for a in reversed(fits) if a.status == "succeeded"]
         for aggregation_id in done_[:FITS_PER_COLLECTION_PAGE]:
@@ -320,6 +321,12 @@ def aggregation_page(request: Request, session: SessionDep, principal: Principal
         context.update(cache.memo(page_key(aggregation.id), lambda: results_context(
             session, cache, principal, aggregation)))
     return render(request, "aggregation.html", context)
+
+
+def fit_page(session: Any, cache: Any, aggregation: Any) -> dict[str, Any]:
+    """The page context of a succeeded fit as the dashboard warmer builds it (every principal
+    who may open the page sees the same rows: the fit's collection is checked per request)."""
+    return results_context(session, cache, OPEN, aggregation)
 
 
 def results_context(session: Any, cache: Any, principal: Any,

@@ -21,8 +21,11 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from app.aggregations.listing import ListingCache
 from app.aggregations.tables import Aggregation
@@ -45,9 +48,12 @@ def page_key(aggregation_id: int) -> tuple[str, int]:
 class DashboardWarmer:
     """A queue of (kind, id) to build, deduplicated, and the one thread that builds them."""
 
-    def __init__(self, database_url: str, cache: ListingCache) -> None:
+    def __init__(self, database_url: str, cache: ListingCache,
+                 fit_page: Callable[[Session, ListingCache, Aggregation], dict[str, Any]]
+                 ) -> None:
         self.database_url = database_url
         self.cache = cache
+        self.fit_page = fit_page  # a succeeded fit's page context (app.ui.router)
         self._pending: OrderedDict[tuple[str, int], None] = OrderedDict()
         self._busy = False
         self._stopping = False
@@ -125,9 +131,11 @@ class DashboardWarmer:
             elif kind == "aggregation":
                 aggregation = session.get(Aggregation, ident)
                 if aggregation is not None and aggregation.status == "succeeded":
-                    from app.auth.principal import OPEN
-                    from app.ui.router import results_context
+                    self.cache.memo(page_key(ident), lambda: self.fit_page(
+                        session, self.cache, aggregation))
 
-                    self.cache.memo(page_key(ident), lambda: results_context(
-                        session, self.cache, OPEN, aggregation))
 
+
+def warmer_of(app_state: Any) -> DashboardWarmer | None:
+    """The application's warmer while its lifespan runs, else None (a bare test client)."""
+    return getattr(app_state, "warmer", None)
