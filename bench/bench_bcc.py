@@ -43,6 +43,7 @@ OURS = {
     "ebcc": ("ebcc", {}),
     "ebcc (per-topic class prior)": ("ebcc", {"class_prior_by": "topic"}),
     "lk": ("lk", {}),
+    "lk (asymmetric noise)": ("lk", {"asymmetric_noise": True}),
 }
 
 

@@ -20,7 +20,7 @@ import numpy as np
 from scipy.special import ndtr
 
 from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
-from models.data import AnnotationData
+from models.data import UNKNOWN, AnnotationData
 from models.gp.constants import DEFAULT_QUADRATURE_POINTS
 
 # TensorFlow and GPflow are imported inside the functions that use them: importing this module
@@ -63,6 +63,10 @@ class _CrowdGP(Aggregator):
         m_step_max_tasks: int = 20000,
         n_quadrature: int = DEFAULT_QUADRATURE_POINTS,
         random_state: int | None = None,
+        asymmetric_noise: bool = False,
+        spam_prior: float = 0.1,
+        spam_strength: float = 10.0,
+        use_gold: bool = False,
     ) -> None:
         self.kernel = kernel
         self.feature_groups = feature_groups
@@ -84,7 +88,13 @@ class _CrowdGP(Aggregator):
         self.m_step_max_tasks = m_step_max_tasks
         self.n_quadrature = n_quadrature
         self.random_state = random_state
+        self.asymmetric_noise = asymmetric_noise
+        self.spam_prior = spam_prior
+        self.spam_strength = spam_strength
+        self.use_gold = use_gold
         _parse_kernel(kernel)
+        if not 0.0 < spam_prior < 1.0 or spam_strength <= 0:
+            raise ValueError("spam_prior must be in (0, 1) and spam_strength > 0")
         if mean_function not in MEAN_FUNCTIONS:
             raise ValueError(f"mean_function must be one of {', '.join(MEAN_FUNCTIONS)}")
         if not 0.0 < e_step_rate <= 1.0:
@@ -125,11 +135,16 @@ class _CrowdGP(Aggregator):
                 inducing = kmeans_inducing(X, self.n_inducing, rng)
             mean = _mean_function(self.mean_function, X.shape[1])
         deviation = self.per_task_deviation or X is None
-        core = CrowdGPCore(
+        core_class = CrowdGPCore
+        if self.asymmetric_noise:
+            from models.gp.ordinal_likelihood import OrdinalCrowdGPCore as core_class
+        gold_task, gold_label = self._gold(data)
+        core = core_class(
             n_tasks=data.n_tasks, task=task, annotator=annotator, label=label,
             likelihood=likelihood, features=X, kernel=kernel, inducing=inducing,
             mean_function=mean, deviation=deviation,
             deviation_variance=self.deviation_variance,
+            gold_task=gold_task, gold_label=gold_label,
         )
         if not self.learn_deviation:
             gpflow.set_trainable(core.deviation_variance, False)
@@ -147,7 +162,12 @@ class _CrowdGP(Aggregator):
         self.posterior_mean_ = m_f.numpy()
         self.posterior_variance_ = v_f.numpy()
         p = ndtr(self.posterior_mean_ / np.sqrt(1.0 + self.posterior_variance_))
+        if gold_task is not None:
+            p[gold_task] = gold_label  # the event P(relevant) is about, observed
+            self.info_["gold_clamped"] = int(gold_task.shape[0])
         self.proba_ = np.column_stack([1.0 - p, p])
+        self.spam_ = likelihood.spam.numpy() if self.asymmetric_noise else None
+        self.spam_relevant_ = likelihood.strategy.numpy()[:, 1] if self.asymmetric_noise else None
         self.task_variance_ = likelihood.task_variance.numpy()
         self.task_bias_ = likelihood.task_bias.numpy()
         self.annotator_variance_ = likelihood.annotator_variance.numpy()
@@ -161,6 +181,13 @@ class _CrowdGP(Aggregator):
     def _models_noise(self) -> bool:
         return True
 
+    def _gold(self, data: AnnotationData) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """(task index, 0/1 label) of the gold tasks to clamp, or (None, None)."""
+        if not self.use_gold or data.gold is None or not (data.gold != UNKNOWN).any():
+            return None, None
+        task = np.flatnonzero(data.gold != UNKNOWN)
+        return task, data.gold[task].astype(np.float64)
+
     def _judgments(self, data: AnnotationData, rng: np.random.Generator
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
         return data.task, data.annotator, data.label, data.n_annotators
@@ -168,11 +195,25 @@ class _CrowdGP(Aggregator):
     def _likelihood(self, n_tasks: int, n_annotators: int, fallback: bool) -> GaussianBernoulli:
         from models.gp.likelihood import GaussianBernoulli
 
-        return GaussianBernoulli(
-            n_tasks, n_annotators, learn_task_variance=self.learn_task_noise,
+        noise = dict(
+            learn_task_variance=self.learn_task_noise,
             learn_annotator_bias=self.learn_annotator_bias, learn_task_bias=self.learn_task_bias,
             n_quadrature=self.n_quadrature,
         )
+        if not self.asymmetric_noise:
+            return GaussianBernoulli(n_tasks, n_annotators, **noise)
+        # The binary case of the ordered probit (one threshold, fixed at 0: the same Φ((f + μ) /
+        # c)) with its spam part: ε_j and the grade ξ_j[y] a spamming annotator gives.
+        import gpflow
+
+        from models.gp.ordinal_likelihood import OrderedProbit
+
+        likelihood = OrderedProbit(
+            n_tasks, n_annotators, 2, thresholds=np.zeros(1), spam_prior=self.spam_prior,
+            spam_strength=self.spam_strength, **noise,
+        )
+        gpflow.set_trainable(likelihood.threshold_first, False)
+        return likelihood
 
     def _standardise_fit(self, X: np.ndarray) -> np.ndarray:
         missing = ~np.isfinite(X)
@@ -206,6 +247,20 @@ class _CrowdGP(Aggregator):
     # -- outputs ------------------------------------------------------------------------------
     def result(self, data: AnnotationData) -> AggregationResult:
         sigma2 = self.annotator_variance_
+        # Share of the probit variance that is not annotator noise: 1 when σ_j² = 0.
+        annotators = {"noise_variance": sigma2, "competence": 1.0 / (1.0 + sigma2),
+                      "bias": self.annotator_bias_}
+        if getattr(self, "spam_", None) is not None:
+            eps, xi = self.spam_, self.spam_relevant_
+            annotators.update({
+                # The share of judgments that follow the task, not the spam part.
+                "competence": (1.0 - eps) / (1.0 + sigma2),
+                "spam": eps,
+                # P(says relevant | a clear-cut relevant task) and P(says not | a clear-cut
+                # non-relevant one): the two error floors the spam part sets apart.
+                "sensitivity": 1.0 - eps * (1.0 - xi),
+                "specificity": 1.0 - eps * xi,
+            })
         return AggregationResult(
             method=self.method,
             classes=data.classes,
@@ -217,12 +272,7 @@ class _CrowdGP(Aggregator):
                 "difficulty": self.task_variance_,
                 "bias": self.task_bias_,
             },
-            annotator_columns={
-                "noise_variance": sigma2,
-                # Share of the probit variance that is not annotator noise: 1 when σ_j² = 0.
-                "competence": 1.0 / (1.0 + sigma2),
-                "bias": self.annotator_bias_,
-            },
+            annotator_columns=annotators,
             objective_history=list(self.objective_history_),
             info=dict(self.info_),
         )
@@ -281,6 +331,10 @@ class LK(_CrowdGP):
         m_step_iterations: int = 10,
         n_quadrature: int = DEFAULT_QUADRATURE_POINTS,
         random_state: int | None = None,
+        asymmetric_noise: bool = False,
+        spam_prior: float = 0.1,
+        spam_strength: float = 10.0,
+        use_gold: bool = False,
     ) -> None:
         super().__init__(
             deviation_variance=deviation_variance, learn_deviation=learn_deviation,
@@ -289,7 +343,8 @@ class LK(_CrowdGP):
             n_iter=n_iter, tol=tol,
             e_step_sweeps=e_step_sweeps, e_step_rate=e_step_rate,
             m_step_iterations=m_step_iterations, n_quadrature=n_quadrature,
-            random_state=random_state,
+            random_state=random_state, asymmetric_noise=asymmetric_noise,
+            spam_prior=spam_prior, spam_strength=spam_strength, use_gold=use_gold,
         )
 
     def predict_proba(self, features: np.ndarray) -> np.ndarray:

@@ -45,6 +45,7 @@ COLUMN_BLOCK = 16384
 # τ² is not in the thesis: Gamma(2, 1) (mode 1) rather than Gamma(1, 1), whose mode at 0 lets EM
 # collapse f onto the smooth g(x) on noisy data (the failure DESIGN §6 describes).
 DEVIATION_PRIOR_SHAPE = 2.0
+GOLD_SCALE = 1.0
 
 
 @dataclass
@@ -93,15 +94,25 @@ class CrowdGPCore(gpflow.base.Module):
         mean_function: gpflow.functions.MeanFunction | None = None,
         deviation: bool = True,
         deviation_variance: float = 1.0,
+        gold_task: np.ndarray | None = None,
+        gold_label: np.ndarray | None = None,
     ) -> None:
         super().__init__()
         dtype = gpflow.default_float()
         if features is None and not deviation:
             raise ValueError("without features the per-task deviation is the only prior")
+        if (gold_task is None) != (gold_label is None):
+            raise ValueError("give both gold_task and gold_label, or neither")
         self.n_tasks = n_tasks
         self.task = tf.constant(task, dtype=tf.int32)
         self.annotator = tf.constant(annotator, dtype=tf.int32)
         self.sign = tf.constant(2.0 * np.asarray(label, dtype=dtype) - 1.0, dtype=dtype)
+        # Gold: an observation "relevant" (or not) of the task itself, P(gold = 1 | f_i) = Φ(f_i),
+        # the event whose probability the model reports as P(relevant) (see ``gold_terms``).
+        gold_task = np.zeros(0, dtype=np.int32) if gold_task is None else gold_task
+        gold_label = np.zeros(0) if gold_label is None else np.asarray(gold_label, dtype=dtype)
+        self.gold_task = tf.constant(gold_task, dtype=tf.int32)
+        self.gold_sign = tf.constant(2.0 * gold_label - 1.0, dtype=dtype)
         self.likelihood = likelihood
         self.X = None if features is None else tf.constant(features, dtype=dtype)
         self.kernel = kernel
@@ -256,11 +267,31 @@ class CrowdGPCore(gpflow.base.Module):
             self.likelihood.nodes, self.likelihood.weights,
         )
 
+    def gold_terms(self, m_f: tf.Tensor, v_f: tf.Tensor, gold_row: tf.Tensor | None = None,
+                   gold_sign: tf.Tensor | None = None) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+        """Per gold label: E[log Φ(s f_i)], ∂/∂m and ∂/∂v (``gold_row`` indexes m_f / v_f).
+
+        The model's relevance of task i is the event f_i + ε > 0, ε ~ N(0, 1), whose probability
+        under q(f_i) = N(m, v) is the P(relevant) = Φ(m / sqrt(1 + v)) every fit reports. A gold
+        label is that event observed: the likelihood Φ(s f_i), a judgment by an annotator with
+        no noise and no bias (μ = 0, σ² = 0), through the same CVI site. It pulls q(f_i) to
+        the gold side and so teaches the annotator parameters through the gold tasks, as a
+        clamped class does in Dawid–Skene; the task's reported label is then the gold itself.
+        """
+        row = self.gold_task if gold_row is None else gold_row
+        sign = self.gold_sign if gold_sign is None else gold_sign
+        zero = tf.zeros_like(sign)
+        return judgment_expectations(
+            tf.gather(m_f, row), tf.gather(v_f, row), sign, zero, zero + GOLD_SCALE,
+            self.likelihood.nodes, self.likelihood.weights,
+        )
+
     def elbo(self) -> tf.Tensor:
         _, A, kdiag = self.gp_prep()
         m_f, v_f, terms = self.posterior(A, kdiag, self.prior_mean(self.X))
         ve, _, _ = self.judgment_terms(m_f, v_f)
-        return terms + tf.reduce_sum(ve)
+        gold, _, _ = self.gold_terms(m_f, v_f)
+        return terms + tf.reduce_sum(ve) + tf.reduce_sum(gold)
 
     def objective(self) -> tf.Tensor:
         """ELBO + log prior of the trainable parameters (thesis eq. 4.17)."""
@@ -276,8 +307,10 @@ class CrowdGPCore(gpflow.base.Module):
                     ) -> tf.Tensor:
         m_f, v_f, _ = self.posterior(A, kdiag, m0)
         _, dm, dv = self.judgment_terms(m_f, v_f)
-        g_m = tf.math.unsorted_segment_sum(dm, self.task, self.n_tasks)
-        g_v = tf.math.unsorted_segment_sum(dv, self.task, self.n_tasks)
+        _, gold_dm, gold_dv = self.gold_terms(m_f, v_f)
+        rows = tf.concat([self.task, self.gold_task], axis=0)
+        g_m = tf.math.unsorted_segment_sum(tf.concat([dm, gold_dm], 0), rows, self.n_tasks)
+        g_v = tf.math.unsorted_segment_sum(tf.concat([dv, gold_dv], 0), rows, self.n_tasks)
         new2 = -2.0 * g_v
         new1 = g_m + new2 * m_f
         self.nat1.assign((1.0 - rate) * self.nat1 + rate * new1)
@@ -337,6 +370,7 @@ class CrowdGPCore(gpflow.base.Module):
         position[tasks] = np.arange(size, dtype=np.int32)
         task = self.task.numpy()
         keep = position[task] >= 0
+        gold = position[self.gold_task.numpy()]
         return (
             tf.constant(tasks, dtype=tf.int32),
             tf.constant(position[task[keep]], dtype=tf.int32),
@@ -344,11 +378,13 @@ class CrowdGPCore(gpflow.base.Module):
             tf.constant(self.annotator.numpy()[keep], dtype=tf.int32),
             tf.constant(self.sign.numpy()[keep]),
             tf.constant(self.n_tasks / size, dtype=gpflow.default_float()),
+            tf.constant(gold[gold >= 0], dtype=tf.int32),
+            tf.constant(self.gold_sign.numpy()[gold >= 0]),
         )
 
     def _gp_subset_loss_and_grads_impl(
         self, tasks: tf.Tensor, row: tf.Tensor, task: tf.Tensor, annotator: tf.Tensor,
-        sign: tf.Tensor, scale: tf.Tensor,
+        sign: tf.Tensor, scale: tf.Tensor, gold_row: tf.Tensor, gold_sign: tf.Tensor,
     ) -> tuple[tf.Tensor, list[tf.Tensor]]:
         def loss() -> tf.Tensor:
             X = tf.gather(self.X, tasks)
@@ -357,7 +393,9 @@ class CrowdGPCore(gpflow.base.Module):
                                              tf.gather(self.nat1, tasks),
                                              tf.gather(self.nat2, tasks))
             ve, _, _ = self._judgment_terms(m_f, v_f, row, task, annotator, sign)
-            return -(scale * (terms + tf.reduce_sum(ve)) + self.log_prior_density())
+            gold, _, _ = self.gold_terms(m_f, v_f, gold_row, gold_sign)
+            data = terms + tf.reduce_sum(ve) + tf.reduce_sum(gold)
+            return -(scale * data + self.log_prior_density())
 
         return _value_and_grads(loss, self._gp_variables())
 
@@ -493,7 +531,6 @@ def fit_task_noise(core: CrowdGPCore, grid: np.ndarray | None = None) -> None:
     still integrated where its mass is. One node at a time keeps temporaries at #judgments floats;
     O(#judgments × #nodes × #grid).
     """
-    from scipy.special import log_ndtr as np_log_ndtr
     from scipy.special import logsumexp
 
     grid = np.concatenate([[0.0], np.geomspace(0.01, 20.0, 30)]) if grid is None else grid
@@ -519,11 +556,12 @@ def fit_task_noise(core: CrowdGPCore, grid: np.ndarray | None = None) -> None:
     centre = (m_f[task] + offset) * sign  # s_a (f + μ) = centre + spread × node
     spread = sd_f[task] * sign
     log_weights = np.log(lik.weights)[:, None]
+    judgment_log_prob = _judgment_log_prob_np(lik, ann, (sign > 0).astype(np.int64))
     log_post = np.empty((grid.size, core.n_tasks))
     for k, g in enumerate(grid):
         scale = 1.0 / np.sqrt(base + g)
         per_node = np.stack([
-            np.bincount(task, np_log_ndtr((centre + spread * node) * scale),
+            np.bincount(task, judgment_log_prob((centre + spread * node) * scale),
                         minlength=core.n_tasks) + corr
             for node, corr in zip(lik.nodes, correction, strict=True)
         ])  # (Q, n_tasks): log Π_a Φ(·) + log cavity / q at each node
@@ -534,6 +572,20 @@ def fit_task_noise(core: CrowdGPCore, grid: np.ndarray | None = None) -> None:
     log_post += np.log(trapezoid)[:, None]
     post = np.exp(log_post - logsumexp(log_post, axis=0))
     lik.task_variance.assign(grid @ post)
+
+
+def _judgment_log_prob_np(lik: GaussianBernoulli, annotator: np.ndarray, label: np.ndarray
+                         ) -> Callable[[np.ndarray], np.ndarray]:
+    """z ↦ log P(y_a | ·) of each binary judgment given its signed probit argument z: log Φ(z),
+    or with a spam part (``asymmetric_noise``: ε_j, ξ_j[y]) log((1 − ε_j) Φ(z) + ε_j ξ_j[y])."""
+    from scipy.special import log_ndtr as np_log_ndtr
+
+    if getattr(lik, "spam_prior", 0.0) <= 0:
+        return np_log_ndtr
+    eps = lik.spam.numpy()[annotator]
+    log_keep = np.log1p(-eps)
+    log_spam = np.log(eps * lik.strategy.numpy()[annotator, label])
+    return lambda z: np.logaddexp(log_keep + np_log_ndtr(z), log_spam)
 
 
 def kmeans_inducing(X: np.ndarray, m: int, rng: np.random.Generator, n_iter: int = 10,
