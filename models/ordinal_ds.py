@@ -20,10 +20,11 @@ Dawid–Skene's (log space: a task's likelihood is a product over its judgments,
 the M step works on the expected counts N_j[t, l] = Σ_{a by j, y_a = l} P(T_i = t)
 (n_annotators × K × K, segment sums over judgments): split by responsibility between the ordinal
 and the spam part (generalised EM), then one damped Newton step per annotator on
-θ_j = (b_j, log s_j, γ_j) — all annotators at once, P × P Hessian blocks — and the closed-form MAP
-of ε_j (Beta prior) and ξ_j. The shared cut points are the halfway points l + ½: they define the
-truth (an unbiased annotator's responses centre on it). Learning them (``learn_cutpoints``, a few
-L-BFGS steps per M step) lets EM slide them against the truth's locations and empty a grade
+θ_j = (b_j, log s_j, γ_j) — all annotators at once, analytic P × P Hessian blocks — and the
+closed-form MAP of ε_j (Beta prior) and ξ_j. The shared cut points are the halfway points l + ½:
+they define the truth (an unbiased annotator's responses centre on it). Learning them
+(``learn_cutpoints``, a few L-BFGS steps per M step) lets EM slide them against the truth's
+locations and empty a grade
 (Algorithm-10 data at noise 4–8: grade-2 prior 0.11 for a uniform truth, accuracy below majority
 vote), so it is off by default. Priors:
 b_j ~ N(0, ``bias_prior_sd``²), log s_j ~ N(log ``spread_prior``, 1), γ ~ N(0,
@@ -86,24 +87,30 @@ def thresholds_from(bias: np.ndarray, log_gaps: np.ndarray, centre: float) -> np
 
 def confusion_from(cuts: np.ndarray, spread: np.ndarray) -> np.ndarray:
     """π[j, t, l] of the discretised Gaussian for every annotator (n_annotators, K, K)."""
-    return np.exp(_log_confusion(cuts, spread))
+    return np.ascontiguousarray(np.moveaxis(np.exp(_log_confusion(cuts, spread)), -1, 0))
+
+
+# The M step keeps its per-annotator arrays cell-major, (K, K, n_annotators) indexed [t, l, j]:
+# every elementwise operation and every sum over t or l then runs over contiguous rows of
+# n_annotators numbers (an annotator-major (J, K, K) array makes numpy loop over rows of K).
 
 
 def _standardised_ends(cuts: np.ndarray, spread: np.ndarray
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """u = (c_{j,l} − t) / s_j and v = (c_{j,l−1} − t) / s_j for every cell (j, t, l) (each
-    (J, K, K); u = +∞ in the last column, v = −∞ in the first) and 1 / s_j (J, 1, 1)."""
+    """u[t, l, j] = (c_{j,l} − t) / s_j and v[t, l, j] = (c_{j,l−1} − t) / s_j for every cell,
+    cell-major (K, K, J) (u = +∞ in the last column l = K − 1, v = −∞ in the first), and 1 / s_j
+    (J,)."""
     n, k = cuts.shape[0], cuts.shape[1] + 1
-    t = np.arange(k, dtype=np.float64)
-    inf = np.full((n, 1), np.inf)
-    upper_c = np.concatenate([cuts, inf], axis=1)[:, None, :]  # c_{j,l}
-    lower_c = np.concatenate([-inf, cuts], axis=1)[:, None, :]  # c_{j,l−1}
-    inv_s = 1.0 / spread[:, None, None]
-    return (upper_c - t[None, :, None]) * inv_s, (lower_c - t[None, :, None]) * inv_s, inv_s
+    inf = np.full((1, n), np.inf)
+    upper = np.concatenate([cuts.T, inf])[None]  # c_{j,l}: (1, K, J)
+    lower = np.concatenate([-inf, cuts.T])[None]  # c_{j,l−1}
+    t = np.arange(k, dtype=np.float64)[:, None, None]
+    inv_s = 1.0 / spread
+    return (upper - t) * inv_s, (lower - t) * inv_s, inv_s
 
 
 def _log_confusion(cuts: np.ndarray, spread: np.ndarray) -> np.ndarray:
-    """log π[j, t, l] with truth t at location t (n_annotators, K, K)."""
+    """log π[t, l, j] with truth t at location t, cell-major (K, K, n_annotators)."""
     u, v, _ = _standardised_ends(cuts, spread)
     return _log_diff_ndtr(u, v)
 
@@ -123,9 +130,10 @@ def _log_diff_ndtr(u: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class _CellDerivatives:
-    """Derivatives of L = log π[j, t, l] = log(Φ(u) − Φ(v)) for every cell (each (J, K, K)) with
-    respect to the cell's upper cut point c_{j,l} (``up``), lower cut point c_{j,l−1} (``lo``) and
-    ℓ = log s_j (``ls``); ``second`` holds (up·up, lo·lo, up·lo, up·ls, lo·ls, ls·ls).
+    """Derivatives of L = log π[j, t, l] = log(Φ(u) − Φ(v)) for every cell (each cell-major,
+    (K, K, J)) with respect to the cell's upper cut point c_{j,l} (``up``), lower cut point
+    c_{j,l−1} (``lo``) and ℓ = log s_j (``ls``); ``second`` holds (up·up, lo·lo, up·lo, up·ls,
+    lo·ls, ls·ls).
 
     With a = φ(u) / P and b = φ(v) / P (P = Φ(u) − Φ(v); a = 0 at u = +∞, b = 0 at v = −∞):
     L_u = a, L_v = −b, L_uu = −u a − a², L_vv = v b − b², L_uv = a b; and u = (c_l − t) e^{−ℓ},
@@ -170,18 +178,19 @@ class _CellDerivatives:
 
 
 def _ascent_step(hess: np.ndarray, grad: np.ndarray, floor: float = 1e-3) -> np.ndarray:
-    """Per block the Newton step −H⁻¹ g with the eigenvalues of H capped at −``floor`` (an ascent
-    direction even where the objective is not concave). Where H is already that negative definite
-    (−H − floor·I has a Cholesky factor) the cap does nothing and the step is solved from the
-    Cholesky factor of −H (vectorised over blocks); only the other blocks need eigenvectors."""
-    shift = np.eye(hess.shape[1]) * floor
+    """Per annotator the Newton step −H⁻¹ g (hess (P, P, J), grad (J, P)) with the eigenvalues
+    of H capped at −``floor`` (an ascent direction even where the objective is not concave).
+    Where H is already that negative definite (−H − floor·I has a Cholesky factor) the cap does
+    nothing and the step is solved from the Cholesky factor of −H (vectorised over annotators);
+    only the other blocks need eigenvectors."""
+    shift = np.eye(hess.shape[0])[:, :, None] * floor
     _, ok = _batched_cholesky(-hess - shift)
     step = np.empty_like(grad)
     if ok.any():
-        low, _ = _batched_cholesky(-hess[ok])
-        step[ok] = _cholesky_solve(low, grad[ok])
+        low, _ = _batched_cholesky(-hess[:, :, ok])
+        step[ok] = _cholesky_solve(low, grad[ok].T).T
     if not ok.all():
-        w, vecs = np.linalg.eigh(hess[~ok])
+        w, vecs = np.linalg.eigh(np.moveaxis(hess[:, :, ~ok], -1, 0))
         w = np.minimum(w, -floor)
         coef = np.einsum("jcb,jc->jb", vecs, grad[~ok]) / w
         step[~ok] = -np.einsum("jab,jb->ja", vecs, coef)
@@ -189,38 +198,38 @@ def _ascent_step(hess: np.ndarray, grad: np.ndarray, floor: float = 1e-3) -> np.
 
 
 def _batched_cholesky(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Lower Cholesky factors of a stack of small symmetric matrices (n, P, P) by the textbook
-    recursion, vectorised over the stack, and whether each matrix is positive definite (the
-    factor of a matrix that is not is garbage)."""
-    n, p = a.shape[0], a.shape[1]
+    """Lower Cholesky factors of small symmetric matrices stacked on the last axis (P, P, n) by
+    the textbook recursion, vectorised over the stack, and whether each matrix is positive
+    definite (the factor of a matrix that is not is garbage)."""
+    p = a.shape[0]
     low = np.zeros_like(a)
-    ok = np.ones(n, dtype=bool)
+    ok = np.ones(a.shape[2], dtype=bool)
     for c in range(p):
-        d = a[:, c, c] - np.sum(low[:, c, :c] ** 2, axis=1)
+        d = a[c, c] - np.sum(low[c, :c] ** 2, axis=0)
         ok &= d > 0
         root = np.sqrt(np.where(d > 0, d, 1.0))
-        low[:, c, c] = root
+        low[c, c] = root
         for r in range(c + 1, p):
-            low[:, r, c] = (a[:, r, c] - np.sum(low[:, r, :c] * low[:, c, :c], axis=1)) / root
+            low[r, c] = (a[r, c] - np.sum(low[r, :c] * low[c, :c], axis=0)) / root
     return low, ok
 
 
 def _cholesky_solve(low: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    """x with L Lᵀ x = rhs per block: forward then back substitution, vectorised over blocks."""
-    p = low.shape[1]
+    """x (P, n) with L Lᵀ x = rhs per stacked matrix: forward then back substitution."""
+    p = low.shape[0]
     y = np.empty_like(rhs)
     for r in range(p):
-        y[:, r] = (rhs[:, r] - np.sum(low[:, r, :r] * y[:, :r], axis=1)) / low[:, r, r]
+        y[r] = (rhs[r] - np.sum(low[r, :r] * y[:r], axis=0)) / low[r, r]
     x = np.empty_like(rhs)
     for r in reversed(range(p)):
-        x[:, r] = (y[:, r] - np.sum(low[:, r + 1:, r] * x[:, r + 1:], axis=1)) / low[:, r, r]
+        x[r] = (y[r] - np.sum(low[r + 1:, r] * x[r + 1:], axis=0)) / low[r, r]
     return x
 
 
 @dataclass(frozen=True)
 class _Terms:
     """The M-step objective per annotator (J,), its gradient w.r.t. θ_j (J, P), w.r.t. the
-    shared parameters (summed), the Hessian blocks (J, P, P) if asked, and log π (J, K, K)."""
+    shared parameters (summed), the Hessian blocks (P, P, J) if asked, and log π (K, K, J)."""
 
     value: np.ndarray
     grad: np.ndarray
@@ -293,8 +302,11 @@ class OrdinalDawidSkene(Aggregator):
         # log π kept with the (θ, shared) it belongs to (``_log_conf``); nothing kept yet
         self._log_conf_at: tuple[np.ndarray, np.ndarray, np.ndarray] = (
             self._theta[:0], self._shared, np.empty(0))
-        self._strategy = (idx.label_counts + 1.0) / (idx.label_counts + 1.0).sum(axis=1,
-                                                                                   keepdims=True)
+        # ξ_j[l] stored (K, n_annotators), as the M step's cell-major arrays
+        self._strategy = ((idx.label_counts + 1.0) / (idx.label_counts + 1.0).sum(
+            axis=1, keepdims=True)).T
+        # the expected counts' segment key: label · n_annotators + annotator (cell-major)
+        self._label_annotator = data.label * data.n_annotators + data.annotator
         history: list[float] = []
         self.n_iter_ = 0
         for it in range(self.n_iter):
@@ -320,14 +332,15 @@ class OrdinalDawidSkene(Aggregator):
 
     # -- M step -----------------------------------------------------------------------------
     def _expected_counts(self, idx: _Judgments, proba: np.ndarray) -> np.ndarray:
-        """N[j, t, l] = Σ_{a by j, y_a = l} P(T_i = t): Dawid–Skene's sufficient statistics."""
-        k = idx.n_classes
-        out = np.empty((idx.n_annotators, k, k))
+        """N[t, l, j] = Σ_{a by j, y_a = l} P(T_i = t): Dawid–Skene's sufficient statistics,
+        cell-major (segment sums over judgments keyed label · J + annotator)."""
+        k, n_ann = idx.n_classes, idx.n_annotators
+        out = np.empty((k, k, n_ann))
         for t in range(k - 1):
             weights = np.ascontiguousarray(proba[:, t]).take(idx.task)
-            out[:, t, :] = np.bincount(idx.ann_label, weights=weights,
-                                       minlength=idx.n_annotators * k).reshape(-1, k)
-        out[:, k - 1, :] = idx.label_counts - out[:, : k - 1, :].sum(axis=1)
+            out[t] = np.bincount(self._label_annotator, weights=weights,
+                                 minlength=k * n_ann).reshape(k, n_ann)
+        out[k - 1] = idx.label_counts.T - out[: k - 1].sum(axis=0)
         return np.clip(out, 0.0, None)
 
     def _cuts(self, theta: np.ndarray, shared: np.ndarray) -> np.ndarray:
@@ -340,8 +353,9 @@ class OrdinalDawidSkene(Aggregator):
                hessian: bool = False, log_p: np.ndarray | None = None) -> _Terms:
         """Per annotator: the M-step objective Σ N log π + log prior, its gradient w.r.t. θ_j,
         the gradient w.r.t. the shared parameters (summed over annotators) and, if asked, the
-        P × P Hessian blocks w.r.t. θ_j. ``log_p``: log π at (θ, shared) when already known."""
-        k = counts.shape[1]
+        P × P Hessian blocks w.r.t. θ_j. ``counts`` and ``log_p`` (log π at (θ, shared) when
+        already known) are cell-major."""
+        k = counts.shape[0]
         cuts = self._cuts(theta, shared)
         u, v, inv_s = _standardised_ends(cuts, np.exp(theta[:, 1]))
         if log_p is None:
@@ -349,20 +363,20 @@ class OrdinalDawidSkene(Aggregator):
         cells = _CellDerivatives.at(u, v, inv_s, log_p, second=hessian)
         value = self._objective(counts, log_p, theta)
         # ∂/∂c_{j,l}: c_{j,l} is the upper end of grade l and the lower end of grade l + 1.
-        g_cut = (np.einsum("jtl,jtl->jl", counts[:, :, : k - 1], cells.up[:, :, : k - 1])
-                 + np.einsum("jtl,jtl->jl", counts[:, :, 1:], cells.lo[:, :, 1:]))  # (J, K−1)
+        g_cut = (np.einsum("tlj,tlj->lj", counts[:, : k - 1], cells.up[:, : k - 1])
+                 + np.einsum("tlj,tlj->lj", counts[:, 1:], cells.lo[:, 1:]))  # (K−1, J)
         g_theta = np.zeros_like(theta)
-        g_theta[:, 0] = -g_cut.sum(axis=1)
-        g_theta[:, 1] = np.einsum("jtl,jtl->j", counts, cells.ls)
+        g_theta[:, 0] = -g_cut.sum(axis=0)
+        g_theta[:, 1] = np.einsum("tlj,tlj->j", counts, cells.ls)
         g_shared = np.zeros_like(shared)
         g_shared[0] = g_cut.sum()
         g_gap = np.zeros((theta.shape[0], k - 2))
         if k > 2:
             log_gaps = shared[1:] + (theta[:, 2:] if theta.shape[1] > 2 else 0.0)
-            centred = g_cut - g_cut.mean(axis=1, keepdims=True)
+            centred = g_cut - g_cut.mean(axis=0)
             # the gap n moves cut points n, n+1, …: ∂/∂ log gap_n = gap_n Σ_{m ≥ n} ∂/∂c_m
-            tail = np.cumsum(centred[:, ::-1], axis=1)[:, ::-1][:, 1:]
-            g_gap = np.exp(log_gaps) * tail  # (J, K−2)
+            tail = np.cumsum(centred[::-1], axis=0)[::-1][1:]
+            g_gap = np.exp(log_gaps) * tail.T  # (J, K−2)
             g_shared[1:] = g_gap.sum(axis=0)
             if theta.shape[1] > 2:
                 g_theta[:, 2:] = g_gap
@@ -378,7 +392,7 @@ class OrdinalDawidSkene(Aggregator):
         """Per annotator Σ_{t,l} N[t, l] log π[t, l] + log p(θ_j) (empty cells count 0 even where
         log π = −∞)."""
         with np.errstate(invalid="ignore"):
-            value = np.sum(np.where(counts > 0, counts * log_p, 0.0), axis=(1, 2))
+            value = np.sum(np.where(counts > 0, counts * log_p, 0.0), axis=(0, 1))
         value = (value - 0.5 * theta[:, 0] ** 2 / self.bias_prior_sd**2
                  - 0.5 * (theta[:, 1] - np.log(self.spread_prior)) ** 2)
         if theta.shape[1] > 2:
@@ -387,13 +401,14 @@ class OrdinalDawidSkene(Aggregator):
 
     def _value(self, counts: np.ndarray, theta: np.ndarray, shared: np.ndarray
                ) -> tuple[np.ndarray, np.ndarray]:
-        """The per-annotator objective alone (no derivatives), and log π at θ."""
+        """The per-annotator objective alone (no derivatives), and log π at θ (cell-major)."""
         log_p = _log_confusion(self._cuts(theta, shared), np.exp(theta[:, 1]))
         return self._objective(counts, log_p, theta), log_p
 
     def _hessian(self, counts: np.ndarray, cells: _CellDerivatives, theta: np.ndarray,
                  shared: np.ndarray, g_gap: np.ndarray) -> np.ndarray:
-        """The P × P Hessian blocks of the per-annotator objective w.r.t. θ_j, analytic.
+        """The P × P Hessian blocks of the per-annotator objective w.r.t. θ_j, analytic,
+        stacked on the last axis (P, P, J).
 
         First in x_j = (c_{j,0}, …, c_{j,K−2}, log s_j): each cell's second derivatives
         (``_CellDerivatives``) summed with the counts N[t, l] (the cut-point block is
@@ -404,30 +419,30 @@ class OrdinalDawidSkene(Aggregator):
         likelihood's gradient in γ_n. Then the priors' −1/σ² on the diagonal."""
         assert cells.second is not None
         n_ann, p = theta.shape
-        k = counts.shape[1]
-        uu, ll, ul, us, ls_, ss = (np.einsum("jtl,jtl->jl", counts, d) for d in cells.second)
-        h_x = np.zeros((n_ann, k, k))
+        k = counts.shape[0]
+        uu, ll, ul, us, ls_, ss = (np.einsum("tlj,tlj->lj", counts, d) for d in cells.second)
+        h_x = np.zeros((k, k, n_ann))
         cut = np.arange(k - 1)
-        h_x[:, cut, cut] = uu[:, : k - 1] + ll[:, 1:]
-        h_x[:, cut[:-1], cut[1:]] = ul[:, 1 : k - 1]
-        h_x[:, cut[1:], cut[:-1]] = ul[:, 1 : k - 1]
-        h_x[:, cut, k - 1] = h_x[:, k - 1, cut] = us[:, : k - 1] + ls_[:, 1:]
-        h_x[:, k - 1, k - 1] = ss.sum(axis=1)
-        jac = np.zeros((n_ann, k, p))
-        jac[:, : k - 1, 0] = -1.0
-        jac[:, k - 1, 1] = 1.0
+        h_x[cut, cut] = uu[: k - 1] + ll[1:]
+        h_x[cut[:-1], cut[1:]] = ul[1 : k - 1]
+        h_x[cut[1:], cut[:-1]] = ul[1 : k - 1]
+        h_x[cut, k - 1] = h_x[k - 1, cut] = us[: k - 1] + ls_[1:]
+        h_x[k - 1, k - 1] = ss.sum(axis=0)
+        jac = np.zeros((k, p, n_ann))
+        jac[: k - 1, 0] = -1.0
+        jac[k - 1, 1] = 1.0
         if p > 2:
-            gaps = np.exp(shared[1:] + theta[:, 2:])  # (J, K−2)
+            gaps = np.exp(shared[1:, None] + theta[:, 2:].T)  # (K−2, J)
             gap_index = np.arange(k - 2)
             moves = ((gap_index[None, :] < cut[:, None])
                      - (k - 2 - gap_index[None, :]) / (k - 1))  # (K−1, K−2)
-            jac[:, : k - 1, 2:] = gaps[:, None, :] * moves[None, :, :]
-        hess = np.swapaxes(jac, 1, 2) @ h_x @ jac
-        diagonal = np.arange(p)
-        hess[:, 0, 0] -= 1.0 / self.bias_prior_sd**2
-        hess[:, 1, 1] -= 1.0
+            jac[: k - 1, 2:] = moves[:, :, None] * gaps[None]
+        hess = np.einsum("xaj,xbj->abj", jac, np.einsum("xyj,ybj->xbj", h_x, jac))
+        hess[0, 0] -= 1.0 / self.bias_prior_sd**2
+        hess[1, 1] -= 1.0
         if p > 2:
-            hess[:, diagonal[2:], diagonal[2:]] += g_gap - 1.0 / self.scale_use_prior_sd**2
+            own = np.arange(2, p)
+            hess[own, own] += g_gap.T - 1.0 / self.scale_use_prior_sd**2
         return hess
 
     def _newton_annotators(self, counts: np.ndarray) -> None:
@@ -453,18 +468,17 @@ class OrdinalDawidSkene(Aggregator):
                 break
             scale *= 0.5
             candidate = theta[todo] + scale * step[todo]
-            again, again_log_p = self._value(counts[todo], candidate, shared)
+            again, again_log_p = self._value(counts[:, :, todo], candidate, shared)
             better = np.isfinite(again) & (again >= start.value[todo] - 1e-9)
             trial[todo[better]] = candidate[better]
-            new_log_p[todo[better]] = again_log_p[better]
+            new_log_p[:, :, todo[better]] = again_log_p[:, :, better]
             ok[todo[better]] = True
             todo = todo[~better]
         self._theta = np.where(ok[:, None], trial, theta)
-        self._log_conf_at = (self._theta, shared,
-                             np.where(ok[:, None, None], new_log_p, start.log_p))
+        self._log_conf_at = (self._theta, shared, np.where(ok, new_log_p, start.log_p))
 
     def _log_conf(self) -> np.ndarray:
-        """log π[j, t, l] of the ordinal part at the current θ and shared parameters (kept from
+        """log π[t, l, j] of the ordinal part at the current θ and shared parameters (kept from
         the Newton step that produced them, else computed)."""
         theta, shared, log_p = self._log_conf_at
         if theta is not self._theta or shared is not self._shared:
@@ -501,7 +515,12 @@ class OrdinalDawidSkene(Aggregator):
 
     def _m_step(self, idx: _Judgments, proba: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         k = idx.n_classes
-        prior = proba[idx.judged].mean(axis=0) if idx.judged.any() else np.full(k, 1.0 / k)
+        if idx.all_judged:
+            prior = proba.mean(axis=0)
+        elif idx.judged.any():
+            prior = proba[idx.judged].mean(axis=0)
+        else:
+            prior = np.full(k, 1.0 / k)
         prior = np.clip(prior, _EPS, None)
         prior /= prior.sum()
         counts = self._expected_counts(idx, proba)
@@ -518,20 +537,20 @@ class OrdinalDawidSkene(Aggregator):
                 a = self.spam_strength * self.spam_prior
                 b = self.spam_strength * (1.0 - self.spam_prior)
                 # MAP of ε_j under Beta(a + 1, b + 1); ξ_j ∝ spam counts + 1 (MACE's strategy).
-                self._spam = (spam_counts.sum(axis=(1, 2)) + a) / (counts.sum(axis=(1, 2)) + a + b)
-                strategy = spam_counts.sum(axis=1) + 1.0
-                self._strategy = strategy / strategy.sum(axis=1, keepdims=True)
+                self._spam = (spam_counts.sum(axis=(0, 1)) + a) / (counts.sum(axis=(0, 1)) + a + b)
+                strategy = spam_counts.sum(axis=0) + 1.0
+                self._strategy = strategy / strategy.sum(axis=0)
             self._parts = None  # parameters moved
         ordinal, spam = self._mixture_parts()
         self._parts = (ordinal, spam)  # the next M step starts from these
         confusion = np.clip(ordinal + spam, _EPS, None)
-        confusion /= confusion.sum(axis=2, keepdims=True)
-        return prior, confusion
+        confusion /= confusion.sum(axis=1, keepdims=True)
+        return prior, np.ascontiguousarray(np.moveaxis(confusion, -1, 0))  # (J, K, K)
 
     def _mixture_parts(self) -> tuple[np.ndarray, np.ndarray]:
-        """(1 − ε_j) π_j[t, l] and ε_j ξ_j[l], each (n_annotators, K, K)."""
-        ordinal = np.clip(np.exp(self._log_conf()), _EPS, None) * (1.0 - self._spam)[:, None, None]
-        spam = np.broadcast_to((self._spam[:, None] * self._strategy)[:, None, :], ordinal.shape)
+        """(1 − ε_j) π_j[t, l] and ε_j ξ_j[l], each cell-major (K, K, n_annotators)."""
+        ordinal = np.clip(np.exp(self._log_conf()), _EPS, None) * (1.0 - self._spam)
+        spam = np.broadcast_to(self._spam * self._strategy, ordinal.shape)
         return ordinal, spam
 
     def _log_prior(self) -> float:
