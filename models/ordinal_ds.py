@@ -40,6 +40,7 @@ from typing import Self
 
 import numpy as np
 import scipy.optimize
+import scipy.sparse
 from scipy.special import log_ndtr
 
 from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
@@ -305,8 +306,11 @@ class OrdinalDawidSkene(Aggregator):
         # ξ_j[l] stored (K, n_annotators), as the M step's cell-major arrays
         self._strategy = ((idx.label_counts + 1.0) / (idx.label_counts + 1.0).sum(
             axis=1, keepdims=True)).T
-        # the expected counts' segment key: label · n_annotators + annotator (cell-major)
-        self._label_annotator = data.label * data.n_annotators + data.annotator
+        # the judgments by cell (label · n_annotators + annotator) and task: the expected counts
+        self._judgment_cells = scipy.sparse.csr_matrix(
+            (np.ones(data.n_judgments), (data.label * data.n_annotators + data.annotator,
+                                         data.task)),
+            shape=(k * data.n_annotators, data.n_tasks))
         history: list[float] = []
         self.n_iter_ = 0
         for it in range(self.n_iter):
@@ -331,17 +335,14 @@ class OrdinalDawidSkene(Aggregator):
         return self
 
     # -- M step -----------------------------------------------------------------------------
-    def _expected_counts(self, idx: _Judgments, proba: np.ndarray) -> np.ndarray:
+    def _expected_counts(self, proba: np.ndarray) -> np.ndarray:
         """N[t, l, j] = Σ_{a by j, y_a = l} P(T_i = t): Dawid–Skene's sufficient statistics,
-        cell-major (segment sums over judgments keyed label · J + annotator)."""
-        k, n_ann = idx.n_classes, idx.n_annotators
-        out = np.empty((k, k, n_ann))
-        for t in range(k - 1):
-            weights = np.ascontiguousarray(proba[:, t]).take(idx.task)
-            out[t] = np.bincount(self._label_annotator, weights=weights,
-                                 minlength=k * n_ann).reshape(k, n_ann)
-        out[k - 1] = idx.label_counts.T - out[: k - 1].sum(axis=0)
-        return np.clip(out, 0.0, None)
+        cell-major. One sparse product: the judgments as a 0/1 matrix (rows label · J +
+        annotator, columns tasks) times the posterior (n_tasks, K) sums every cell's posterior
+        in one pass over the judgments (K segment sums at once)."""
+        k = proba.shape[1]
+        flat = self._judgment_cells @ proba  # (K · J, K): row l · J + j, column t
+        return np.ascontiguousarray(flat.reshape(k, -1, k).transpose(2, 0, 1))
 
     def _cuts(self, theta: np.ndarray, shared: np.ndarray) -> np.ndarray:
         log_gaps = np.broadcast_to(shared[1:], (theta.shape[0], shared.shape[0] - 1))
@@ -523,7 +524,7 @@ class OrdinalDawidSkene(Aggregator):
             prior = np.full(k, 1.0 / k)
         prior = np.clip(prior, _EPS, None)
         prior /= prior.sum()
-        counts = self._expected_counts(idx, proba)
+        counts = self._expected_counts(proba)
         for _ in range(self.m_step_iterations):
             # Generalised EM on the mixture (1 − ε_j) π_j + ε_j ξ_j: split each expected count
             # between the ordinal part and the spam part by responsibility, then update each.
