@@ -306,6 +306,9 @@ class OrdinalDawidSkene(Aggregator):
         # ξ_j[l] stored (K, n_annotators), as the M step's cell-major arrays
         self._strategy = ((idx.label_counts + 1.0) / (idx.label_counts + 1.0).sum(
             axis=1, keepdims=True)).T
+        # 1 / n_judged for a judged task, 0 for the others: the prior is its product with the
+        # posterior (a BLAS pass; a mean over a (n_tasks, K) array loops over rows of K)
+        self._judged_share = idx.judged / max(int(idx.judged.sum()), 1)
         # the judgments by cell (label · n_annotators + annotator) and task: the expected counts
         self._judgment_cells = scipy.sparse.csr_matrix(
             (np.ones(data.n_judgments), (data.label * data.n_annotators + data.annotator,
@@ -516,12 +519,8 @@ class OrdinalDawidSkene(Aggregator):
 
     def _m_step(self, idx: _Judgments, proba: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         k = idx.n_classes
-        if idx.all_judged:
-            prior = proba.mean(axis=0)
-        elif idx.judged.any():
-            prior = proba[idx.judged].mean(axis=0)
-        else:
-            prior = np.full(k, 1.0 / k)
+        # the mean posterior of the judged tasks, as one product (uniform if none is judged)
+        prior = self._judged_share @ proba if idx.judged.any() else np.full(k, 1.0 / k)
         prior = np.clip(prior, _EPS, None)
         prior /= prior.sum()
         counts = self._expected_counts(proba)
