@@ -326,6 +326,7 @@ class OrdinalDawidSkene(Aggregator):
             if len(history) > 1 and abs(history[-1] - history[-2]) / n < self.tol:
                 break
         prior, confusion = self._m_step(idx, proba)
+        del self._judgment_cells, self._judged_share  # per-judgment scratch of the fit
         self.prior_ = prior
         self.confusion_ = confusion
         self.proba_ = proba
