@@ -20,10 +20,11 @@ Dawid–Skene's (log space: a task's likelihood is a product over its judgments,
 the M step works on the expected counts N_j[t, l] = Σ_{a by j, y_a = l} P(T_i = t)
 (n_annotators × K × K, segment sums over judgments): split by responsibility between the ordinal
 and the spam part (generalised EM), then one damped Newton step per annotator on
-θ_j = (b_j, log s_j, γ_j) — all annotators at once, P × P Hessian blocks — and the closed-form MAP
-of ε_j (Beta prior) and ξ_j. The shared cut points are the halfway points l + ½: they define the
-truth (an unbiased annotator's responses centre on it). Learning them (``learn_cutpoints``, a few
-L-BFGS steps per M step) lets EM slide them against the truth's locations and empty a grade
+θ_j = (b_j, log s_j, γ_j) — all annotators at once, analytic P × P Hessian blocks — and the
+closed-form MAP of ε_j (Beta prior) and ξ_j. The shared cut points are the halfway points l + ½:
+they define the truth (an unbiased annotator's responses centre on it). Learning them
+(``learn_cutpoints``, a few L-BFGS steps per M step) lets EM slide them against the truth's
+locations and empty a grade
 (Algorithm-10 data at noise 4–8: grade-2 prior 0.11 for a uniform truth, accuracy below majority
 vote), so it is off by default. Priors:
 b_j ~ N(0, ``bias_prior_sd``²), log s_j ~ N(log ``spread_prior``, 1), γ ~ N(0,
@@ -34,10 +35,12 @@ annotators with few judgments near the population and pin the cut points' locati
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Self
 
 import numpy as np
 import scipy.optimize
+import scipy.sparse
 from scipy.special import log_ndtr
 
 from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
@@ -85,49 +88,155 @@ def thresholds_from(bias: np.ndarray, log_gaps: np.ndarray, centre: float) -> np
 
 def confusion_from(cuts: np.ndarray, spread: np.ndarray) -> np.ndarray:
     """π[j, t, l] of the discretised Gaussian for every annotator (n_annotators, K, K)."""
-    log_conf, _ = _log_confusion(cuts, spread, need_grad=False)
-    return np.exp(log_conf)
+    return np.ascontiguousarray(np.moveaxis(np.exp(_log_confusion(cuts, spread)), -1, 0))
 
 
-def _log_confusion(cuts: np.ndarray, spread: np.ndarray, *, need_grad: bool
-                   ) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray] | None]:
-    """log π[j, t, l] with truth t at location t, and (if asked) the derivatives of
-    Σ-able terms: per (j, t, l) ∂/∂c_{j,l} (upper end) and ∂/∂c_{j,l−1} (lower end) stacked in one
-    (J, K, K, 2) array, and ∂/∂ log s_j (J, K, K).
+# The M step keeps its per-annotator arrays cell-major, (K, K, n_annotators) indexed [t, l, j]:
+# every elementwise operation and every sum over t or l then runs over contiguous rows of
+# n_annotators numbers (an annotator-major (J, K, K) array makes numpy loop over rows of K).
 
-    log(Φ(u) − Φ(v)) for u > v is computed on whichever side of 0 keeps both terms away from 1
-    (the upper tail by symmetry), so rows far from the truth keep their relative precision.
-    """
+
+def _standardised_ends(cuts: np.ndarray, spread: np.ndarray
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """u[t, l, j] = (c_{j,l} − t) / s_j and v[t, l, j] = (c_{j,l−1} − t) / s_j for every cell,
+    cell-major (K, K, J) (u = +∞ in the last column l = K − 1, v = −∞ in the first), and 1 / s_j
+    (J,)."""
     n, k = cuts.shape[0], cuts.shape[1] + 1
-    t = np.arange(k, dtype=np.float64)
-    inf = np.full((n, 1), np.inf)
-    upper_c = np.concatenate([cuts, inf], axis=1)[:, None, :]  # c_{j,l}
-    lower_c = np.concatenate([-inf, cuts], axis=1)[:, None, :]  # c_{j,l−1}
-    inv_s = 1.0 / spread[:, None, None]
-    u = (upper_c - t[None, :, None]) * inv_s  # (J, K, K)
-    v = (lower_c - t[None, :, None]) * inv_s
-    log_p = _log_diff_ndtr(u, v)
-    if not need_grad:
-        return log_p, None
-    # ∂ log(Φ(u) − Φ(v)) / ∂u = φ(u) / P, ∂ / ∂v = −φ(v) / P (φ(±∞) = 0).
-    with np.errstate(invalid="ignore", over="ignore"):
-        ru = np.where(np.isfinite(u), np.exp(-0.5 * u**2 - _LOG_SQRT_2PI - log_p), 0.0)
-        rv = np.where(np.isfinite(v), np.exp(-0.5 * v**2 - _LOG_SQRT_2PI - log_p), 0.0)
-        uru = np.where(np.isfinite(u), u * ru, 0.0)
-        vrv = np.where(np.isfinite(v), v * rv, 0.0)
-    d_ends = np.stack([ru * inv_s, -rv * inv_s], axis=-1)
-    d_logs = -(uru - vrv)  # ∂u/∂log s = −u
-    return log_p, (d_ends, d_logs)
+    inf = np.full((1, n), np.inf)
+    upper = np.concatenate([cuts.T, inf])[None]  # c_{j,l}: (1, K, J)
+    lower = np.concatenate([-inf, cuts.T])[None]  # c_{j,l−1}
+    t = np.arange(k, dtype=np.float64)[:, None, None]
+    inv_s = 1.0 / spread
+    return (upper - t) * inv_s, (lower - t) * inv_s, inv_s
+
+
+def _log_confusion(cuts: np.ndarray, spread: np.ndarray) -> np.ndarray:
+    """log π[t, l, j] with truth t at location t, cell-major (K, K, n_annotators)."""
+    u, v, _ = _standardised_ends(cuts, spread)
+    return _log_diff_ndtr(u, v)
 
 
 def _log_diff_ndtr(u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """log(Φ(u) − Φ(v)) for u > v, elementwise, stable in both tails."""
+    """log(Φ(u) − Φ(v)) for u > v, elementwise, stable in both tails.
+
+    Computed on whichever side of 0 keeps both terms away from 1 (the upper tail by symmetry),
+    so rows far from the truth keep their relative precision."""
     upper_side = v > 0  # both in the upper tail: Φ(u) − Φ(v) = Φ(−v) − Φ(−u)
     a = np.where(upper_side, -v, u)
     b = np.where(upper_side, -u, v)
     la, lb = log_ndtr(a), log_ndtr(b)
     with np.errstate(divide="ignore"):
         return la + np.log1p(-np.exp(np.minimum(lb - la, -1e-300)))
+
+
+@dataclass(frozen=True)
+class _CellDerivatives:
+    """Derivatives of L = log π[j, t, l] = log(Φ(u) − Φ(v)) for every cell (each cell-major,
+    (K, K, J)) with respect to the cell's upper cut point c_{j,l} (``up``), lower cut point
+    c_{j,l−1} (``lo``) and ℓ = log s_j (``ls``); ``second`` holds (up·up, lo·lo, up·lo, up·ls,
+    lo·ls, ls·ls).
+
+    With a = φ(u) / P and b = φ(v) / P (P = Φ(u) − Φ(v); a = 0 at u = +∞, b = 0 at v = −∞):
+    L_u = a, L_v = −b, L_uu = −u a − a², L_vv = v b − b², L_uv = a b; and u = (c_l − t) e^{−ℓ},
+    so ∂u/∂c_l = 1/s, ∂u/∂ℓ = −u (the same for v). The chain rule gives
+
+        ∂L/∂c_l = a / s,   ∂L/∂c_{l−1} = −b / s,   ∂L/∂ℓ = −(u a − v b),
+        ∂²L/∂c_l² = L_uu / s²,   ∂²L/∂c_{l−1}² = L_vv / s²,   ∂²L/∂c_l ∂c_{l−1} = L_uv / s²,
+        ∂²L/∂c_l ∂ℓ = −(u L_uu + v L_uv + a) / s,   ∂²L/∂c_{l−1} ∂ℓ = −(u L_uv + v L_vv − b) / s,
+        ∂²L/∂ℓ² = u a − v b + u² L_uu + 2 u v L_uv + v² L_vv.
+
+    An infinite end contributes nothing (φ(±∞) = 0 kills every term it appears in), so it is
+    replaced by 0 before the products."""
+
+    up: np.ndarray
+    lo: np.ndarray
+    ls: np.ndarray
+    second: tuple[np.ndarray, ...] | None
+
+    @classmethod
+    def at(cls, u: np.ndarray, v: np.ndarray, inv_s: np.ndarray, log_p: np.ndarray, *,
+           second: bool) -> _CellDerivatives:
+        finite_u, finite_v = np.isfinite(u), np.isfinite(v)
+        u = np.where(finite_u, u, 0.0)
+        v = np.where(finite_v, v, 0.0)
+        with np.errstate(over="ignore", invalid="ignore"):
+            a = np.where(finite_u, np.exp(-0.5 * u**2 - _LOG_SQRT_2PI - log_p), 0.0)
+            b = np.where(finite_v, np.exp(-0.5 * v**2 - _LOG_SQRT_2PI - log_p), 0.0)
+        ua, vb = u * a, v * b
+        ls = vb - ua
+        if not second:
+            return cls(a * inv_s, -b * inv_s, ls, None)
+        l_uu = -a * (u + a)
+        l_vv = b * (v - b)
+        l_uv = a * b
+        inv_s2 = inv_s * inv_s
+        u_uu_v_uv = u * l_uu + v * l_uv
+        u_uv_v_vv = u * l_uv + v * l_vv
+        hessian = (l_uu * inv_s2, l_vv * inv_s2, l_uv * inv_s2,
+                   -(u_uu_v_uv + a) * inv_s, -(u_uv_v_vv - b) * inv_s,
+                   -ls + u * u_uu_v_uv + v * u_uv_v_vv)
+        return cls(a * inv_s, -b * inv_s, ls, hessian)
+
+
+def _ascent_step(hess: np.ndarray, grad: np.ndarray, floor: float = 1e-3) -> np.ndarray:
+    """Per annotator the Newton step −H⁻¹ g (hess (P, P, J), grad (J, P)) with the eigenvalues
+    of H capped at −``floor`` (an ascent direction even where the objective is not concave).
+    Where H is already that negative definite (−H − floor·I has a Cholesky factor) the cap does
+    nothing and the step is solved from the Cholesky factor of −H (vectorised over annotators);
+    only the other blocks need eigenvectors."""
+    shift = np.eye(hess.shape[0])[:, :, None] * floor
+    _, ok = _batched_cholesky(-hess - shift)
+    step = np.empty_like(grad)
+    if ok.any():
+        low, _ = _batched_cholesky(-hess[:, :, ok])
+        step[ok] = _cholesky_solve(low, grad[ok].T).T
+    if not ok.all():
+        w, vecs = np.linalg.eigh(np.moveaxis(hess[:, :, ~ok], -1, 0))
+        w = np.minimum(w, -floor)
+        coef = np.einsum("jcb,jc->jb", vecs, grad[~ok]) / w
+        step[~ok] = -np.einsum("jab,jb->ja", vecs, coef)
+    return step
+
+
+def _batched_cholesky(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Lower Cholesky factors of small symmetric matrices stacked on the last axis (P, P, n) by
+    the textbook recursion, vectorised over the stack, and whether each matrix is positive
+    definite (the factor of a matrix that is not is garbage)."""
+    p = a.shape[0]
+    low = np.zeros_like(a)
+    ok = np.ones(a.shape[2], dtype=bool)
+    for c in range(p):
+        d = a[c, c] - np.sum(low[c, :c] ** 2, axis=0)
+        ok &= d > 0
+        root = np.sqrt(np.where(d > 0, d, 1.0))
+        low[c, c] = root
+        for r in range(c + 1, p):
+            low[r, c] = (a[r, c] - np.sum(low[r, :c] * low[c, :c], axis=0)) / root
+    return low, ok
+
+
+def _cholesky_solve(low: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """x (P, n) with L Lᵀ x = rhs per stacked matrix: forward then back substitution."""
+    p = low.shape[0]
+    y = np.empty_like(rhs)
+    for r in range(p):
+        y[r] = (rhs[r] - np.sum(low[r, :r] * y[:r], axis=0)) / low[r, r]
+    x = np.empty_like(rhs)
+    for r in reversed(range(p)):
+        x[r] = (y[r] - np.sum(low[r + 1:, r] * x[r + 1:], axis=0)) / low[r, r]
+    return x
+
+
+@dataclass(frozen=True)
+class _Terms:
+    """The M-step objective per annotator (J,), its gradient w.r.t. θ_j (J, P), w.r.t. the
+    shared parameters (summed), the Hessian blocks (P, P, J) if asked, and log π (K, K, J)."""
+
+    value: np.ndarray
+    grad: np.ndarray
+    grad_shared: np.ndarray
+    hess: np.ndarray | None
+    log_p: np.ndarray
 
 
 class OrdinalDawidSkene(Aggregator):
@@ -191,8 +300,20 @@ class OrdinalDawidSkene(Aggregator):
         self._shared = np.concatenate([[(k - 1) / 2.0], np.zeros(k - 2)])
         self._spam = np.full(data.n_annotators, self.spam_prior)
         self._parts: tuple[np.ndarray, np.ndarray] | None = None
-        self._strategy = (idx.label_counts + 1.0) / (idx.label_counts + 1.0).sum(axis=1,
-                                                                                   keepdims=True)
+        # log π kept with the (θ, shared) it belongs to (``_log_conf``); nothing kept yet
+        self._log_conf_at: tuple[np.ndarray, np.ndarray, np.ndarray] = (
+            self._theta[:0], self._shared, np.empty(0))
+        # ξ_j[l] stored (K, n_annotators), as the M step's cell-major arrays
+        self._strategy = ((idx.label_counts + 1.0) / (idx.label_counts + 1.0).sum(
+            axis=1, keepdims=True)).T
+        # 1 / n_judged for a judged task, 0 for the others: the prior is its product with the
+        # posterior (a BLAS pass; a mean over a (n_tasks, K) array loops over rows of K)
+        self._judged_share = idx.judged / max(int(idx.judged.sum()), 1)
+        # the judgments by cell (label · n_annotators + annotator) and task: the expected counts
+        self._judgment_cells = scipy.sparse.csr_matrix(
+            (np.ones(data.n_judgments), (data.label * data.n_annotators + data.annotator,
+                                         data.task)),
+            shape=(k * data.n_annotators, data.n_tasks))
         history: list[float] = []
         self.n_iter_ = 0
         for it in range(self.n_iter):
@@ -205,6 +326,7 @@ class OrdinalDawidSkene(Aggregator):
             if len(history) > 1 and abs(history[-1] - history[-2]) / n < self.tol:
                 break
         prior, confusion = self._m_step(idx, proba)
+        del self._judgment_cells, self._judged_share  # per-judgment scratch of the fit
         self.prior_ = prior
         self.confusion_ = confusion
         self.proba_ = proba
@@ -217,16 +339,14 @@ class OrdinalDawidSkene(Aggregator):
         return self
 
     # -- M step -----------------------------------------------------------------------------
-    def _expected_counts(self, idx: _Judgments, proba: np.ndarray) -> np.ndarray:
-        """N[j, t, l] = Σ_{a by j, y_a = l} P(T_i = t): Dawid–Skene's sufficient statistics."""
-        k = idx.n_classes
-        out = np.empty((idx.n_annotators, k, k))
-        for t in range(k - 1):
-            weights = np.ascontiguousarray(proba[:, t]).take(idx.task)
-            out[:, t, :] = np.bincount(idx.ann_label, weights=weights,
-                                       minlength=idx.n_annotators * k).reshape(-1, k)
-        out[:, k - 1, :] = idx.label_counts - out[:, : k - 1, :].sum(axis=1)
-        return np.clip(out, 0.0, None)
+    def _expected_counts(self, proba: np.ndarray) -> np.ndarray:
+        """N[t, l, j] = Σ_{a by j, y_a = l} P(T_i = t): Dawid–Skene's sufficient statistics,
+        cell-major. One sparse product: the judgments as a 0/1 matrix (rows label · J +
+        annotator, columns tasks) times the posterior (n_tasks, K) sums every cell's posterior
+        in one pass over the judgments (K segment sums at once)."""
+        k = proba.shape[1]
+        flat = self._judgment_cells @ proba  # (K · J, K): row l · J + j, column t
+        return np.ascontiguousarray(flat.reshape(k, -1, k).transpose(2, 0, 1))
 
     def _cuts(self, theta: np.ndarray, shared: np.ndarray) -> np.ndarray:
         log_gaps = np.broadcast_to(shared[1:], (theta.shape[0], shared.shape[0] - 1))
@@ -234,72 +354,118 @@ class OrdinalDawidSkene(Aggregator):
             log_gaps = log_gaps + theta[:, 2:]
         return thresholds_from(theta[:, 0], log_gaps, shared[0])
 
-    def _terms(self, counts: np.ndarray, theta: np.ndarray, shared: np.ndarray
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _terms(self, counts: np.ndarray, theta: np.ndarray, shared: np.ndarray, *,
+               hessian: bool = False, log_p: np.ndarray | None = None) -> _Terms:
         """Per annotator: the M-step objective Σ N log π + log prior, its gradient w.r.t. θ_j,
-        and the gradient w.r.t. the shared parameters (summed over annotators)."""
-        k = counts.shape[1]
+        the gradient w.r.t. the shared parameters (summed over annotators) and, if asked, the
+        P × P Hessian blocks w.r.t. θ_j. ``counts`` and ``log_p`` (log π at (θ, shared) when
+        already known) are cell-major."""
+        k = counts.shape[0]
         cuts = self._cuts(theta, shared)
-        spread = np.exp(theta[:, 1])
-        log_p, grads = _log_confusion(cuts, spread, need_grad=True)
-        assert grads is not None
-        d_ends, d_logs = grads
-        with np.errstate(invalid="ignore"):
-            value = np.sum(np.where(counts > 0, counts * log_p, 0.0), axis=(1, 2))
+        u, v, inv_s = _standardised_ends(cuts, np.exp(theta[:, 1]))
+        if log_p is None:
+            log_p = _log_diff_ndtr(u, v)
+        cells = _CellDerivatives.at(u, v, inv_s, log_p, second=hessian)
+        value = self._objective(counts, log_p, theta)
         # ∂/∂c_{j,l}: c_{j,l} is the upper end of grade l and the lower end of grade l + 1.
-        ends = np.einsum("jtl,jtle->jle", counts, d_ends)
-        g_cut = ends[:, : k - 1, 0] + ends[:, 1:, 1]  # (J, K−1)
+        g_cut = (np.einsum("tlj,tlj->lj", counts[:, : k - 1], cells.up[:, : k - 1])
+                 + np.einsum("tlj,tlj->lj", counts[:, 1:], cells.lo[:, 1:]))  # (K−1, J)
         g_theta = np.zeros_like(theta)
-        g_theta[:, 0] = -g_cut.sum(axis=1)
-        g_theta[:, 1] = np.einsum("jtl,jtl->j", counts, d_logs)
+        g_theta[:, 0] = -g_cut.sum(axis=0)
+        g_theta[:, 1] = np.einsum("tlj,tlj->j", counts, cells.ls)
         g_shared = np.zeros_like(shared)
         g_shared[0] = g_cut.sum()
+        g_gap = np.zeros((theta.shape[0], k - 2))
         if k > 2:
             log_gaps = shared[1:] + (theta[:, 2:] if theta.shape[1] > 2 else 0.0)
-            centred = g_cut - g_cut.mean(axis=1, keepdims=True)
+            centred = g_cut - g_cut.mean(axis=0)
             # the gap n moves cut points n, n+1, …: ∂/∂ log gap_n = gap_n Σ_{m ≥ n} ∂/∂c_m
-            tail = np.cumsum(centred[:, ::-1], axis=1)[:, ::-1][:, 1:]
-            g_gap = np.exp(log_gaps) * tail  # (J, K−2)
+            tail = np.cumsum(centred[::-1], axis=0)[::-1][1:]
+            g_gap = np.exp(log_gaps) * tail.T  # (J, K−2)
             g_shared[1:] = g_gap.sum(axis=0)
             if theta.shape[1] > 2:
                 g_theta[:, 2:] = g_gap
         # Priors: b ~ N(0, σ_b²), log s ~ N(log s0, 1), γ ~ N(0, σ_γ²).
-        prior_b = theta[:, 0] / self.bias_prior_sd**2
-        prior_s = theta[:, 1] - np.log(self.spread_prior)
-        value = value - 0.5 * theta[:, 0] * prior_b - 0.5 * prior_s**2
-        g_theta[:, 0] -= prior_b
-        g_theta[:, 1] -= prior_s
+        g_theta[:, 0] -= theta[:, 0] / self.bias_prior_sd**2
+        g_theta[:, 1] -= theta[:, 1] - np.log(self.spread_prior)
         if theta.shape[1] > 2:
-            prior_g = theta[:, 2:] / self.scale_use_prior_sd**2
-            value = value - 0.5 * np.sum(theta[:, 2:] * prior_g, axis=1)
-            g_theta[:, 2:] -= prior_g
-        return value, g_theta, g_shared
+            g_theta[:, 2:] -= theta[:, 2:] / self.scale_use_prior_sd**2
+        hess = self._hessian(counts, cells, theta, shared, g_gap) if hessian else None
+        return _Terms(value, g_theta, g_shared, hess, log_p)
+
+    def _objective(self, counts: np.ndarray, log_p: np.ndarray, theta: np.ndarray) -> np.ndarray:
+        """Per annotator Σ_{t,l} N[t, l] log π[t, l] + log p(θ_j) (empty cells count 0 even where
+        log π = −∞)."""
+        with np.errstate(invalid="ignore"):
+            value = np.sum(np.where(counts > 0, counts * log_p, 0.0), axis=(0, 1))
+        value = (value - 0.5 * theta[:, 0] ** 2 / self.bias_prior_sd**2
+                 - 0.5 * (theta[:, 1] - np.log(self.spread_prior)) ** 2)
+        if theta.shape[1] > 2:
+            value = value - 0.5 * np.sum(theta[:, 2:] ** 2, axis=1) / self.scale_use_prior_sd**2
+        return value
+
+    def _value(self, counts: np.ndarray, theta: np.ndarray, shared: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """The per-annotator objective alone (no derivatives), and log π at θ (cell-major)."""
+        log_p = _log_confusion(self._cuts(theta, shared), np.exp(theta[:, 1]))
+        return self._objective(counts, log_p, theta), log_p
+
+    def _hessian(self, counts: np.ndarray, cells: _CellDerivatives, theta: np.ndarray,
+                 shared: np.ndarray, g_gap: np.ndarray) -> np.ndarray:
+        """The P × P Hessian blocks of the per-annotator objective w.r.t. θ_j, analytic,
+        stacked on the last axis (P, P, J).
+
+        First in x_j = (c_{j,0}, …, c_{j,K−2}, log s_j): each cell's second derivatives
+        (``_CellDerivatives``) summed with the counts N[t, l] (the cut-point block is
+        tridiagonal: cell l touches c_{l−1} and c_l only). Then the chain rule to θ_j with the
+        Jacobian A = ∂x/∂θ (∂c_m/∂b = −1, ∂ log s/∂ log s = 1, ∂c_m/∂γ_n = gap_n ([n < m] −
+        (K − 2 − n)/(K − 1)), the centring of the cut points): H_θ = Aᵀ H_x A + Σ_m ∂f/∂c_m
+        ∂²c_m/∂θ², whose second part is diagonal in γ (∂²c_m/∂γ_n² = ∂c_m/∂γ_n), i.e. the
+        likelihood's gradient in γ_n. Then the priors' −1/σ² on the diagonal."""
+        assert cells.second is not None
+        n_ann, p = theta.shape
+        k = counts.shape[0]
+        uu, ll, ul, us, ls_, ss = (np.einsum("tlj,tlj->lj", counts, d) for d in cells.second)
+        h_x = np.zeros((k, k, n_ann))
+        cut = np.arange(k - 1)
+        h_x[cut, cut] = uu[: k - 1] + ll[1:]
+        h_x[cut[:-1], cut[1:]] = ul[1 : k - 1]
+        h_x[cut[1:], cut[:-1]] = ul[1 : k - 1]
+        h_x[cut, k - 1] = h_x[k - 1, cut] = us[: k - 1] + ls_[1:]
+        h_x[k - 1, k - 1] = ss.sum(axis=0)
+        jac = np.zeros((k, p, n_ann))
+        jac[: k - 1, 0] = -1.0
+        jac[k - 1, 1] = 1.0
+        if p > 2:
+            gaps = np.exp(shared[1:, None] + theta[:, 2:].T)  # (K−2, J)
+            gap_index = np.arange(k - 2)
+            moves = ((gap_index[None, :] < cut[:, None])
+                     - (k - 2 - gap_index[None, :]) / (k - 1))  # (K−1, K−2)
+            jac[: k - 1, 2:] = moves[:, :, None] * gaps[None]
+        hess = np.einsum("xaj,xbj->abj", jac, np.einsum("xyj,ybj->xbj", h_x, jac))
+        hess[0, 0] -= 1.0 / self.bias_prior_sd**2
+        hess[1, 1] -= 1.0
+        if p > 2:
+            own = np.arange(2, p)
+            hess[own, own] += g_gap.T - 1.0 / self.scale_use_prior_sd**2
+        return hess
 
     def _newton_annotators(self, counts: np.ndarray) -> None:
         """One damped Newton step per annotator on θ_j, all annotators at once.
 
         The objective separates by annotator given the shared parameters, so the Hessian is
-        block diagonal with P × P blocks (P ≤ K); each block comes from forward differences of
-        the analytic gradient (P vectorised evaluations), is made negative definite, and the step
-        is halved per annotator until that annotator's objective does not decrease.
+        block diagonal with P × P blocks (P ≤ K), analytic (``_hessian``); each block is made
+        negative definite (``_ascent_step``), and the step is halved per annotator until that
+        annotator's objective does not decrease. log π at the accepted θ is kept for the mixture
+        split and the next M step (``_log_conf``): one log Φ evaluation per trial point.
         """
         theta, shared = self._theta, self._shared
-        value, grad, _ = self._terms(counts, theta, shared)
-        n_ann, p = theta.shape
-        h = 1e-5
-        hess = np.empty((n_ann, p, p))
-        for m in range(p):
-            shifted = theta.copy()
-            shifted[:, m] += h
-            hess[:, :, m] = (self._terms(counts, shifted, shared)[1] - grad) / h
-        hess = 0.5 * (hess + np.swapaxes(hess, 1, 2))
-        w, vecs = np.linalg.eigh(hess)
-        w = np.minimum(w, -1e-3)  # ascent direction even where the objective is not concave
-        step = -np.einsum("jab,jb,jcb,jc->ja", vecs, 1.0 / w, vecs, grad)
-        step = np.clip(step, -2.0, 2.0)
+        start = self._terms(counts, theta, shared, hessian=True, log_p=self._log_conf())
+        assert start.hess is not None
+        step = np.clip(_ascent_step(start.hess, start.grad), -2.0, 2.0)
         trial = theta + step
-        new_value = self._terms(counts, trial, shared)[0]
-        ok = np.isfinite(new_value) & (new_value >= value - 1e-9)
+        new_value, new_log_p = self._value(counts, trial, shared)
+        ok = np.isfinite(new_value) & (new_value >= start.value - 1e-9)
         todo = np.flatnonzero(~ok)
         scale = 1.0
         for _ in range(8):  # halve the step of the annotators whose objective went down
@@ -307,12 +473,24 @@ class OrdinalDawidSkene(Aggregator):
                 break
             scale *= 0.5
             candidate = theta[todo] + scale * step[todo]
-            again = self._terms(counts[todo], candidate, shared)[0]
-            better = np.isfinite(again) & (again >= value[todo] - 1e-9)
+            again, again_log_p = self._value(counts[:, :, todo], candidate, shared)
+            better = np.isfinite(again) & (again >= start.value[todo] - 1e-9)
             trial[todo[better]] = candidate[better]
+            new_log_p[:, :, todo[better]] = again_log_p[:, :, better]
             ok[todo[better]] = True
             todo = todo[~better]
         self._theta = np.where(ok[:, None], trial, theta)
+        self._log_conf_at = (self._theta, shared, np.where(ok, new_log_p, start.log_p))
+
+    def _log_conf(self) -> np.ndarray:
+        """log π[t, l, j] of the ordinal part at the current θ and shared parameters (kept from
+        the Newton step that produced them, else computed)."""
+        theta, shared, log_p = self._log_conf_at
+        if theta is not self._theta or shared is not self._shared:
+            log_p = _log_confusion(self._cuts(self._theta, self._shared),
+                                   np.exp(self._theta[:, 1]))
+            self._log_conf_at = (self._theta, self._shared, log_p)
+        return log_p
 
     def _fit_shared(self, counts: np.ndarray) -> None:
         """L-BFGS on the shared parameters, annotators fixed: the centre and the log gaps
@@ -325,11 +503,11 @@ class OrdinalDawidSkene(Aggregator):
         def objective(x: np.ndarray) -> tuple[float, np.ndarray]:
             shared = self._shared.copy()
             shared[free] = x
-            value, _, grad = self._terms(counts, self._theta, shared)
-            total = float(value.sum())
+            terms = self._terms(counts, self._theta, shared)
+            total = float(terms.value.sum())
             if not np.isfinite(total):
                 return np.inf, np.zeros_like(x)
-            return -total, -grad[free]
+            return -total, -terms.grad_shared[free]
 
         start = self._shared[free]
         if start.size == 0:
@@ -342,10 +520,11 @@ class OrdinalDawidSkene(Aggregator):
 
     def _m_step(self, idx: _Judgments, proba: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         k = idx.n_classes
-        prior = proba[idx.judged].mean(axis=0) if idx.judged.any() else np.full(k, 1.0 / k)
+        # the mean posterior of the judged tasks, as one product (uniform if none is judged)
+        prior = self._judged_share @ proba if idx.judged.any() else np.full(k, 1.0 / k)
         prior = np.clip(prior, _EPS, None)
         prior /= prior.sum()
-        counts = self._expected_counts(idx, proba)
+        counts = self._expected_counts(proba)
         for _ in range(self.m_step_iterations):
             # Generalised EM on the mixture (1 − ε_j) π_j + ε_j ξ_j: split each expected count
             # between the ordinal part and the spam part by responsibility, then update each.
@@ -359,21 +538,20 @@ class OrdinalDawidSkene(Aggregator):
                 a = self.spam_strength * self.spam_prior
                 b = self.spam_strength * (1.0 - self.spam_prior)
                 # MAP of ε_j under Beta(a + 1, b + 1); ξ_j ∝ spam counts + 1 (MACE's strategy).
-                self._spam = (spam_counts.sum(axis=(1, 2)) + a) / (counts.sum(axis=(1, 2)) + a + b)
-                strategy = spam_counts.sum(axis=1) + 1.0
-                self._strategy = strategy / strategy.sum(axis=1, keepdims=True)
+                self._spam = (spam_counts.sum(axis=(0, 1)) + a) / (counts.sum(axis=(0, 1)) + a + b)
+                strategy = spam_counts.sum(axis=0) + 1.0
+                self._strategy = strategy / strategy.sum(axis=0)
             self._parts = None  # parameters moved
         ordinal, spam = self._mixture_parts()
         self._parts = (ordinal, spam)  # the next M step starts from these
         confusion = np.clip(ordinal + spam, _EPS, None)
-        confusion /= confusion.sum(axis=2, keepdims=True)
-        return prior, confusion
+        confusion /= confusion.sum(axis=1, keepdims=True)
+        return prior, np.ascontiguousarray(np.moveaxis(confusion, -1, 0))  # (J, K, K)
 
     def _mixture_parts(self) -> tuple[np.ndarray, np.ndarray]:
-        """(1 − ε_j) π_j[t, l] and ε_j ξ_j[l], each (n_annotators, K, K)."""
-        ordinal = confusion_from(self._cuts(self._theta, self._shared), np.exp(self._theta[:, 1]))
-        ordinal = np.clip(ordinal, _EPS, None) * (1.0 - self._spam)[:, None, None]
-        spam = np.broadcast_to((self._spam[:, None] * self._strategy)[:, None, :], ordinal.shape)
+        """(1 − ε_j) π_j[t, l] and ε_j ξ_j[l], each cell-major (K, K, n_annotators)."""
+        ordinal = np.clip(np.exp(self._log_conf()), _EPS, None) * (1.0 - self._spam)
+        spam = np.broadcast_to(self._spam * self._strategy, ordinal.shape)
         return ordinal, spam
 
     def _log_prior(self) -> float:

@@ -162,3 +162,28 @@ def test_rf10_graded_above_nominal_ds(rf10_bytes: bytes) -> None:
     assert ods.mae < ds.mae
     assert ods.kappa > ds.kappa
     assert ods.binary_accuracy >= 0.69
+
+
+@pytest.mark.parametrize(("k", "scale_use_sd"), [(2, 0.5), (3, 0.0), (3, 0.5), (5, 0.5)])
+def test_m_step_gradient_and_hessian_match_differences(k: int, scale_use_sd: float) -> None:
+    # The Newton step's analytic derivatives against central differences of the objective and
+    # of the gradient, at random parameters and expected counts (cell-major (K, K, J)).
+    rng = np.random.default_rng(k)
+    model = OrdinalDawidSkene(scale_use_prior_sd=scale_use_sd)
+    n, p = 40, 2 + (k - 2 if scale_use_sd > 0 else 0)
+    theta = np.column_stack([rng.normal(0.0, 0.7, n), rng.normal(np.log(0.5), 0.5, n),
+                             rng.normal(0.0, 0.3, (n, p - 2))])
+    shared = np.concatenate([[(k - 1) / 2.0], rng.normal(0.0, 0.2, k - 2)])
+    counts = rng.gamma(1.0, 3.0, (k, k, n)) * (rng.random((k, k, n)) > 0.2)
+    at = model._terms(counts, theta, shared, hessian=True)
+    assert at.hess is not None
+    h = 1e-6
+    for m in range(p):
+        up, down = theta.copy(), theta.copy()
+        up[:, m] += h
+        down[:, m] -= h
+        t_up, t_down = model._terms(counts, up, shared), model._terms(counts, down, shared)
+        np.testing.assert_allclose((t_up.value - t_down.value) / (2 * h), at.grad[:, m],
+                                   rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose((t_up.grad - t_down.grad) / (2 * h), at.hess[:, m].T,
+                                   rtol=1e-5, atol=1e-5)
