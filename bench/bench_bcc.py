@@ -4,6 +4,7 @@ plus the new methods on a reduced synthetic grid (Algorithm 10).
     python bench/bench_bcc.py rf10 --seeds 5            # binary and graded, unsupervised + held out
     python bench/bench_bcc.py rf10 --seeds 5 --no-lk     # without LK (20 s+ per fit)
     python bench/bench_bcc.py grid --seeds 3             # noise levels x beta 5, 1,000 tasks
+    python bench/bench_bcc.py grid --only lk "lk (asymmetric noise)"   # some methods only
 
 RF10: relevant from 1, -2 dropped, NIST gold. Two settings per method:
 - "no gold": the gold is never shown to the model (the figures of docs/models.md until now);
@@ -147,7 +148,10 @@ def grid(args: argparse.Namespace) -> None:
     from models.synthetic import NOISE_LEVELS, generate
 
     methods = {"mv": ("mv", {}), "ds": ("ds", {}), "ibcc": ("ibcc", {}),
-               "ibcc (empirical prior)": ("ibcc", {"prior": "empirical"}), "ebcc": ("ebcc", {})}
+               "ibcc (empirical prior)": ("ibcc", {"prior": "empirical"}), "ebcc": ("ebcc", {}),
+               "lk": ("lk", {}), "lk (asymmetric noise)": ("lk", {"asymmetric_noise": True})}
+    if args.only:
+        methods = {name: spec for name, spec in methods.items() if name in args.only}
     print(f"Algorithm 10, {args.tasks} tasks, {args.annotators} annotators, beta "
           f"{args.redundancy}, seeds 0..{args.seeds - 1}: accuracy mean ± sd\n")
     print("| noise | " + " | ".join(methods) + " |")
@@ -178,6 +182,7 @@ def main() -> None:
     g.add_argument("--tasks", type=int, default=1000)
     g.add_argument("--annotators", type=int, default=50)
     g.add_argument("--redundancy", type=int, default=5)
+    g.add_argument("--only", nargs="*", help="method names (as in the table) to run")
     args = parser.parse_args()
     rf10(args) if args.what == "rf10" else grid(args)
 
