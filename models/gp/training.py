@@ -45,6 +45,8 @@ COLUMN_BLOCK = 16384
 # τ² is not in the thesis: Gamma(2, 1) (mode 1) rather than Gamma(1, 1), whose mode at 0 lets EM
 # collapse f onto the smooth g(x) on noisy data (the failure DESIGN §6 describes).
 DEVIATION_PRIOR_SHAPE = 2.0
+# Probit scale of a gold label's factor Φ(s f_i / c): 1 is the model's own P(relevant) event
+# (docs/gp.md, "Gold labels"); sharper clamps (c = 0.03–0.3) measured no different.
 GOLD_SCALE = 1.0
 
 
