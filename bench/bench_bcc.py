@@ -45,6 +45,7 @@ OURS = {
     "ebcc (per-topic class prior)": ("ebcc", {"class_prior_by": "topic"}),
     "lk": ("lk", {}),
     "lk (asymmetric noise)": ("lk", {"asymmetric_noise": True}),
+    "lk (per-topic prior)": ("lk", {"class_prior_by": "topic"}),
 }
 
 
@@ -149,7 +150,8 @@ def grid(args: argparse.Namespace) -> None:
 
     methods = {"mv": ("mv", {}), "ds": ("ds", {}), "ibcc": ("ibcc", {}),
                "ibcc (empirical prior)": ("ibcc", {"prior": "empirical"}), "ebcc": ("ebcc", {}),
-               "lk": ("lk", {}), "lk (asymmetric noise)": ("lk", {"asymmetric_noise": True})}
+               "lk": ("lk", {}), "lk (asymmetric noise)": ("lk", {"asymmetric_noise": True}),
+               "lk (per-topic prior)": ("lk", {"class_prior_by": "topic"})}
     if args.only:
         methods = {name: spec for name, spec in methods.items() if name in args.only}
     print(f"Algorithm 10, {args.tasks} tasks, {args.annotators} annotators, beta "

@@ -134,6 +134,9 @@ class _CrowdGP(Aggregator):
             if data.n_tasks > self.full_gp_max_tasks:
                 inducing = kmeans_inducing(X, self.n_inducing, rng)
             mean = _mean_function(self.mean_function, X.shape[1])
+        elif self._class_prior_by() == "topic":
+            X, kernel, inducing = topic_intercepts(data.topic_ids)
+            self.info_["class_prior_by"] = "topic"
         deviation = self.per_task_deviation or X is None
         core_class = CrowdGPCore
         if self.asymmetric_noise:
@@ -180,6 +183,9 @@ class _CrowdGP(Aggregator):
 
     def _models_noise(self) -> bool:
         return True
+
+    def _class_prior_by(self) -> str:
+        return "collection"
 
     def _gold(self, data: AnnotationData) -> tuple[np.ndarray | None, np.ndarray | None]:
         """(task index, 0/1 label) of the gold tasks to clamp, or (None, None)."""
@@ -238,7 +244,9 @@ class _CrowdGP(Aggregator):
         if self.fallback_ is not None:
             info["fallback"] = self.fallback_
             info["fallback_reason"] = "no task features: fitted LK (no GP prior)"
-        if core.kernel is not None:
+        if core.kernel is not None and self._class_prior_by() == "topic":
+            info["topic_variance"] = float(core.kernel.variance.numpy())
+        elif core.kernel is not None:
             info["gp"] = "full" if inducing is None else f"sparse ({inducing.shape[0]} inducing)"
             info["kernel"] = self.kernel
             info["kernel_parameters"] = _kernel_parameters(core.kernel)
@@ -311,6 +319,10 @@ class LK(_CrowdGP):
     judgments that is most of what separates workers (RF10: 0.689 against 0.626 with μ_j = 0).
     MAGP keeps them fixed by default because next to a GP mean function they slow EM down
     (20,000 tasks: 17 EM iterations instead of 4) for no accuracy on data without biases.
+
+    ``class_prior_by="topic"`` gives each topic its own intercept, f_i = g_t(i) + e_i with
+    g_t ~ N(0, s²) and s² learned (``topic_intercepts``): the GP analogue of IBCC's per-topic class
+    prior, for collections whose topics differ in how many documents are relevant.
     """
 
     method = "lk"
@@ -335,7 +347,13 @@ class LK(_CrowdGP):
         spam_prior: float = 0.1,
         spam_strength: float = 10.0,
         use_gold: bool = False,
+        class_prior_by: str = "collection",
     ) -> None:
+        if class_prior_by not in CLASS_PRIOR_GROUPINGS:
+            raise ValueError(
+                f"class_prior_by must be one of {', '.join(CLASS_PRIOR_GROUPINGS)}, "
+                f"got {class_prior_by!r}")
+        self.class_prior_by = class_prior_by
         super().__init__(
             deviation_variance=deviation_variance, learn_deviation=learn_deviation,
             learn_task_noise=learn_task_noise, estimate_difficulty=estimate_difficulty,
@@ -349,6 +367,9 @@ class LK(_CrowdGP):
 
     def predict_proba(self, features: np.ndarray) -> np.ndarray:
         raise ValueError("lk has no GP over features: it cannot predict new tasks")
+
+    def _class_prior_by(self) -> str:
+        return self.class_prior_by
 
 
 class GPMV(_CrowdGP):
@@ -425,6 +446,32 @@ class GPMV(_CrowdGP):
                                                             where=n > 0)}
             res.task_columns["difficulty"] = np.zeros(data.n_tasks)
         return res
+
+
+# -- topic intercepts ---------------------------------------------------------------------------
+CLASS_PRIOR_GROUPINGS = ("collection", "topic")
+
+
+def topic_intercepts(topic_ids: np.ndarray
+                     ) -> tuple[np.ndarray, gpflow.kernels.Kernel, np.ndarray]:
+    """LK's prior with one intercept per topic: f_i = g_t(i) + e_i, g_t ~ N(0, s²) independent.
+
+    As a GP: one-hot topic features x_i and the linear kernel k(x, x') = s² x·x' (s² when two
+    tasks share a topic, 0 otherwise), with the topics' one-hot rows (the identity) as inducing
+    inputs, which is exact (every task's x_i is an inducing input, so the Nyström term is 0).
+    s² carries the kernels' Gamma(1, 1) prior and is learned in the M step with τ² (type-II ML):
+    topics whose documents are mostly relevant (or not) pull their tasks' f together.
+    Returns (features (n_tasks, n_topics), kernel, inducing inputs (n_topics, n_topics)).
+    """
+    import gpflow
+
+    _, topic = np.unique(topic_ids, return_inverse=True)
+    n_topics = int(topic.max()) + 1 if topic.size else 1
+    X = np.zeros((topic.shape[0], n_topics))
+    X[np.arange(topic.shape[0]), topic] = 1.0
+    kernel = gpflow.kernels.Linear(variance=1.0)
+    kernel.variance.prior = _gamma()
+    return X, kernel, np.eye(n_topics)
 
 
 # -- kernels ------------------------------------------------------------------------------------

@@ -153,3 +153,52 @@ def test_asymmetric_noise_with_learned_biases_and_gold(spammed):
     np.testing.assert_array_equal(asym.labels_[~free], data.gold[~free])
     with pytest.raises(ValueError, match="spam_prior"):
         LK(asymmetric_noise=True, spam_prior=0.0)
+
+
+def _topical(seed: int, n_tasks: int = 600, n_topics: int = 12, n_annotators: int = 30):
+    """Topics whose relevance rates run from 0.1 to 0.9, three judgments per task by annotators
+    right 60–80 % of the time (symmetric noise)."""
+    from models.data import AnnotationData
+
+    rng = np.random.default_rng(seed)
+    topic = rng.integers(n_topics, size=n_tasks)
+    truth = (rng.random(n_tasks) < np.linspace(0.1, 0.9, n_topics)[topic]).astype(np.int64)
+    skill = rng.uniform(0.6, 0.8, size=n_annotators)
+    task = np.repeat(np.arange(n_tasks), 3)
+    annotator = np.concatenate([rng.choice(n_annotators, 3, replace=False)
+                                for _ in range(n_tasks)])
+    label = np.where(rng.random(task.size) < skill[annotator], truth[task], 1 - truth[task])
+    data = AnnotationData(
+        task=task, annotator=annotator, label=label,
+        topic_ids=np.array([f"t{t}" for t in topic]),
+        doc_ids=np.array([f"d{i}" for i in range(n_tasks)]),
+        annotator_ids=np.array([f"a{j}" for j in range(n_annotators)]),
+        classes=np.array([0, 1]))
+    return data, truth
+
+
+def test_topic_intercepts_are_an_exact_inducing_design():
+    from models.gp.model import topic_intercepts
+
+    X, kernel, Z = topic_intercepts(np.array(["b", "a", "b", "c"]))
+    np.testing.assert_array_equal(X, [[0, 1, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]])
+    np.testing.assert_array_equal(Z, np.eye(3))
+    K = kernel(X).numpy()
+    np.testing.assert_allclose(K, [[1, 0, 1, 0], [0, 1, 0, 0], [1, 0, 1, 0], [0, 0, 0, 1]])
+    # Nyström from the inducing inputs equals the kernel: no approximation.
+    Kuf, Kuu = kernel(Z, X).numpy(), kernel(Z).numpy()
+    np.testing.assert_allclose(Kuf.T @ np.linalg.solve(Kuu, Kuf), K, atol=1e-12)
+
+
+def test_lk_with_topic_intercepts_uses_topic_relevance_rates():
+    """Per-topic intercepts (an empirical-Bayes topic prior) beat the collection prior when
+    topics differ in how many of their documents are relevant (0.818 against 0.772 here)."""
+    data, truth = _topical(1)
+    plain = LK(random_state=0, **FAST).fit(data)
+    topical = LK(random_state=0, class_prior_by="topic", **FAST).fit(data)
+    assert np.mean(topical.labels_ == truth) > np.mean(plain.labels_ == truth) + 0.03
+    info = topical.result(data).info
+    assert info["class_prior_by"] == "topic" and info["topic_variance"] > 0.05
+    assert "topic_variance" not in plain.info_
+    with pytest.raises(ValueError, match="class_prior_by"):
+        LK(class_prior_by="document")
