@@ -20,6 +20,7 @@ import numpy as np
 from scipy.special import ndtr
 
 from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
+from models.bcc import GROUPINGS
 from models.data import UNKNOWN, AnnotationData
 from models.gp.constants import DEFAULT_QUADRATURE_POINTS
 
@@ -349,10 +350,9 @@ class LK(_CrowdGP):
         use_gold: bool = False,
         class_prior_by: str = "collection",
     ) -> None:
-        if class_prior_by not in CLASS_PRIOR_GROUPINGS:
+        if class_prior_by not in GROUPINGS:  # the groupings of IBCC's / EBCC's class prior
             raise ValueError(
-                f"class_prior_by must be one of {', '.join(CLASS_PRIOR_GROUPINGS)}, "
-                f"got {class_prior_by!r}")
+                f"class_prior_by must be one of {', '.join(GROUPINGS)}, got {class_prior_by!r}")
         self.class_prior_by = class_prior_by
         super().__init__(
             deviation_variance=deviation_variance, learn_deviation=learn_deviation,
@@ -449,9 +449,6 @@ class GPMV(_CrowdGP):
 
 
 # -- topic intercepts ---------------------------------------------------------------------------
-CLASS_PRIOR_GROUPINGS = ("collection", "topic")
-
-
 def topic_intercepts(topic_ids: np.ndarray
                      ) -> tuple[np.ndarray, gpflow.kernels.Kernel, np.ndarray]:
     """LK's prior with one intercept per topic: f_i = g_t(i) + e_i, g_t ~ N(0, s²) independent.
