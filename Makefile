@@ -32,11 +32,11 @@ browser:
 
 ## install the dev extras and run the whole suite (slow tests included) on SQLite, PostgreSQL, Redis
 test: $(VENV)/.installed-dev services browser
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 --dist loadfile
 
 ## the suite without the tests marked slow
 test-fast: $(VENV)/.installed-dev services browser
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q -n 2 --dist loadfile -m "not slow"
 
 lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check app models tests bench

@@ -25,10 +25,21 @@ RF10 = Path(os.environ.get(
     "CROWDQRELS_RF10_FILE",
     ROOT.parent / "shared" / "data" / "trec-rf10-crowd" / "trec-rf10-data.txt",
 ))
-POSTGRES_URL = os.environ.get(
+
+def _per_worker(url: str) -> str:
+    """The test database of this pytest-xdist worker (``crowdqrels_test_gw1``): workers run
+    side by side and each truncates its tables before every test, so none may share one."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not worker:
+        return url
+    parsed = make_url(url)
+    return parsed.set(database=f"{parsed.database}_{worker}").render_as_string(hide_password=False)
+
+
+POSTGRES_URL = _per_worker(os.environ.get(
     "CROWDQRELS_TEST_POSTGRES_URL",
     "postgresql+psycopg://postgres@127.0.0.1:5432/crowdqrels_test",
-)
+))
 
 
 def create_postgres_database(url: str) -> str:
