@@ -5,13 +5,16 @@ RF10 graded (NIST grades).
                                             [--noise 0-2,2-4,4-8,8-12] [--bias-sd 0.5]
                                             [--methods 'mv;ds;ordinal-ds;ordinal-gp']
     python bench/bench_ordinal.py rf10 [--methods 'mv;mace;ds;ordinal-ds;ordinal-gp']
+                                       [--held-out 5 --seeds 5]
     python bench/bench_ordinal.py speed [--tasks 200000] [--annotators 10000]
 
 ``synthetic``: Algorithm 10 extended to K grades (``crowdqrels synth --grades K``) with planted
 annotator biases; MV, DS, ordinal-ds and ordinal-gp (with the generator's 2-D features) per noise
 level and seed; prints one row per fit and a Markdown table of means (exact accuracy, MAE,
-quadratic κ). ``rf10``: the RF10 file graded against its NIST grades. ``speed``: fit seconds of
-ds and ordinal-ds on one large graded synthetic set (3 grades, noise 0-2). Not part of the tests.
+quadratic κ). ``rf10``: the RF10 file graded against its NIST grades; with ``--held-out K`` also
+every method that can clamp gold, with the gold clamped and scored K-fold held out. ``speed``: fit
+seconds of ds and ordinal-ds on one large graded synthetic set (3 grades, noise 0-2). Not part of
+the tests.
 """
 
 from __future__ import annotations
@@ -88,16 +91,42 @@ def synthetic(args: argparse.Namespace) -> None:
 
 def rf10(args: argparse.Namespace) -> None:
     from app.offline import load_annotation_data
+    from models.evaluation.heldout import heldout_predictions
+    from models.registry import get_method
 
     data = load_annotation_data(RF10.read_bytes(), graded=True)
     print(f"RF10 graded: {data.n_tasks} tasks, {int((data.gold >= 0).sum())} with NIST grades")
-    print("| method | exact accuracy | MAE | quadratic κ | binary accuracy | fit s |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("| method | setting | exact accuracy | MAE | quadratic κ | binary accuracy | fit s |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+
+    def row(method: str, setting: str, runs: list[dict[str, float]], seconds: str) -> None:
+        cells = []
+        for k in SCORES:
+            values = [r[k] for r in runs]
+            spread = f" ± {np.std(values, ddof=1):.4f}" if len(values) > 1 else ""
+            cells.append(f"{np.mean(values):.4f}{spread}")
+        print(f"| {method} | {setting} | " + " | ".join(cells) + f" | {seconds} |", flush=True)
+
     for method in args.methods.split(";"):
         scores, seconds = _fit_score(method, data, 0)
-        print(f"| {method} | {scores['accuracy']:.4f} | {scores['mae']:.4f} | "
-              f"{scores['kappa']:.4f} | {scores['binary_accuracy']:.4f} | {seconds:.1f} |",
-              flush=True)
+        row(method, "no gold", [scores], f"{seconds:.1f}")
+        name, params = _spec(method)
+        if not args.held_out or "use_gold" not in get_method(name).defaults:
+            continue
+        # Gold clamped and scored k-fold held out: every gold task scored by a fit that never
+        # saw its grade (models/evaluation/heldout.py); the seed moves the folds (and
+        # random_state where the method has one).
+        runs = []
+        for seed in range(args.seeds):
+            clamped = {**params, "use_gold": True}
+            if "random_state" in get_method(name).defaults:
+                clamped = {"random_state": seed, **clamped}
+            held = heldout_predictions(lambda n=name, p=clamped: make_aggregator(n, p), data,
+                                       args.held_out, random_state=seed)
+            e = evaluate(held.proba, data.gold, classes=data.classes, labels=held.labels)
+            assert e is not None
+            runs.append({k: float(getattr(e, k)) for k in SCORES})
+        row(method, f"gold clamped, {args.held_out}-fold held out", runs, "")
 
 
 def speed(args: argparse.Namespace) -> None:
@@ -132,6 +161,9 @@ def main() -> None:
     real = sub.add_parser("rf10")
     real.add_argument("--methods", default="mv;mace;ds;ordinal-ds;ordinal-gp",
                       help='";"-separated; a method may carry params (as for synthetic)')
+    real.add_argument("--held-out", type=int, default=0, metavar="K",
+                      help="also fit with the gold clamped and score it K-fold held out")
+    real.add_argument("--seeds", type=int, default=1, help="fold splits for --held-out")
     real.set_defaults(func=rf10)
     fast = sub.add_parser("speed")
     fast.add_argument("--tasks", type=int, default=200000)

@@ -44,11 +44,18 @@ from typing import Self
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import digamma, gammaln
+from scipy.special import digamma
 
 from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
 from models.data import UNKNOWN, AnnotationData
 from models.dawid_skene import confusion_columns, expected_accuracy
+from models.dirichlet import (
+    GROUPINGS,
+    ClassPrior,
+    e_log_dirichlet,
+    kl_dirichlet,
+    polya_fixed_point,
+)
 
 PRIORS = ("fixed", "empirical")
 
@@ -101,97 +108,8 @@ def _normalise_log(log_joint: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return p / total, np.log(total[:, 0]) + top[:, 0]
 
 
-def _e_log_dirichlet(alpha: np.ndarray) -> np.ndarray:
-    """E[ln p] under Dir(alpha) along the last axis."""
-    return digamma(alpha) - digamma(alpha.sum(axis=-1, keepdims=True))
-
-
-def _kl_dirichlet(alpha: np.ndarray, prior: np.ndarray) -> float:
-    """Σ KL(Dir(alpha) ‖ Dir(prior)) over all leading axes."""
-    prior = np.broadcast_to(prior, alpha.shape)
-    a0 = alpha.sum(axis=-1)
-    kl = (gammaln(a0) - gammaln(prior.sum(axis=-1))
-          - np.sum(gammaln(alpha) - gammaln(prior), axis=-1)
-          + np.sum((alpha - prior) * _e_log_dirichlet(alpha), axis=-1))
-    return float(np.sum(kl))
-
-
 def _confusion_prior(k: int, diagonal: float, off_diagonal: float) -> np.ndarray:
     return np.full((k, k), off_diagonal) + np.eye(k) * (diagonal - off_diagonal)
-
-
-def polya_fixed_point(counts: np.ndarray, alpha: np.ndarray, n_steps: int = 20,
-                      floor: float = 1e-3, ceiling: float = 1e4) -> np.ndarray:
-    """Type-II ML of a Dirichlet shared by rows of ``counts`` (J, K): Minka's fixed point.
-
-    Maximises Σ_j ln B(α + n_j) − ln B(α); counts may be fractional (expected counts). Rows without
-    counts carry no information and are skipped.
-    """
-    counts = counts[counts.sum(axis=1) > 0]
-    if counts.shape[0] == 0:
-        return alpha
-    totals = counts.sum(axis=1)
-    alpha = alpha.copy()
-    for _ in range(n_steps):
-        a0 = alpha.sum()
-        num = np.sum(digamma(counts + alpha), axis=0) - counts.shape[0] * digamma(alpha)
-        den = np.sum(digamma(totals + a0)) - counts.shape[0] * digamma(a0)
-        if den <= 0:
-            break
-        new = np.clip(alpha * np.maximum(num, 1e-12) / den, floor, ceiling)
-        if np.max(np.abs(new - alpha) / alpha) < 1e-6:
-            alpha = new
-            break
-        alpha = new
-    return alpha
-
-
-GROUPINGS = ("collection", "topic")
-
-
-@dataclass
-class _ClassPrior:
-    """q(κ_g) = Dir(ν_g) for each group g of tasks: one for the collection, or one per topic
-    (relevance rates differ widely between topics). With ``empirical`` the shared ν₀ is the
-    type-II ML value over the groups (Minka's fixed point), as α₀ is for annotators."""
-
-    group: np.ndarray  # (n_tasks,) group index
-    n_groups: int
-    nu0: np.ndarray  # (K,)
-    judged: np.ndarray
-    empirical: bool
-
-    @classmethod
-    def build(cls, data: AnnotationData, by: str, class_prior: float, judged: np.ndarray,
-              empirical: bool) -> _ClassPrior:
-        if by not in GROUPINGS:
-            raise ValueError(f"class_prior_by must be one of {', '.join(GROUPINGS)}, got {by!r}")
-        if by == "topic":
-            _, group = np.unique(data.topic_ids, return_inverse=True)
-            group = group.astype(np.int64)
-        else:
-            group = np.zeros(data.n_tasks, dtype=np.int64)
-        n_groups = int(group.max()) + 1 if group.size else 1
-        return cls(group, n_groups, np.full(data.n_classes, float(class_prior)), judged,
-                   empirical and n_groups > 1)
-
-    def update(self, proba: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(ν per group (G, K), E[ln κ_{g(i)}] per task (n_tasks, K))."""
-        k = proba.shape[1]
-        counts = np.stack([np.bincount(self.group[self.judged], weights=proba[self.judged, c],
-                                       minlength=self.n_groups) for c in range(k)], axis=1)
-        if self.empirical:
-            self.nu0 = polya_fixed_point(counts, self.nu0)
-        nu = counts + self.nu0
-        return nu, _e_log_dirichlet(nu)[self.group]
-
-    def kl(self, nu: np.ndarray) -> float:
-        return _kl_dirichlet(nu, self.nu0)
-
-    @staticmethod
-    def mean(nu: np.ndarray) -> np.ndarray:
-        """The collection-wide class prior: mean of the groups' posterior means."""
-        return (nu / nu.sum(axis=1, keepdims=True)).mean(axis=0)
 
 
 def _initial_posterior(data: AnnotationData, design: _Design) -> np.ndarray:
@@ -247,7 +165,7 @@ class IBCC(Aggregator):
         k = data.n_classes
         design = _Design.from_data(data, self.use_gold)
         alpha0 = _confusion_prior(k, self.alpha_diagonal, self.alpha_off_diagonal)
-        kappa = _ClassPrior.build(data, self.class_prior_by, self.class_prior, design.judged,
+        kappa = ClassPrior.build(data, self.class_prior_by, self.class_prior, design.judged,
                                   self.prior == "empirical")
         proba = _initial_posterior(data, design)
         history: list[float] = []
@@ -262,12 +180,12 @@ class IBCC(Aggregator):
             alpha = counts + alpha0[None]
             nu, e_log_kappa = kappa.update(proba)
             # q(T) given q(π), q(κ)
-            e_log_pi = _e_log_dirichlet(alpha)  # (J, t, l)
+            e_log_pi = e_log_dirichlet(alpha)  # (J, t, l)
             log_joint = design.scores(e_log_pi.transpose(0, 2, 1)) + e_log_kappa
             if design.impossible is not None:
                 log_joint[design.impossible] = -np.inf
             proba, log_norm = _normalise_log(log_joint)
-            elbo = (float(log_norm[design.judged].sum()) - _kl_dirichlet(alpha, alpha0[None])
+            elbo = (float(log_norm[design.judged].sum()) - kl_dirichlet(alpha, alpha0[None])
                     - kappa.kl(nu))
             history.append(elbo)
             self.n_iter_ = it + 1
@@ -373,7 +291,7 @@ class EBCC(Aggregator):
         weights = best["eta"] / best["eta"].sum(axis=1, keepdims=True)  # (K, M)
         v = v.reshape(data.n_annotators, k, k, m)  # (J, l, t, m)
         self.confusion_ = np.einsum("jltm,tm->jtl", v, weights)
-        self.prior_ = _ClassPrior.mean(best["nu"])
+        self.prior_ = ClassPrior.mean(best["nu"])
         self.subtype_weights_ = weights
         self.elbo_ = best["elbo"]
         self.restart_elbos_ = elbos
@@ -388,7 +306,7 @@ class EBCC(Aggregator):
         # μ prior laid out as the (J, l, t·M + m) counts below: β[t, l] for every subtype.
         beta_l_tm = np.repeat(beta.T, m, axis=1)  # (l, t*M)
         eta0 = np.full((k, m), self.a_pi / m)
-        kappa = _ClassPrior.build(data, self.class_prior_by, self.class_prior, design.judged,
+        kappa = ClassPrior.build(data, self.class_prior_by, self.class_prior, design.judged,
                                   False)
         z = _initial_posterior(data, design)
         # The authors' start: MV shares split over subtypes by a Dirichlet(1) draw.
@@ -402,7 +320,7 @@ class EBCC(Aggregator):
             nu, e_log_kappa = kappa.update(z)
             mu = design.counts(zg) + beta_l_tm[None]  # (J, l, t*M)
             e_log_v = digamma(mu) - digamma(mu.sum(axis=1, keepdims=True))
-            log_joint = (design.scores(e_log_v) + _e_log_dirichlet(eta).ravel()
+            log_joint = (design.scores(e_log_v) + e_log_dirichlet(eta).ravel()
                          + np.repeat(e_log_kappa, m, axis=1))
             if design.impossible is not None:
                 log_joint[np.repeat(design.impossible, m, axis=1)] = -np.inf
@@ -410,8 +328,8 @@ class EBCC(Aggregator):
             previous = z
             z = zg.reshape(data.n_tasks, k, m).sum(axis=2)
             elbo = (float(log_norm[design.judged].sum())
-                    - _kl_dirichlet(mu.transpose(0, 2, 1), beta_l_tm.T[None])
-                    - _kl_dirichlet(eta, eta0) - kappa.kl(nu))
+                    - kl_dirichlet(mu.transpose(0, 2, 1), beta_l_tm.T[None])
+                    - kl_dirichlet(eta, eta0) - kappa.kl(nu))
             history.append(elbo)
             progress((restart * self.n_iter + it) / total,
                      f"restart {restart + 1}/{self.n_restarts}, iteration {it}, ELBO {elbo:.2f}")

@@ -31,6 +31,12 @@ b_j ~ N(0, ``bias_prior_sd``²), log s_j ~ N(log ``spread_prior``, 1), γ ~ N(0,
 ``scale_use_prior_sd``²) (0: every annotator uses the shared gaps), ε_j ~ Beta with mode
 ``spam_prior`` (0 disables the spam part) and ``spam_strength`` pseudo-judgments. They keep
 annotators with few judgments near the population and pin the cut points' location.
+
+``class_prior_by="topic"``: one class prior ρ_g per topic instead of one for the collection
+(relevance rates and grade mixes differ widely between topics), each the posterior mean
+(c_g + ν₀) / (n_g + Σ ν₀) of the topic's expected grade counts c_g under a Dirichlet ν₀ that is
+type-II maximum likelihood over the topics (``models.dirichlet``, as IBCC's empirical per-topic
+prior). With ``use_gold`` the clamped tasks enter c_g, so gold teaches each topic its grade mix.
 """
 
 from __future__ import annotations
@@ -46,6 +52,7 @@ from scipy.special import log_ndtr
 from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
 from models.data import AnnotationData
 from models.dawid_skene import _e_step, _fix_gold, _Judgments
+from models.dirichlet import GROUPINGS, ClassPrior
 
 _EPS = 1e-10
 _LOG_SQRT_2PI = 0.5 * np.log(2.0 * np.pi)
@@ -240,7 +247,8 @@ class _Terms:
 
 
 class OrdinalDawidSkene(Aggregator):
-    """``bias_[j]``, ``spread_[j]``, ``cutpoints_[j, l]``, ``confusion_[j, t, l]``, ``prior_``.
+    """``bias_[j]``, ``spread_[j]``, ``cutpoints_[j, l]``, ``confusion_[j, t, l]``, ``prior_``
+    (the collection's), ``topic_prior_[g, t]`` (per topic, with ``class_prior_by="topic"``).
 
     The class index is the grade's rank; the order of ``data.classes`` is the order of the scale.
     """
@@ -260,6 +268,7 @@ class OrdinalDawidSkene(Aggregator):
         learn_cutpoints: bool = False,
         learn_gaps: bool = False,
         use_gold: bool = False,
+        class_prior_by: str = "collection",
     ) -> None:
         if n_iter < 0 or m_step_iterations < 1:
             raise ValueError("n_iter must be >= 0 and m_step_iterations >= 1")
@@ -270,6 +279,9 @@ class OrdinalDawidSkene(Aggregator):
         if bias_prior_sd <= 0 or spread_prior <= 0 or scale_use_prior_sd < 0:
             raise ValueError("bias_prior_sd and spread_prior must be > 0, "
                              "scale_use_prior_sd >= 0")
+        if class_prior_by not in GROUPINGS:
+            raise ValueError(f"class_prior_by must be one of {', '.join(GROUPINGS)}, "
+                             f"got {class_prior_by!r}")
         self.n_iter = n_iter
         self.tol = tol
         self.bias_prior_sd = bias_prior_sd
@@ -281,6 +293,7 @@ class OrdinalDawidSkene(Aggregator):
         self.learn_cutpoints = learn_cutpoints
         self.learn_gaps = learn_gaps
         self.use_gold = use_gold
+        self.class_prior_by = class_prior_by
 
     def fit(self, data: AnnotationData, progress: ProgressCallback = no_progress) -> Self:
         check_ordinal_scale(data.classes, data.label)
@@ -309,6 +322,10 @@ class OrdinalDawidSkene(Aggregator):
         # 1 / n_judged for a judged task, 0 for the others: the prior is its product with the
         # posterior (a BLAS pass; a mean over a (n_tasks, K) array loops over rows of K)
         self._judged_share = idx.judged / max(int(idx.judged.sum()), 1)
+        # one class prior per topic (posterior mean under a Dirichlet whose ν₀ is type-II ML over
+        # the topics), or None: one for the collection, the judged tasks' mean posterior
+        self._topic_prior = (ClassPrior.build(data, "topic", 1.0, idx.judged, empirical=True)
+                             if self.class_prior_by == "topic" else None)
         # the judgments by cell (label · n_annotators + annotator) and task: the expected counts
         self._judgment_cells = scipy.sparse.csr_matrix(
             (np.ones(data.n_judgments), (data.label * data.n_annotators + data.annotator,
@@ -327,7 +344,9 @@ class OrdinalDawidSkene(Aggregator):
                 break
         prior, confusion = self._m_step(idx, proba)
         del self._judgment_cells, self._judged_share  # per-judgment scratch of the fit
-        self.prior_ = prior
+        # the collection's prior (for competence and the info); per topic as well when asked
+        self.prior_ = prior if prior.ndim == 1 else self._collection_prior
+        self.topic_prior_ = self._topic_means if self._topic_prior is not None else None
         self.confusion_ = confusion
         self.proba_ = proba
         self.bias_ = self._theta[:, 0].copy()
@@ -546,6 +565,11 @@ class OrdinalDawidSkene(Aggregator):
         self._parts = (ordinal, spam)  # the next M step starts from these
         confusion = np.clip(ordinal + spam, _EPS, None)
         confusion /= confusion.sum(axis=1, keepdims=True)
+        if self._topic_prior is not None:
+            # per task its topic's prior (n_tasks, K); the E step adds its log row by row
+            self._collection_prior = prior
+            self._topic_means, prior = self._topic_prior.posterior_mean(proba)
+            prior = np.clip(prior, _EPS, None)
         return prior, np.ascontiguousarray(np.moveaxis(confusion, -1, 0))  # (J, K, K)
 
     def _mixture_parts(self) -> tuple[np.ndarray, np.ndarray]:
@@ -589,6 +613,10 @@ class OrdinalDawidSkene(Aggregator):
                 "n_iter": self.n_iter_,
                 "prior": self.prior_.tolist(),
                 "cutpoints": self._cuts(np.zeros_like(self._theta), self._shared)[0].tolist(),
+                **({} if self._topic_prior is None else {
+                    "class_prior_by": "topic",
+                    # ν₀: the Dirichlet over the topics' class priors, type-II ML
+                    "topic_prior_dirichlet": self._topic_prior.nu0.tolist()}),
             },
         )
 

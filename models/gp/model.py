@@ -20,8 +20,8 @@ import numpy as np
 from scipy.special import ndtr
 
 from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
-from models.bcc import GROUPINGS
 from models.data import UNKNOWN, AnnotationData
+from models.dirichlet import GROUPINGS
 from models.gp.constants import DEFAULT_QUADRATURE_POINTS
 
 # TensorFlow and GPflow are imported inside the functions that use them: importing this module

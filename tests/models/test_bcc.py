@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 from scipy.special import digamma
 
-from models.bcc import EBCC, IBCC, polya_fixed_point
+from models.bcc import EBCC, IBCC
 from models.data import UNKNOWN, AnnotationData
 from models.dawid_skene import DawidSkene
+from models.dirichlet import polya_fixed_point
 from models.evaluation.heldout import gold_folds, heldout_predictions
 from models.registry import make_aggregator, validate_params
 

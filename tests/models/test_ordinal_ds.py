@@ -3,6 +3,8 @@ the confusion rows, the scale checks, the graded metrics and RF10 graded against
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from scipy.special import ndtr
@@ -187,3 +189,87 @@ def test_m_step_gradient_and_hessian_match_differences(k: int, scale_use_sd: flo
                                    rtol=1e-6, atol=1e-6)
         np.testing.assert_allclose((t_up.grad - t_down.grad) / (2 * h), at.hess[:, m].T,
                                    rtol=1e-5, atol=1e-5)
+
+
+def _planted_topics(seed: int = 0, n_topics: int = 12, per_topic: int = 150, per_task: int = 3,
+                    n_annotators: int = 40) -> tuple[AnnotationData, np.ndarray, np.ndarray]:
+    """Graded judgments (K = 3, the model's own noise) on topics whose grade mixes differ, from
+    mostly 0s to mostly 2s; returns the data, the truth and each topic's planted grade mix."""
+    # (the model's noise: z = t + b_j + s_j ε, cut points ½ and 3/2)
+    rng = np.random.default_rng(seed)
+    mixes = rng.dirichlet(np.full(3, 0.6), n_topics)
+    topic = np.repeat(np.arange(n_topics), per_topic)
+    truth = np.array([rng.choice(3, p=mixes[g]) for g in topic])
+    n = topic.shape[0]
+    bias = rng.normal(0.0, 0.3, n_annotators)
+    spread = rng.uniform(0.3, 0.7, n_annotators)
+    task = np.repeat(np.arange(n), per_task)
+    annotator = np.concatenate([rng.choice(n_annotators, per_task, replace=False)
+                                for _ in range(n)])
+    z = truth[task] + bias[annotator] + spread[annotator] * rng.standard_normal(task.shape[0])
+    label = np.searchsorted(np.array([0.5, 1.5]), z)
+    data = AnnotationData(
+        task=task, annotator=annotator, label=label, topic_ids=topic.astype(str),
+        doc_ids=np.array([f"d{i}" for i in range(n)]),
+        annotator_ids=np.array([f"a{j}" for j in range(n_annotators)]), classes=np.arange(3))
+    return data, truth, mixes
+
+
+def test_class_prior_by_topic_learns_each_topics_grade_mix() -> None:
+    data, truth, mixes = _planted_topics(per_task=2)
+    flat = OrdinalDawidSkene().fit(data)
+    by_topic = OrdinalDawidSkene(class_prior_by="topic").fit(data)
+    assert by_topic.topic_prior_ is not None and flat.topic_prior_ is None
+    # each topic's prior near the grade mix of its tasks' truth (topics in np.unique's order)
+    _, group = np.unique(data.topic_ids, return_inverse=True)
+    truth_mix = np.stack([np.bincount(truth[group == g], minlength=3) / np.sum(group == g)
+                          for g in range(mixes.shape[0])])
+    assert np.max(np.abs(by_topic.topic_prior_ - truth_mix)) < 0.12
+    # the collection-wide prior stays a (K,) distribution (competence, info)
+    assert by_topic.prior_.shape == (3,) and by_topic.prior_.sum() == pytest.approx(1.0)
+    exact = [np.mean(m.labels_ == truth) for m in (flat, by_topic)]
+    mae = [np.mean(np.abs(m.labels_ - truth)) for m in (flat, by_topic)]
+    assert exact[1] > exact[0] + 0.02 and mae[1] < mae[0]
+    info = by_topic.result(data).info
+    assert info["class_prior_by"] == "topic" and len(info["topic_prior_dirichlet"]) == 3
+    # one topic: the per-topic prior is the collection's (the same fit within EM's tolerance)
+    one = replace(data, topic_ids=np.full(data.n_tasks, "t"))
+    same = OrdinalDawidSkene(class_prior_by="topic").fit(one)
+    assert np.mean(same.labels_ == OrdinalDawidSkene().fit(one).labels_) > 0.99
+    with pytest.raises(ValueError, match="class_prior_by"):
+        OrdinalDawidSkene(class_prior_by="annotator")
+
+
+def test_class_prior_by_topic_with_gold_learns_the_topics_from_gold() -> None:
+    # Gold on a fifth of each topic's tasks: clamped, it enters the topic's grade counts, and the
+    # held-out fifths (scored by fits that never saw their gold) beat the fit without gold.
+    from models.evaluation.heldout import heldout_predictions
+
+    data, truth, _ = _planted_topics(seed=3, per_task=2)
+    gold = np.where(np.arange(data.n_tasks) % 5 == 0, truth, -1)
+    data = replace(data, gold=gold)
+    scored = gold >= 0
+    plain = OrdinalDawidSkene(class_prior_by="topic").fit(data)
+    held = heldout_predictions(lambda: OrdinalDawidSkene(class_prior_by="topic", use_gold=True),
+                               data, 4, random_state=0)
+    assert (np.mean(held.labels[scored] == truth[scored])
+            > np.mean(plain.labels_[scored] == truth[scored]))
+
+
+def test_rf10_graded_with_gold_held_out_above_nominal_ds(rf10_bytes: bytes) -> None:
+    # Both with the gold clamped and scored 5-fold held out (docs/models.md): the ordinal model
+    # with a class prior per topic above nominal DS on exact accuracy, MAE and κ.
+    from app.offline import load_annotation_data
+    from models.evaluation.heldout import heldout_predictions
+
+    data = load_annotation_data(rf10_bytes, graded=True)
+    scores = {}
+    for name, make in {"ds": lambda: DawidSkene(use_gold=True),
+                       "ordinal-ds": lambda: OrdinalDawidSkene(class_prior_by="topic",
+                                                               use_gold=True)}.items():
+        held = heldout_predictions(make, data, 5, random_state=0)
+        scores[name] = evaluate(held.proba, data.gold, classes=data.classes, labels=held.labels)
+    ds, ods = scores["ds"], scores["ordinal-ds"]
+    assert ds is not None and ods is not None
+    assert ods.accuracy > ds.accuracy and ods.mae < ds.mae and ods.kappa > ds.kappa
+    assert ods.binary_accuracy >= 0.694

@@ -1,0 +1,114 @@
+"""Dirichlet priors shared by the confusion-matrix models (IBCC, EBCC, ordinal Dawid–Skene).
+
+- ``e_log_dirichlet`` and ``kl_dirichlet``: E[ln p] under Dir(α) and KL between Dirichlets;
+- ``polya_fixed_point``: the type-II maximum-likelihood Dirichlet shared by rows of counts
+  (Minka 2000, *Estimating a Dirichlet distribution*, the fixed point for the Pólya distribution);
+- ``ClassPrior``: the class prior κ_g ~ Dir(ν₀) of each group of tasks, one for the collection or
+  one per topic (relevance rates differ widely between topics), ν₀ optionally by empirical Bayes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import digamma, gammaln
+
+from models.data import AnnotationData
+
+
+def e_log_dirichlet(alpha: np.ndarray) -> np.ndarray:
+    """E[ln p] under Dir(alpha) along the last axis."""
+    return digamma(alpha) - digamma(alpha.sum(axis=-1, keepdims=True))
+
+
+def kl_dirichlet(alpha: np.ndarray, prior: np.ndarray) -> float:
+    """Σ KL(Dir(alpha) ‖ Dir(prior)) over all leading axes."""
+    prior = np.broadcast_to(prior, alpha.shape)
+    a0 = alpha.sum(axis=-1)
+    kl = (gammaln(a0) - gammaln(prior.sum(axis=-1))
+          - np.sum(gammaln(alpha) - gammaln(prior), axis=-1)
+          + np.sum((alpha - prior) * e_log_dirichlet(alpha), axis=-1))
+    return float(np.sum(kl))
+
+
+def polya_fixed_point(counts: np.ndarray, alpha: np.ndarray, n_steps: int = 20,
+                      floor: float = 1e-3, ceiling: float = 1e4) -> np.ndarray:
+    """Type-II ML of a Dirichlet shared by rows of ``counts`` (J, K): Minka's fixed point.
+
+    Maximises Σ_j ln B(α + n_j) − ln B(α); counts may be fractional (expected counts). Rows without
+    counts carry no information and are skipped.
+    """
+    counts = counts[counts.sum(axis=1) > 0]
+    if counts.shape[0] == 0:
+        return alpha
+    totals = counts.sum(axis=1)
+    alpha = alpha.copy()
+    for _ in range(n_steps):
+        a0 = alpha.sum()
+        num = np.sum(digamma(counts + alpha), axis=0) - counts.shape[0] * digamma(alpha)
+        den = np.sum(digamma(totals + a0)) - counts.shape[0] * digamma(a0)
+        if den <= 0:
+            break
+        new = np.clip(alpha * np.maximum(num, 1e-12) / den, floor, ceiling)
+        if np.max(np.abs(new - alpha) / alpha) < 1e-6:
+            alpha = new
+            break
+        alpha = new
+    return alpha
+
+
+GROUPINGS = ("collection", "topic")
+
+
+@dataclass
+class ClassPrior:
+    """q(κ_g) = Dir(ν_g) for each group g of tasks: one for the collection, or one per topic
+    (relevance rates differ widely between topics). With ``empirical`` the shared ν₀ is the
+    type-II ML value over the groups (Minka's fixed point), as α₀ is for annotators."""
+
+    group: np.ndarray  # (n_tasks,) group index
+    n_groups: int
+    nu0: np.ndarray  # (K,)
+    judged: np.ndarray
+    empirical: bool
+
+    @classmethod
+    def build(cls, data: AnnotationData, by: str, class_prior: float, judged: np.ndarray,
+              empirical: bool) -> ClassPrior:
+        if by not in GROUPINGS:
+            raise ValueError(f"class_prior_by must be one of {', '.join(GROUPINGS)}, got {by!r}")
+        if by == "topic":
+            _, group = np.unique(data.topic_ids, return_inverse=True)
+            group = group.astype(np.int64)
+        else:
+            group = np.zeros(data.n_tasks, dtype=np.int64)
+        n_groups = int(group.max()) + 1 if group.size else 1
+        return cls(group, n_groups, np.full(data.n_classes, float(class_prior)), judged,
+                   empirical and n_groups > 1)
+
+    def update(self, proba: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(ν per group (G, K), E[ln κ_{g(i)}] per task (n_tasks, K))."""
+        k = proba.shape[1]
+        counts = np.stack([np.bincount(self.group[self.judged], weights=proba[self.judged, c],
+                                       minlength=self.n_groups) for c in range(k)], axis=1)
+        if self.empirical:
+            self.nu0 = polya_fixed_point(counts, self.nu0)
+        nu = counts + self.nu0
+        return nu, e_log_dirichlet(nu)[self.group]
+
+    def kl(self, nu: np.ndarray) -> float:
+        return kl_dirichlet(nu, self.nu0)
+
+    @staticmethod
+    def mean(nu: np.ndarray) -> np.ndarray:
+        """The collection-wide class prior: mean of the groups' posterior means."""
+        return (nu / nu.sum(axis=1, keepdims=True)).mean(axis=0)
+
+    def posterior_mean(self, proba: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The point estimate an EM model uses: (E[κ_g] per group (G, K), E[κ_{g(i)}] per task
+        (n_tasks, K)), E[κ_g] = (c_g + ν₀) / (n_g + Σ ν₀) with c_g the group's expected class
+        counts."""
+        nu, _ = self.update(proba)
+        mean = nu / nu.sum(axis=1, keepdims=True)
+        return mean, mean[self.group]
