@@ -77,6 +77,18 @@ def test_sampling_rounds_and_estimates(client) -> None:
     assert all(r["variance"] is None or r["variance"] >= 0 for r in result["results"])
     ap = overall[("good", "AP")]
     assert ap["low"] <= ap["value"] <= ap["high"]
+    # every interval holds its estimate and stays in the measure's range
+    for r in result["results"]:
+        if r["low"] is None:
+            continue
+        assert r["low"] <= r["value"] <= r["high"]
+        assert r["low"] >= min(0.0, r["value"])
+        if r["measure"] != "n_relevant":
+            assert r["high"] <= max(1.0, r["value"])
+    # some normal intervals pass 1 here: those are clipped
+    assert any(r["measure"] != "n_relevant" and r["variance"]
+               and r["value"] + 1.96 * r["variance"] ** 0.5 > 1.0 and r["high"] == 1.0
+               for r in result["results"])
     listed = client.get(f"{API}/collections/pool/samplings").json()
     assert listed["count"] == 1 and listed["data"][0]["n_rounds"] == 3
     rounds = client.get(f"{API}/samplings/{sid}/rounds").json()
