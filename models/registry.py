@@ -70,7 +70,8 @@ def get_method(method: str) -> MethodSpec:
 
 
 def validate_params(method: str, params: dict[str, Any]) -> dict[str, Any]:
-    """Check names and JSON types of ``params`` against the method's constructor.
+    """Check names and JSON types of ``params`` against the method's constructor, then the
+    values themselves by building it (its own checks).
 
     A parameter whose default is a bool must be a bool, an int an int, a float a number, a str a
     str; a default of None accepts any JSON value. Returns the params unchanged.
@@ -98,6 +99,13 @@ def validate_params(method: str, params: dict[str, Any]) -> dict[str, Any]:
             raise InvalidParams(
                 method, f"parameter {name!r} must be of type {type(default).__name__}", valid
             )
+    # Values the constructor refuses (a negative tol, an unknown grouping, ...) are refused here
+    # too, before a fit is queued, not when it runs. Constructors only store and check their
+    # arguments (TensorFlow loads in fit()), so this is cheap and keeps TF out of the API.
+    try:
+        spec.cls(**params)
+    except (TypeError, ValueError) as exc:
+        raise InvalidParams(method, str(exc), valid) from exc
     return params
 
 

@@ -102,6 +102,12 @@ class _CrowdGP(Aggregator):
             raise ValueError("e_step_rate must be in (0, 1]")
         if m_step_max_tasks < 1:
             raise ValueError("m_step_max_tasks must be a positive number of tasks")
+        if n_inducing < 1 or n_quadrature < 1 or full_gp_max_tasks < 0:
+            raise ValueError("n_inducing and n_quadrature must be >= 1, full_gp_max_tasks >= 0")
+        if n_iter < 0 or tol < 0 or e_step_sweeps < 1 or m_step_iterations < 0:
+            raise ValueError("n_iter, tol and m_step_iterations must be >= 0, e_step_sweeps >= 1")
+        if deviation_variance <= 0:
+            raise ValueError("deviation_variance must be > 0")
 
     # -- fitting ------------------------------------------------------------------------------
     def fit(self, data: AnnotationData, progress: ProgressCallback = no_progress) -> Self:

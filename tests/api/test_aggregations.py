@@ -168,7 +168,15 @@ def test_bad_aggregation_requests(client) -> None:
     # Seeds the random generators refuse are refused here, not by a failed fit later.
     for body, code in [({"method": "mace", "seed": -5}, "invalid_body"),
                        ({"method": "mace", "seed": 2**40}, "invalid_body"),
-                       ({"method": "mace", "params": {"random_state": -1}}, "invalid_params")]:
+                       ({"method": "mace", "params": {"random_state": -1}}, "invalid_params"),
+                       # values a constructor refuses: refused before a fit is queued
+                       ({"method": "ds", "params": {"tol": -1.0}}, "invalid_params"),
+                       ({"method": "ibcc", "params": {"class_prior_by": "worker"}},
+                        "invalid_params"),
+                       ({"method": "ordinal-ds", "params": {"spam_prior": 1.5}},
+                        "invalid_params"),
+                       ({"method": "magp", "params": {"n_inducing": -3}}, "invalid_params"),
+                       ({"method": "lk", "params": {"class_prior_by": "doc"}}, "invalid_params")]:
         response = client.post(f"{API}/collections/empty/aggregations", json=body)
         assert response.status_code == 422 and response.json()["code"] == code, body
 

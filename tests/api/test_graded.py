@@ -93,6 +93,16 @@ def test_ordinal_ds_graded_end_to_end(client, graded_file, tmp_path, capsys) -> 
     assert len(graded) == 2
     assert [r["kappa"] for r in graded] == sorted((r["kappa"] for r in graded), reverse=True)
 
+    # A class prior per topic with the gold clamped: the fit says so and is scored held out.
+    topic = fit(client, "ordinal-ds", params={"class_prior_by": "topic", "use_gold": True})
+    assert topic["info"]["class_prior_by"] == "topic"
+    assert len(topic["info"]["topic_prior_dirichlet"]) == 3
+    assert topic["evaluation"]["held_out"] is True and topic["evaluation"]["kappa"] > 0.5
+    bad = client.post(f"{API}/collections/graded/aggregations",
+                      json={"method": "ordinal-ds", "graded": True,
+                            "params": {"class_prior_by": "annotator"}})
+    assert bad.status_code == 422 and "class_prior_by" in bad.text
+
 
 def test_ordinal_gp_cli_and_service_identical(client, graded_file, tmp_path) -> None:
     ingest(client, graded_file)
