@@ -15,9 +15,13 @@ step; everything is long format (gathers by task, annotator and grade). The EM e
 ``models.gp.training``'s, with the judgment terms swapped (``OrdinalCrowdGPCore``, in
 ``models.gp.ordinal_likelihood`` with the likelihood: the TensorFlow half of the model).
 
-The true grade of task i is the grade a noise-free, unbiased judge would give:
-P(T_i ≤ k) = Φ((b_k − m_i) / sqrt(1 + v_i)) under q(f_i) = N(m_i, v_i), the binary model's
-P(relevant) = Φ(m_i / sqrt(1 + v_i)) with thresholds. Derivation: docs/gp.md.
+The true grade of task i is the interval of the thresholds that holds f_i, the grade a judge
+without any noise would give: P(T_i ≤ k) = Φ((b_k − m_i) / sqrt(r + v_i)) under
+q(f_i) = N(m_i, v_i) with ``readout_noise`` r = 0 (default). r = 1 reads out instead a new
+judgment by a judge with neither task nor annotator noise but the unit probit every judge has —
+the binary models' P(relevant) = Φ(m_i / sqrt(1 + v_i)) with thresholds — which, when the
+thresholds are closer than the probit's unit, almost never makes a middle grade the most probable
+one. Derivation: docs/gp.md.
 """
 
 from __future__ import annotations
@@ -71,6 +75,7 @@ class OrdinalGP(_CrowdGP):
         m_step_max_tasks: int = 20000,
         n_quadrature: int = DEFAULT_QUADRATURE_POINTS,
         random_state: int | None = None,
+        readout_noise: float = 0.0,
     ) -> None:
         super().__init__(
             kernel=kernel, feature_groups=feature_groups, mean_function=mean_function,
@@ -84,8 +89,11 @@ class OrdinalGP(_CrowdGP):
         )
         if not 0.0 <= spam_prior < 1.0 or spam_strength <= 0:
             raise ValueError("spam_prior must be in [0, 1) and spam_strength > 0")
+        if readout_noise < 0:
+            raise ValueError("readout_noise must be >= 0")
         self.spam_prior = spam_prior
         self.spam_strength = spam_strength
+        self.readout_noise = readout_noise
 
     def fit(self, data: AnnotationData, progress: ProgressCallback = no_progress) -> Self:
         import gpflow
@@ -135,7 +143,7 @@ class OrdinalGP(_CrowdGP):
         self.posterior_variance_ = v_f.numpy()
         self.thresholds_ = likelihood.thresholds().numpy()
         self.proba_ = grade_proba(self.posterior_mean_, self.posterior_variance_,
-                                  self.thresholds_)
+                                  self.thresholds_, self.readout_noise)
         self.task_variance_ = likelihood.task_variance.numpy()
         self.task_bias_ = likelihood.task_bias.numpy()
         self.annotator_variance_ = likelihood.annotator_variance.numpy()
@@ -179,12 +187,16 @@ class OrdinalGP(_CrowdGP):
         X = np.atleast_2d(np.asarray(features, dtype=np.float64))
         X = np.where(np.isfinite(X), X, self.feature_mean_[None, :])
         mean, var = self.core_.predict_f((X - self.feature_mean_) / self.feature_scale_)
-        return grade_proba(mean, var, self.thresholds_)
+        return grade_proba(mean, var, self.thresholds_, self.readout_noise)
 
 
-def grade_proba(mean: np.ndarray, var: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
-    """(n, K) P(T_i = k) = Φ((b_k − m_i)/sqrt(1 + v_i)) − Φ((b_{k−1} − m_i)/sqrt(1 + v_i))."""
-    z = (np.asarray(thresholds)[None, :] - mean[:, None]) / np.sqrt(1.0 + var)[:, None]
+def grade_proba(mean: np.ndarray, var: np.ndarray, thresholds: np.ndarray,
+                readout_noise: float = 0.0) -> np.ndarray:
+    """(n, K) P(T_i = k) = Φ((b_k − m_i)/s_i) − Φ((b_{k−1} − m_i)/s_i), s_i² = r + v_i: the
+    probability that f_i (r = 0), or a judgment with probit noise of variance r, falls in grade
+    k's interval under q(f_i) = N(m_i, v_i)."""
+    scale = np.sqrt(np.maximum(readout_noise + np.asarray(var, dtype=np.float64), 1e-12))
+    z = (np.asarray(thresholds)[None, :] - mean[:, None]) / scale[:, None]
     cdf = np.concatenate([np.zeros((mean.shape[0], 1)), np_ndtr(z),
                           np.ones((mean.shape[0], 1))], axis=1)
     return np.clip(np.diff(cdf, axis=1), 0.0, 1.0)

@@ -108,10 +108,11 @@ def test_thresholds_stay_ordered_and_views_agree() -> None:
     thresholds = np.asarray(model.info_["thresholds"])
     assert thresholds.shape == (3,) and np.all(np.diff(thresholds) > 0)
     np.testing.assert_allclose(model.proba_.sum(axis=1), 1.0, atol=1e-9)
-    # P(grade ≥ r) is Φ((m − b_{r−1}) / sqrt(1 + v)): the binary view of the same fit.
+    # P(grade ≥ r) is Φ((m − b_{r−1}) / sqrt(v)) — the probability that f lies above the
+    # threshold: the binary view of the same fit.
     for r in (1, 2, 3):
         binary = ndtr((model.posterior_mean_ - thresholds[r - 1])
-                      / np.sqrt(1.0 + model.posterior_variance_))
+                      / np.sqrt(model.posterior_variance_))
         np.testing.assert_allclose(model.proba_[:, r:].sum(axis=1), binary, atol=1e-9)
     result = model.result(data)
     assert set(result.annotator_columns) >= {"bias", "spread", "noise_variance"}
@@ -119,10 +120,24 @@ def test_thresholds_stay_ordered_and_views_agree() -> None:
                                model.proba_ @ np.arange(4), atol=1e-12)
 
 
-def test_grade_proba_binary_case_is_the_magp_readout() -> None:
+def test_grade_proba_readouts() -> None:
     m, v = np.array([-1.0, 0.0, 2.0]), np.array([0.5, 1.0, 0.1])
-    p = grade_proba(m, v, np.array([0.0]))
+    # readout_noise 1 in the binary case is MAGP's P(relevant) = Φ(m / sqrt(1 + v))
+    p = grade_proba(m, v, np.array([0.0]), readout_noise=1.0)
     np.testing.assert_allclose(p[:, 1], ndtr(m / np.sqrt(1 + v)))
+    # 0 (the default): the mass of q(f) = N(m, v) in each grade's interval, by integration
+    b = np.array([-0.4, 0.5])
+    p = grade_proba(m, v, b)
+    edges = [-np.inf, *b, np.inf]
+    for i in range(3):
+        f = np.random.default_rng(i).normal(m[i], np.sqrt(v[i]), 400_000)
+        mc = [np.mean((f > edges[k]) & (f <= edges[k + 1])) for k in range(3)]
+        np.testing.assert_allclose(p[i], mc, atol=4e-3)
+    # a posterior centred in a middle interval narrower than the probit's unit: its grade is the
+    # middle one under the default, and never under readout_noise 1
+    centred = grade_proba(np.array([0.05]), np.array([0.3]), b)
+    assert np.argmax(centred[0]) == 1
+    assert np.argmax(grade_proba(np.array([0.05]), np.array([0.3]), b, readout_noise=1.0)[0]) != 1
 
 
 def test_expectations_function_shapes() -> None:
