@@ -139,12 +139,17 @@ def test_cancel_and_failure_leave_earlier_results_intact(jobs_client, synthetic_
     again = client.delete(f"{API}/aggregations/{slow['id']}")
     assert again.status_code == 409 and again.json()["code"] == "aggregation_finished"
 
-    # A value the constructor refuses fails the fit, records why, and changes nothing else.
+    # A fit that fails on the data it reads (feature columns 0..99 of 2-column features: only
+    # the fit sees the features; values a constructor refuses are a 422 before anything is
+    # queued, test_bad_aggregation_requests) records why and changes nothing else.
+    features = client.put(f"{API}/collections/synth/features",
+                          content=(synthetic_file / "features.tsv").read_bytes(), headers=TSV)
+    assert features.status_code == 200, features.text
     bad = client.post(f"{API}/collections/synth/aggregations",
-                      json={"method": "mace", "params": {"threshold": 5.0}}).json()
+                      json={"method": "magp", "params": {"feature_groups": "0:99"}}).json()
     failed = wait_for(client, bad["id"])
     assert failed["status"] == "failed"
-    assert "threshold" in failed["error"]
+    assert "feature group" in failed["error"]
     assert client.get(f"{API}/aggregations/{bad['id']}/annotators").status_code == 409
     assert client.get(f"{API}/aggregations/{first['id']}/qrels").text == qrels_before
 
