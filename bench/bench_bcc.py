@@ -11,7 +11,9 @@ RF10: relevant from 1, -2 dropped, NIST gold. Two settings per method:
 - "gold clamped, 5-fold held out": gold tasks split in 5 stratified folds; each fold is predicted
   by a fit with the other folds' gold clamped (``use_gold``), so no task is scored by a fit that
   saw its label (``models.evaluation.heldout``).
-The seed is the method's ``random_state`` (where it has one) and the fold split's. Mean ± sample
+The binary table also has the FROM_GRADES rows: a model fitted on the crowd's grades and read out
+as P(grade >= 1). The seed is the method's ``random_state`` (where it has one) and the fold
+split's. Mean ± sample
 standard deviation over seeds; fit time is the mean of the "no gold" fits. A script, not a test.
 """
 
@@ -23,8 +25,12 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from models.data import AnnotationData
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -46,6 +52,12 @@ OURS = {
     "lk": ("lk", {}),
     "lk (asymmetric noise)": ("lk", {"asymmetric_noise": True}),
     "lk (per-topic prior)": ("lk", {"class_prior_by": "topic"}),
+}
+# Binary table only: fitted on the crowd's grades (0/1/2, the gold clamped as grades), read out
+# as P(grade >= 1) — the grades say more than their binarised labels (a 2 is stronger than a 1).
+FROM_GRADES = {
+    "ordinal-ds (per-topic class prior), fitted on the grades": (
+        "ordinal-ds", {"class_prior_by": "topic"}),
 }
 
 
@@ -113,6 +125,8 @@ def rf10(args: argparse.Namespace) -> None:
             print(_row(name, "no gold", plain, float(np.mean(times))), flush=True)
             if held:
                 print(_row(name, "gold clamped, 5-fold held out", held, None), flush=True)
+        if not graded:
+            _from_grades(args, data, gold, seeds)
         frame = pd.DataFrame({"task": data.task, "worker": data.annotator, "label": data.label})
         frame_sorted = frame.sort_values("worker", kind="stable")
         crowdkit = {
@@ -142,6 +156,44 @@ def rf10(args: argparse.Namespace) -> None:
                     proba = np.eye(data.n_classes)[labels]
                 runs.append(_score(labels, proba, gold, relevant))
             print(_row(name, "no gold", runs, float(np.mean(times))), flush=True)
+
+
+def _from_grades(args: argparse.Namespace, binary: AnnotationData, gold: np.ndarray,
+                 seeds: list[int]) -> None:
+    """The FROM_GRADES rows of the binary table: each fit on the graded labels of the same
+    tasks, scored as binary (P(grade >= 1) >= 1/2) against the binary gold."""
+    from app.offline import build_aggregator, load_annotation_data
+    from models.evaluation.heldout import heldout_predictions
+
+    graded = load_annotation_data(RF10.read_bytes(), relevant_from=1, graded=True,
+                                  ignore=(-2,))
+    assert np.array_equal(graded.topic_ids, binary.topic_ids)
+    assert np.array_equal(graded.doc_ids, binary.doc_ids)
+    assert graded.gold is not None
+    graded = replace(graded, gold=np.where(gold >= 0, graded.gold, -1))
+    first = int(np.searchsorted(graded.classes, 1))
+
+    def as_binary(proba: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        p = proba[:, first:].sum(axis=1)
+        return (p >= 0.5).astype(np.int64), np.column_stack([1.0 - p, p])
+
+    for name, (method, params) in FROM_GRADES.items():
+        if args.only and name not in args.only:
+            continue
+        plain, held, times = [], [], []
+        for seed in seeds:
+            start = time.perf_counter()
+            model = build_aggregator(method, params, seed).fit(graded)
+            times.append(time.perf_counter() - start)
+            plain.append(_score(*as_binary(model.proba_), gold, 1))
+            clamped = {**params, "use_gold": True}
+            h = heldout_predictions(
+                lambda m=method, p=clamped, s=seed: build_aggregator(m, p, s), graded, 5,
+                random_state=seed)
+            held.append(_score(*as_binary(h.proba), gold, 1))
+            print(f"  {name} seed {seed}: {plain[-1]} {held[-1]}", file=sys.stderr, flush=True)
+        print(_row(name, "no gold", plain, float(np.mean(times))), flush=True)
+        print(_row(name, "gold clamped, 5-fold held out", held, None), flush=True)
 
 
 def grid(args: argparse.Namespace) -> None:
