@@ -73,3 +73,25 @@ def test_simulate_refuses_a_file_without_gold(tmp_path) -> None:
     path.write_text("topic\tdoc\tannotator\tlabel\nt\td1\tw1\t1\nt\td2\tw1\t0\n")
     assert cli(["simulate", str(path), "--method", "mv", "--output", str(tmp_path / "o"),
                 "--quiet"]) == 2
+
+
+def test_simulate_takes_any_method_and_its_params(tmp_path, capsys) -> None:
+    # A method without a warm start refits from scratch; its params reach every fit and the
+    # target (the same method fitted on all judgments).
+    data = tmp_path / "synth"
+    assert cli(["synth", str(data), "--tasks", "80", "--annotators", "10", "--redundancy", "3",
+                "--seed", "2"]) == 0
+    out = tmp_path / "sim"
+    base = ["simulate", str(data / "judgments.tsv"), "--gold", str(data / "gold.qrels"),
+            "--strategies", "uncertainty", "--seeds", "1", "--batch", "60", "--quiet"]
+    assert cli([*base, "--method", "ibcc", "--params", '{"prior": "empirical"}',
+                "--output", str(out)]) == 0
+    curve = read_curve(out / "curve.tsv")
+    assert int(curve[-1]["judgments"]) == 240
+    capsys.readouterr()
+    for params, says in [('{"prior": "nope"}', "prior"), ("[1]", "JSON object"),
+                         ("{", "Expecting")]:
+        assert cli([*base, "--method", "ibcc", "--params", params,
+                    "--output", str(tmp_path / "bad")]) == 2
+        assert says in capsys.readouterr().err
+    assert not (tmp_path / "bad").exists()

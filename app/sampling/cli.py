@@ -25,12 +25,23 @@ def _positive(text: str) -> int:
 
 
 def _simulate(args: argparse.Namespace) -> int:
+    import json
+
     import numpy as np
 
     from app.formats.errors import FileFormatError
     from app.offline import build_aggregator, load_annotation_data
+    from models.registry import InvalidParams, validate_params
     from models.sampling.simulate import simulate
 
+    try:
+        params = json.loads(args.params) if args.params else {}
+        if not isinstance(params, dict):
+            raise ValueError("--params must be a JSON object")
+        validate_params(args.method, params)
+    except (ValueError, InvalidParams) as exc:  # JSONDecodeError is a ValueError
+        print(f"crowdqrels simulate: {exc}", file=sys.stderr)
+        return 2
     try:
         raw = Path(args.input).read_bytes()
         gold = Path(args.gold).read_bytes() if args.gold else None
@@ -54,7 +65,7 @@ def _simulate(args: argparse.Namespace) -> int:
                   f"accuracy {point.accuracy:.4f}\t{point.seconds:.2f}s", file=sys.stderr)
 
     try:
-        points = simulate(data, make=lambda seed: build_aggregator(args.method, None, seed),
+        points = simulate(data, make=lambda seed: build_aggregator(args.method, params, seed),
                           strategies=args.strategies, seeds=range(args.seeds), batch=batch,
                           start_share=args.start, warm=not args.cold,
                           max_judgments=args.max_judgments, runs=runs, on_point=report)
@@ -68,7 +79,7 @@ def _simulate(args: argparse.Namespace) -> int:
                     f"{p.accuracy:.6f}\t{p.skipped}\t{p.seconds:.4f}\t"
                     f"{'' if p.map_rmse != p.map_rmse else f'{p.map_rmse:.6f}'}\n")
     # The target: the accuracy of the model fitted cold on all judgments.
-    full = build_aggregator(args.method, None, 0).fit(data)
+    full = build_aggregator(args.method, params, 0).fit(data)
     from models.sampling.simulate import accuracy_against_gold
 
     target = accuracy_against_gold(full.labels_, data.gold)  # type: ignore[arg-type]
@@ -190,7 +201,13 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:  # type: ignor
                     "against gold. Writes DIR/curve.tsv, DIR/summary.tsv and a plot.",
     )
     simulate.add_argument("input", help="judgment file with gold (TSV/CSV, as for aggregate)")
-    simulate.add_argument("--method", required=True, choices=("mv", "ds", "mace"))
+    from models.registry import METHOD_PATHS
+
+    simulate.add_argument("--method", required=True, choices=sorted(METHOD_PATHS),
+                          help="the refit model; ds and mace refit warm (from the previous "
+                               "round's fit), the others from scratch")
+    simulate.add_argument("--params", help="the model's parameters as a JSON object (as for "
+                                           "aggregate)")
     simulate.add_argument("--strategies", nargs="+", choices=STRATEGIES,
                           default=["uncertainty", "random"])
     simulate.add_argument("--seeds", type=int, default=3, help="number of seeds (0..K-1)")
