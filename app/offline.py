@@ -71,6 +71,17 @@ def load_annotation_data(
     return data
 
 
+def parse_params(text: str | None) -> dict[str, Any]:
+    """A command's ``--params``: a JSON object (none: {}); ValueError saying what is wrong."""
+    try:
+        params = json.loads(text) if text else {}
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"--params is not valid JSON: {exc}") from exc
+    if not isinstance(params, dict):
+        raise ValueError("--params must be a JSON object")
+    return params
+
+
 def build_aggregator(method: str, params: dict[str, Any] | None = None,
                      seed: int | None = None) -> Aggregator:
     """The registry's aggregator; ``seed`` becomes ``random_state`` when the method has one and
@@ -183,11 +194,9 @@ def _aggregate(args: argparse.Namespace) -> int:
         return 2
 
     try:
-        params = json.loads(args.params) if args.params else {}
-    except json.JSONDecodeError as exc:
-        return fail(f"--params is not valid JSON: {exc}")
-    if not isinstance(params, dict):
-        return fail("--params must be a JSON object")
+        params = parse_params(args.params)
+    except ValueError as exc:
+        return fail(str(exc))
     try:
         data = load_annotation_data(
             Path(args.input).read_bytes(),

@@ -13,8 +13,8 @@ RF10: relevant from 1, -2 dropped, NIST gold. Two settings per method:
   saw its label (``models.evaluation.heldout``).
 The binary table also has the FROM_GRADES rows: a model fitted on the crowd's grades and read out
 as P(grade >= 1). The seed is the method's ``random_state`` (where it has one) and the fold
-split's. Mean ± sample
-standard deviation over seeds; fit time is the mean of the "no gold" fits. A script, not a test.
+split's. Mean ± sample standard deviation over seeds; fit time is the mean of the "no gold" fits.
+A script, not a test.
 """
 
 from __future__ import annotations

@@ -118,9 +118,6 @@ def with_seed(method: str, params: dict[str, Any], seed: int | None) -> dict[str
 
 
 def make_aggregator(method: str, params: dict[str, Any] | None = None) -> Aggregator:
+    """The method built with ``params``; InvalidParams as ``validate_params``."""
     params = validate_params(method, dict(params or {}))
-    spec = get_method(method)
-    try:
-        return spec.cls(**params)
-    except (TypeError, ValueError) as exc:
-        raise InvalidParams(method, str(exc), spec.defaults) from exc
+    return get_method(method).cls(**params)  # validate_params has built it once already

@@ -26,6 +26,7 @@ RF10 = Path(os.environ.get(
     ROOT.parent / "shared" / "data" / "trec-rf10-crowd" / "trec-rf10-data.txt",
 ))
 
+
 def _per_worker(url: str) -> str:
     """The test database of this pytest-xdist worker (``crowdqrels_test_gw1``): workers run
     side by side and each truncates its tables before every test, so none may share one."""

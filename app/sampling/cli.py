@@ -25,21 +25,16 @@ def _positive(text: str) -> int:
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    import json
-
     import numpy as np
 
     from app.formats.errors import FileFormatError
-    from app.offline import build_aggregator, load_annotation_data
+    from app.offline import build_aggregator, load_annotation_data, parse_params
     from models.registry import InvalidParams, validate_params
     from models.sampling.simulate import simulate
 
     try:
-        params = json.loads(args.params) if args.params else {}
-        if not isinstance(params, dict):
-            raise ValueError("--params must be a JSON object")
-        validate_params(args.method, params)
-    except (ValueError, InvalidParams) as exc:  # JSONDecodeError is a ValueError
+        params = validate_params(args.method, parse_params(args.params))
+    except (ValueError, InvalidParams) as exc:
         print(f"crowdqrels simulate: {exc}", file=sys.stderr)
         return 2
     try:
