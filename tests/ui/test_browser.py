@@ -319,6 +319,7 @@ def test_dashboard_in_a_browser(server: str, browser, tmp_path: Path) -> None:  
     message = wait_until(lambda: driver.find_elements("id", "message"), what="a round")
     assert "pairs to judge" in message[0].text
     charts_rendered(driver, 1)
+    driver.save_screenshot(str(shots / "sampling.png"))
     assert js_errors(driver) == []
 
     # The API docs render offline too.
