@@ -87,14 +87,19 @@ class ClassPrior:
         return cls(group, n_groups, np.full(data.n_classes, float(class_prior)), judged,
                    empirical and n_groups > 1)
 
-    def update(self, proba: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(ν per group (G, K), E[ln κ_{g(i)}] per task (n_tasks, K))."""
+    def posterior(self, proba: np.ndarray) -> np.ndarray:
+        """ν per group (G, K): ν₀ (re-fitted first when empirical) plus the group's expected
+        class counts under ``proba``."""
         k = proba.shape[1]
         counts = np.stack([np.bincount(self.group[self.judged], weights=proba[self.judged, c],
                                        minlength=self.n_groups) for c in range(k)], axis=1)
         if self.empirical:
             self.nu0 = polya_fixed_point(counts, self.nu0)
-        nu = counts + self.nu0
+        return counts + self.nu0
+
+    def update(self, proba: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(ν per group (G, K), E[ln κ_{g(i)}] per task (n_tasks, K)): the VB models' update."""
+        nu = self.posterior(proba)
         return nu, e_log_dirichlet(nu)[self.group]
 
     def kl(self, nu: np.ndarray) -> float:
@@ -109,6 +114,6 @@ class ClassPrior:
         """The point estimate an EM model uses: (E[κ_g] per group (G, K), E[κ_{g(i)}] per task
         (n_tasks, K)), E[κ_g] = (c_g + ν₀) / (n_g + Σ ν₀) with c_g the group's expected class
         counts."""
-        nu, _ = self.update(proba)
+        nu = self.posterior(proba)
         mean = nu / nu.sum(axis=1, keepdims=True)
         return mean, mean[self.group]
