@@ -9,8 +9,8 @@ as crowd-kit does). With ``use_gold`` the posterior of a task with a gold label 
 label. Stops after ``n_iter`` iterations or when the log-likelihood per judgment changes by less
 than ``tol``.
 
-Confusion matrices are (n_annotators, K, K) — K is tiny; all task statistics are segment sums over
-judgments (np.bincount), never a tasks × annotators array.
+Confusion matrices are (n_annotators, K, K) — K is tiny; both EM passes are one sparse product over
+the judgments each (``_Judgments``), never a tasks × annotators array.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Self
 
 import numpy as np
+import scipy.sparse
 
 from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
 from models.data import UNKNOWN, AnnotationData
@@ -96,13 +97,7 @@ class DawidSkene(Aggregator):
             prior = np.full(k, 1.0 / k)
         prior = np.clip(prior, _EPS, None)
         prior /= prior.sum()
-        confusion = np.empty((idx.n_annotators, k, k))
-        for t in range(k - 1):
-            weights = np.ascontiguousarray(proba[:, t]).take(idx.task)
-            confusion[:, t, :] = np.bincount(idx.ann_label, weights=weights,
-                                             minlength=idx.n_annotators * k).reshape(-1, k)
-        # The posterior sums to 1 over t, so the last row is what the other rows leave.
-        confusion[:, k - 1, :] = idx.label_counts - confusion[:, : k - 1, :].sum(axis=1)
+        confusion = idx.expected_counts(proba).transpose(1, 2, 0)  # [j, t, l]
         confusion = np.clip(confusion + self.smoothing, _EPS, None)
         confusion /= confusion.sum(axis=2, keepdims=True)
         return prior, confusion
@@ -149,61 +144,80 @@ def confusion_columns(data: AnnotationData, prior: np.ndarray, confusion: np.nda
 
 @dataclass(frozen=True)
 class _Judgments:
-    """Index arrays computed once per fit (flat keys make every gather 1-D)."""
+    """The judgments as two sparse 0/1 matrices, built once per fit, and per-task masks.
 
-    task: np.ndarray
-    ann_label: np.ndarray  # annotator * K + label
+    ``by_task`` (n_tasks × K·J) has a 1 in column l·J + j for each judgment "annotator j said l"
+    on task i; ``by_cell`` (K·J × n_tasks) is its transpose, stored row-wise. Both passes of EM
+    are then one sparse product each over the judgments, all K classes at once: the E step's
+    log-likelihood of every task under every class, by_task @ log π (log π laid out as (K·J, K),
+    row l·J + j, column t), and the M step's expected counts N_j[t, l] = by_cell @ P(T)."""
+
+    by_task: scipy.sparse.csr_matrix
+    by_cell: scipy.sparse.csr_matrix
     n_tasks: int
     n_annotators: int
     n_classes: int
     judged: np.ndarray  # (n_tasks,) bool
     all_judged: bool
     label_counts: np.ndarray  # (n_annotators, K): judgments per annotator and label
-    cells: tuple[np.ndarray, ...]  # per true class t: the flat index of cell [j, t, label]
-    impossible: np.ndarray | None  # (n_tasks, K) True where a gold label rules a class out
+    impossible: np.ndarray | None  # (K, n_tasks) True where a gold label rules a class out
 
     @classmethod
     def from_data(cls, data: AnnotationData, gold: np.ndarray | None) -> _Judgments:
-        k = data.n_classes
+        k, n_ann, n_tasks = data.n_classes, data.n_annotators, data.n_tasks
         impossible = None
         if gold is not None:
             known = np.flatnonzero(gold != UNKNOWN)
-            impossible = np.zeros((data.n_tasks, k), dtype=bool)
-            impossible[known] = True
-            impossible[known, gold[known]] = False
-        ann_label = data.annotator * k + data.label
-        judged = data.judgments_per_task() > 0
-        label_counts = np.bincount(ann_label, minlength=data.n_annotators * k).reshape(-1, k)
-        first = data.annotator * k * k + data.label
-        return cls(data.task, ann_label, data.n_tasks, data.n_annotators, k, judged,
-                   bool(judged.all()), label_counts.astype(np.float64),
-                   tuple(first + t * k for t in range(k)), impossible)
+            impossible = np.zeros((k, n_tasks), dtype=bool)
+            impossible[:, known] = True
+            impossible[gold[known], known] = False
+        cell = data.label.astype(np.int64) * n_ann + data.annotator
+        ones = np.ones(data.n_judgments)
+        by_cell = scipy.sparse.csr_matrix((ones, (cell, data.task)), shape=(k * n_ann, n_tasks))
+        by_task = by_cell.T.tocsr()
+        judged = np.diff(by_task.indptr) > 0
+        label_counts = np.diff(by_cell.indptr).astype(np.float64).reshape(k, n_ann).T
+        # a judgment repeated (same task, annotator and label) is one entry of value 2
+        if by_cell.data.shape[0] != data.n_judgments:
+            label_counts = np.asarray(by_cell.sum(axis=1)).reshape(k, n_ann).T
+        return cls(by_task, by_cell, n_tasks, n_ann, k, judged, bool(judged.all()),
+                   np.ascontiguousarray(label_counts), impossible)
+
+    def log_likelihoods(self, log_confusion: np.ndarray) -> np.ndarray:
+        """(K, n_tasks): Σ_{a ∈ i} log π_{j(a)}[t, y_a] for every task i and class t, from
+        log π (n_annotators, K, K) indexed [j, t, l]."""
+        table = np.ascontiguousarray(log_confusion.transpose(2, 0, 1)).reshape(-1, self.n_classes)
+        return np.ascontiguousarray((self.by_task @ table).T)
+
+    def expected_counts(self, proba: np.ndarray) -> np.ndarray:
+        """(K, n_annotators, K) indexed [l, j, t]: Σ_{a by j, y_a = l} P(T_i = t)."""
+        k = self.n_classes
+        return (self.by_cell @ proba).reshape(k, self.n_annotators, k)
 
 
 def _e_step(
     idx: _Judgments, prior: np.ndarray, confusion: np.ndarray
 ) -> tuple[float, np.ndarray]:
-    """Posterior over true labels and the marginal log-likelihood.
+    """Posterior over true labels (n_tasks, K) and the marginal log-likelihood; ``prior`` is
+    (K,) or one row per task (n_tasks, K).
 
-    Log space: a task's likelihood is a product over its judgments, which underflows.
+    Log space: a task's likelihood is a product over its judgments, which underflows. Class-major
+    (K, n_tasks) inside, so that the max and sum over the K classes run along contiguous rows.
     """
-    k = idx.n_classes
-    log_conf = np.log(confusion).ravel()
-    log_joint = np.empty((idx.n_tasks, k))
-    for t in range(k):
-        log_joint[:, t] = np.bincount(idx.task, weights=log_conf.take(idx.cells[t]),
-                                      minlength=idx.n_tasks)
-    log_joint += np.log(prior)
+    log_joint = idx.log_likelihoods(np.log(confusion))
+    log_prior = np.log(prior)
+    log_joint += log_prior[:, None] if log_prior.ndim == 1 else log_prior.T
     if idx.impossible is not None:
         log_joint[idx.impossible] = -np.inf  # a gold label: only its own class is possible
-    top = log_joint.max(axis=1, keepdims=True)
-    proba = np.exp(log_joint - top)
-    total = proba.sum(axis=1, keepdims=True)
+    top = log_joint.max(axis=0)
+    log_joint -= top
+    proba = np.exp(log_joint, out=log_joint)
+    total = proba.sum(axis=0)
     proba /= total
-    log_marginal = np.log(total[:, 0]) + top[:, 0]
+    log_marginal = np.log(total) + top
     if not idx.all_judged:
         log_marginal = log_marginal[idx.judged]
-    return float(log_marginal.sum()), proba
+    return float(log_marginal.sum()), np.ascontiguousarray(proba.T)
 
 
 def _aligned_parameters(init: DawidSkene, data: AnnotationData

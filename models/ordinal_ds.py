@@ -46,7 +46,6 @@ from typing import Self
 
 import numpy as np
 import scipy.optimize
-import scipy.sparse
 from scipy.special import log_ndtr
 
 from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
@@ -326,11 +325,6 @@ class OrdinalDawidSkene(Aggregator):
         # the topics), or None: one for the collection, the judged tasks' mean posterior
         self._topic_prior = (ClassPrior.build(data, "topic", 1.0, idx.judged, empirical=True)
                              if self.class_prior_by == "topic" else None)
-        # the judgments by cell (label · n_annotators + annotator) and task: the expected counts
-        self._judgment_cells = scipy.sparse.csr_matrix(
-            (np.ones(data.n_judgments), (data.label * data.n_annotators + data.annotator,
-                                         data.task)),
-            shape=(k * data.n_annotators, data.n_tasks))
         history: list[float] = []
         self.n_iter_ = 0
         for it in range(self.n_iter):
@@ -343,7 +337,7 @@ class OrdinalDawidSkene(Aggregator):
             if len(history) > 1 and abs(history[-1] - history[-2]) / n < self.tol:
                 break
         prior, confusion = self._m_step(idx, proba)
-        del self._judgment_cells, self._judged_share  # per-judgment scratch of the fit
+        del self._judged_share  # per-task scratch of the fit
         # the collection's prior (for competence and the info); per topic as well when asked
         self.prior_ = prior if prior.ndim == 1 else self._collection_prior
         self.topic_prior_ = self._topic_means if self._topic_prior is not None else None
@@ -358,15 +352,6 @@ class OrdinalDawidSkene(Aggregator):
         return self
 
     # -- M step -----------------------------------------------------------------------------
-    def _expected_counts(self, proba: np.ndarray) -> np.ndarray:
-        """N[t, l, j] = Σ_{a by j, y_a = l} P(T_i = t): Dawid–Skene's sufficient statistics,
-        cell-major. One sparse product: the judgments as a 0/1 matrix (rows label · J +
-        annotator, columns tasks) times the posterior (n_tasks, K) sums every cell's posterior
-        in one pass over the judgments (K segment sums at once)."""
-        k = proba.shape[1]
-        flat = self._judgment_cells @ proba  # (K · J, K): row l · J + j, column t
-        return np.ascontiguousarray(flat.reshape(k, -1, k).transpose(2, 0, 1))
-
     def _cuts(self, theta: np.ndarray, shared: np.ndarray) -> np.ndarray:
         log_gaps = np.broadcast_to(shared[1:], (theta.shape[0], shared.shape[0] - 1))
         if theta.shape[1] > 2:
@@ -543,7 +528,8 @@ class OrdinalDawidSkene(Aggregator):
         prior = self._judged_share @ proba if idx.judged.any() else np.full(k, 1.0 / k)
         prior = np.clip(prior, _EPS, None)
         prior /= prior.sum()
-        counts = self._expected_counts(proba)
+        # N[t, l, j], cell-major: Dawid–Skene's sufficient statistics, one sparse product
+        counts = np.ascontiguousarray(idx.expected_counts(proba).transpose(2, 0, 1))
         for _ in range(self.m_step_iterations):
             # Generalised EM on the mixture (1 − ε_j) π_j + ε_j ξ_j: split each expected count
             # between the ordinal part and the spam part by responsibility, then update each.
@@ -553,13 +539,7 @@ class OrdinalDawidSkene(Aggregator):
             if self.learn_cutpoints or self.learn_gaps:
                 self._fit_shared(counts * share)
             if self.spam_prior > 0:
-                spam_counts = counts * (1.0 - share)
-                a = self.spam_strength * self.spam_prior
-                b = self.spam_strength * (1.0 - self.spam_prior)
-                # MAP of ε_j under Beta(a + 1, b + 1); ξ_j ∝ spam counts + 1 (MACE's strategy).
-                self._spam = (spam_counts.sum(axis=(0, 1)) + a) / (counts.sum(axis=(0, 1)) + a + b)
-                strategy = spam_counts.sum(axis=0) + 1.0
-                self._strategy = strategy / strategy.sum(axis=0)
+                self._update_spam(counts)
             self._parts = None  # parameters moved
         ordinal, spam = self._mixture_parts()
         self._parts = (ordinal, spam)  # the next M step starts from these
@@ -571,6 +551,21 @@ class OrdinalDawidSkene(Aggregator):
             self._topic_means, prior = self._topic_prior.posterior_mean(proba)
             prior = np.clip(prior, _EPS, None)
         return prior, np.ascontiguousarray(np.moveaxis(confusion, -1, 0))  # (J, K, K)
+
+    def _update_spam(self, counts: np.ndarray) -> None:
+        """ε_j and ξ_j given the new θ: the expected counts split by responsibility between the
+        ordinal part, at the θ the Newton step has just moved to, and the spam part (splitting
+        at the θ before the step, as the Newton step does, took a quarter more EM iterations to
+        converge: 33 against 27 at 1M judgments)."""
+        a = self.spam_strength * self.spam_prior
+        b = self.spam_strength * (1.0 - self.spam_prior)
+        ordinal = np.clip(np.exp(self._log_conf()), _EPS, None) * (1.0 - self._spam)
+        spam = self._spam * self._strategy
+        spam_counts = counts * (spam / (ordinal + spam))
+        # MAP of ε_j under Beta(a + 1, b + 1); ξ_j ∝ spam counts + 1 (MACE's strategy).
+        self._spam = (spam_counts.sum(axis=(0, 1)) + a) / (counts.sum(axis=(0, 1)) + a + b)
+        strategy = spam_counts.sum(axis=0) + 1.0
+        self._strategy = strategy / strategy.sum(axis=0)
 
     def _mixture_parts(self) -> tuple[np.ndarray, np.ndarray]:
         """(1 − ε_j) π_j[t, l] and ε_j ξ_j[l], each cell-major (K, K, n_annotators)."""
