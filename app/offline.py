@@ -83,15 +83,15 @@ def parse_params(text: str | None) -> dict[str, Any]:
 
 
 def build_aggregator(method: str, params: dict[str, Any] | None = None,
-                     seed: int | None = None) -> Aggregator:
+                     seed: int | None = None, *, relevant_from: int | None = None) -> Aggregator:
     """The registry's aggregator; ``seed`` becomes ``random_state`` when the method has one and
-    the params do not set it already."""
+    the params do not set it already; ``relevant_from`` as ``make_aggregator``'s."""
     from models.registry import get_method, make_aggregator
 
     params = dict(params or {})
     if seed is not None and "random_state" in get_method(method).defaults:
         params.setdefault("random_state", seed)
-    return make_aggregator(method, params)
+    return make_aggregator(method, params, relevant_from=relevant_from)
 
 
 def score_labels(labels: np.ndarray, proba: np.ndarray, gold: np.ndarray, *,
@@ -226,17 +226,20 @@ def _aggregate(args: argparse.Namespace) -> int:
     from models.features.build import with_kernel_params
 
     params = with_kernel_params(args.method, params, groups)
-    if args.clamp_gold or args.folds:
+    if args.calibrate is not None:
+        params["calibrate_folds"] = args.calibrate
+    if args.clamp_gold or args.folds or args.calibrate is not None:
         from models.registry import get_method
 
         if "use_gold" not in get_method(args.method).defaults:
             return fail(f"method {args.method!r} cannot clamp gold labels (no use_gold)")
-        if args.clamp_gold:
+        if args.clamp_gold or args.calibrate is not None:
             params["use_gold"] = True
     if args.folds is not None and (args.folds < 2 or data.gold is None):
         return fail("--folds needs K >= 2 and gold labels (--gold or a gold column)")
+    split = args.relevant_from if args.graded else None  # where --calibrate splits the grades
     try:
-        model = build_aggregator(args.method, params, args.seed)
+        model = build_aggregator(args.method, params, args.seed, relevant_from=split)
     except (UnknownMethod, InvalidParams) as exc:
         return fail(str(exc))
     except ImportError as exc:
@@ -289,8 +292,9 @@ def _aggregate(args: argparse.Namespace) -> int:
     if args.folds is not None:
         from models.evaluation.heldout import heldout_predictions
 
-        held = heldout_predictions(lambda: build_aggregator(args.method, params, args.seed), data,
-                                   args.folds, random_state=args.seed, full_model=model)
+        held = heldout_predictions(
+            lambda: build_aggregator(args.method, params, args.seed, relevant_from=split), data,
+            args.folds, random_state=args.seed, full_model=model)
         scored_labels, scored_proba = held.labels, held.proba
         clamp = "gold clamped" if params.get("use_gold") else "gold not used in fitting"
         print(f"held-out evaluation: {args.folds} folds over the gold tasks ({clamp}); each "
@@ -397,6 +401,10 @@ def add_offline_commands(subparsers: argparse._SubParsersAction) -> None:  # typ
                            help="score by K-fold over the gold tasks: each fold is predicted by a "
                                 "fit without its gold (with --clamp-gold the other folds' gold is "
                                 "clamped), so gold never inflates the reported figures")
+    aggregate.add_argument("--calibrate", type=int, metavar="K",
+                           help="clamp the gold and recalibrate P(relevant) on it, K-fold held "
+                                "out (Platt scaling; calibrate_folds=K, implies --clamp-gold); "
+                                "with --folds the calibration is refitted per fold")
     aggregate.set_defaults(func=_aggregate)
 
     synth = subparsers.add_parser(

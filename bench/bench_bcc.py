@@ -5,6 +5,7 @@ plus the new methods on a reduced synthetic grid (Algorithm 10).
     python bench/bench_bcc.py rf10 --seeds 5 --no-lk     # without LK (20 s+ per fit)
     python bench/bench_bcc.py grid --seeds 3             # noise levels x beta 5, 1,000 tasks
     python bench/bench_bcc.py grid --only lk "lk (asymmetric noise)"   # some methods only
+    python bench/bench_bcc.py grid --seeds 5 --gold-share 0.3   # gold clamped: calibrated or not
 
 RF10: relevant from 1, -2 dropped, NIST gold. Two settings per method:
 - "no gold": the gold is never shown to the model (the figures of docs/models.md until now);
@@ -12,8 +13,10 @@ RF10: relevant from 1, -2 dropped, NIST gold. Two settings per method:
   by a fit with the other folds' gold clamped (``use_gold``), so no task is scored by a fit that
   saw its label (``models.evaluation.heldout``).
 The binary table also has the FROM_GRADES rows: a model fitted on the crowd's grades and read out
-as P(grade >= 1). The seed is the method's ``random_state`` (where it has one) and the fold
-split's. Mean ± sample standard deviation over seeds; fit time is the mean of the "no gold" fits.
+as P(grade >= 1). Rows "calibrated on gold" (``calibrate_folds``) need the gold, so they have the
+held-out setting only, with the calibration refitted inside every outer fold (nested). The seed
+is the method's ``random_state`` (where it has one) and the fold split's. Mean ± sample standard
+deviation over seeds; fit time is the mean of the "no gold" fits.
 A script, not a test.
 """
 
@@ -52,12 +55,18 @@ OURS = {
     "lk": ("lk", {}),
     "lk (asymmetric noise)": ("lk", {"asymmetric_noise": True}),
     "lk (per-topic prior)": ("lk", {"class_prior_by": "topic"}),
+    # P(relevant) recalibrated on held-out gold (models.calibration): held out only, nested
+    "ds, calibrated on gold": ("ds", {"calibrate_folds": 5}),
+    "ibcc (empirical prior, per-topic class prior), calibrated on gold": (
+        "ibcc", {"prior": "empirical", "class_prior_by": "topic", "calibrate_folds": 5}),
 }
 # Binary table only: fitted on the crowd's grades (0/1/2, the gold clamped as grades), read out
 # as P(grade >= 1) — the grades say more than their binarised labels (a 2 is stronger than a 1).
 FROM_GRADES = {
     "ordinal-ds (per-topic class prior), fitted on the grades": (
         "ordinal-ds", {"class_prior_by": "topic"}),
+    "ordinal-ds (per-topic class prior), fitted on the grades, calibrated on gold": (
+        "ordinal-ds", {"class_prior_by": "topic", "calibrate_folds": 5}),
 }
 
 
@@ -109,20 +118,25 @@ def rf10(args: argparse.Namespace) -> None:
                 continue
             plain, held, times = [], [], []
             clampable = "use_gold" in get_method(method).defaults
+            calibrated = "calibrate_folds" in params
+            if calibrated and graded:
+                continue
             for seed in seeds:
-                start = time.perf_counter()
-                model = build_aggregator(method, params, seed).fit(data)
-                times.append(time.perf_counter() - start)
-                plain.append(_score(np.asarray(model.labels_), model.proba_, gold, relevant))
+                if not calibrated:
+                    start = time.perf_counter()
+                    model = build_aggregator(method, params, seed).fit(data)
+                    times.append(time.perf_counter() - start)
+                    plain.append(_score(np.asarray(model.labels_), model.proba_, gold, relevant))
                 if clampable:
                     clamped = {**params, "use_gold": True}
                     h = heldout_predictions(
                         lambda m=method, p=clamped, s=seed: build_aggregator(m, p, s), data, 5,
                         random_state=seed)
                     held.append(_score(h.labels, h.proba, gold, relevant))
-                print(f"  {name} seed {seed}: {plain[-1]} {held[-1] if held else ''}",
-                      file=sys.stderr, flush=True)
-            print(_row(name, "no gold", plain, float(np.mean(times))), flush=True)
+                print(f"  {name} seed {seed}: {plain[-1] if plain else ''} "
+                      f"{held[-1] if held else ''}", file=sys.stderr, flush=True)
+            if plain:
+                print(_row(name, "no gold", plain, float(np.mean(times))), flush=True)
             if held:
                 print(_row(name, "gold clamped, 5-fold held out", held, None), flush=True)
         if not graded:
@@ -182,31 +196,45 @@ def _from_grades(args: argparse.Namespace, binary: AnnotationData, gold: np.ndar
             continue
         plain, held, times = [], [], []
         for seed in seeds:
-            start = time.perf_counter()
-            model = build_aggregator(method, params, seed).fit(graded)
-            times.append(time.perf_counter() - start)
-            plain.append(_score(*as_binary(model.proba_), gold, 1))
+            if "calibrate_folds" not in params:
+                start = time.perf_counter()
+                model = build_aggregator(method, params, seed).fit(graded)
+                times.append(time.perf_counter() - start)
+                plain.append(_score(*as_binary(model.proba_), gold, 1))
             clamped = {**params, "use_gold": True}
             h = heldout_predictions(
-                lambda m=method, p=clamped, s=seed: build_aggregator(m, p, s), graded, 5,
-                random_state=seed)
+                lambda m=method, p=clamped, s=seed: build_aggregator(m, p, s, relevant_from=1),
+                graded, 5, random_state=seed)
             held.append(_score(*as_binary(h.proba), gold, 1))
-            print(f"  {name} seed {seed}: {plain[-1]} {held[-1]}", file=sys.stderr, flush=True)
-        print(_row(name, "no gold", plain, float(np.mean(times))), flush=True)
+            print(f"  {name} seed {seed}: {plain[-1] if plain else ''} {held[-1]}",
+                  file=sys.stderr, flush=True)
+        if plain:
+            print(_row(name, "no gold", plain, float(np.mean(times))), flush=True)
         print(_row(name, "gold clamped, 5-fold held out", held, None), flush=True)
 
 
 def grid(args: argparse.Namespace) -> None:
     from app.offline import build_aggregator
+    from models.data import UNKNOWN
+    from models.evaluation.heldout import heldout_predictions
+    from models.registry import get_method
     from models.synthetic import NOISE_LEVELS, generate
 
     methods = {"mv": ("mv", {}), "ds": ("ds", {}), "ibcc": ("ibcc", {}),
                "ibcc (empirical prior)": ("ibcc", {"prior": "empirical"}), "ebcc": ("ebcc", {})}
+    if args.gold_share:
+        methods = {"ds": ("ds", {}), "ds, calibrated on gold": ("ds", {"calibrate_folds": 5}),
+                   "ibcc (empirical prior)": ("ibcc", {"prior": "empirical"}),
+                   "ibcc (empirical prior), calibrated on gold": (
+                       "ibcc", {"prior": "empirical", "calibrate_folds": 5})}
     if args.only:  # any of these or of the RF10 table's methods (the LK variants: 20 s+ a fit)
         methods = {name: spec for name, spec in {**OURS, **methods}.items()
                    if name in args.only}
+    gold_note = ("" if not args.gold_share else
+                 f", gold on {args.gold_share:.0%} of the tasks clamped and scored 5-fold held "
+                 "out (accuracy on the gold tasks)")
     print(f"Algorithm 10, {args.tasks} tasks, {args.annotators} annotators, beta "
-          f"{args.redundancy}, seeds 0..{args.seeds - 1}: accuracy mean ± sd\n")
+          f"{args.redundancy}, seeds 0..{args.seeds - 1}{gold_note}: accuracy mean ± sd\n")
     print("| noise | " + " | ".join(methods) + " |")
     print("|---|" + "---:|" * len(methods))
     for noise in NOISE_LEVELS:
@@ -215,9 +243,21 @@ def grid(args: argparse.Namespace) -> None:
             synth = generate(args.tasks, args.annotators, noise_level=NOISE_LEVELS[noise],
                              redundancy=args.redundancy, random_state=seed)
             data = synth.to_annotation_data(with_features=False)
+            if args.gold_share:
+                shown = np.random.default_rng(seed).random(data.n_tasks) < args.gold_share
+                data = replace(data, gold=np.where(shown, synth.truth, UNKNOWN))
             for name, (method, params) in methods.items():
-                model = build_aggregator(method, params, seed).fit(data)
-                accs[name].append(float(np.mean(np.asarray(model.labels_) == synth.truth)))
+                if not args.gold_share:
+                    model = build_aggregator(method, params, seed).fit(data)
+                    accs[name].append(float(np.mean(np.asarray(model.labels_) == synth.truth)))
+                    continue
+                assert "use_gold" in get_method(method).defaults, method
+                clamped = {**params, "use_gold": True}
+                held = heldout_predictions(
+                    lambda m=method, p=clamped, s=seed: build_aggregator(m, p, s), data, 5,
+                    random_state=seed)
+                known = data.gold != UNKNOWN
+                accs[name].append(float(np.mean(held.labels[known] == synth.truth[known])))
         cells = " | ".join(f"{np.mean(v):.3f} ± {np.std(v, ddof=1):.3f}" for v in accs.values())
         print(f"| {noise} | {cells} |", flush=True)
 
@@ -236,6 +276,9 @@ def main() -> None:
     g.add_argument("--annotators", type=int, default=50)
     g.add_argument("--redundancy", type=int, default=5)
     g.add_argument("--only", nargs="*", help="method names (as in the table) to run")
+    g.add_argument("--gold-share", type=float, default=0.0,
+                   help="clamp gold on this share of the tasks and score held out (the "
+                        "calibrated rows)")
     args = parser.parse_args()
     rf10(args) if args.what == "rf10" else grid(args)
 

@@ -28,6 +28,9 @@ METHOD_PATHS: dict[str, str] = {
 GP_METHODS = frozenset({"magp", "gpmv", "lk", "ordinal-gp"})
 # Methods that read the labels as ordered grades (the class order is the scale's order).
 ORDINAL_METHODS = frozenset({"ordinal-ds", "ordinal-gp"})
+# Parameters of every method that clamps gold (``use_gold``) besides its constructor's:
+# calibrate_folds k >= 2 recalibrates P(relevant) on k-fold held-out gold (models.calibration).
+GOLD_PARAMS: dict[str, Any] = {"calibrate_folds": 0}
 
 
 class UnknownMethod(ValueError):
@@ -54,11 +57,28 @@ class MethodSpec:
     def defaults(self) -> dict[str, Any]:
         """Constructor keyword parameters and their defaults: the method's valid params."""
         signature = inspect.signature(self.cls.__init__)
-        return {
+        own = {
             name: p.default
             for name, p in signature.parameters.items()
             if name != "self" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
         }
+        return {**own, **GOLD_PARAMS} if "use_gold" in own else own
+
+    def build(self, params: dict[str, Any], *, relevant_from: int | None = None) -> Aggregator:
+        """The model with ``params`` (unchecked: see ``validate_params``); with
+        ``calibrate_folds`` wrapped in ``GoldCalibrated`` (P(relevant) recalibrated on
+        held-out gold at the grade ``relevant_from``; binary data: class 1)."""
+        own = {k: v for k, v in params.items() if k not in GOLD_PARAMS}
+        folds = int(params.get("calibrate_folds", 0))
+        if not folds:
+            return self.cls(**own)
+        from models.calibration import GoldCalibrated
+
+        self.cls(**own)  # the constructor's own checks, before the wrapper defers it
+        seed = own.get("random_state")
+        return GoldCalibrated(lambda: self.cls(**own), n_folds=folds,
+                              random_state=0 if seed is None else seed,
+                              relevant_from=relevant_from)
 
 
 def get_method(method: str) -> MethodSpec:
@@ -102,8 +122,12 @@ def validate_params(method: str, params: dict[str, Any]) -> dict[str, Any]:
     # Values the constructor refuses (a negative tol, an unknown grouping, ...) are refused here
     # too, before a fit is queued, not when it runs. Constructors only store and check their
     # arguments (TensorFlow loads in fit()), so this is cheap and keeps TF out of the API.
+    folds = params.get("calibrate_folds", 0)
+    if folds and (folds < 2 or not params.get("use_gold")):
+        raise InvalidParams(method, "calibrate_folds is 0 (off) or at least 2, and needs "
+                            "use_gold: true (the calibration is fitted on held-out gold)", valid)
     try:
-        spec.cls(**params)
+        spec.build(params)
     except (TypeError, ValueError) as exc:
         raise InvalidParams(method, str(exc), valid) from exc
     return params
@@ -117,7 +141,9 @@ def with_seed(method: str, params: dict[str, Any], seed: int | None) -> dict[str
     return params
 
 
-def make_aggregator(method: str, params: dict[str, Any] | None = None) -> Aggregator:
-    """The method built with ``params``; InvalidParams as ``validate_params``."""
+def make_aggregator(method: str, params: dict[str, Any] | None = None, *,
+                    relevant_from: int | None = None) -> Aggregator:
+    """The method built with ``params``; InvalidParams as ``validate_params``. ``relevant_from``
+    (the collection's, for graded data) is where a calibrated fit splits the grades."""
     params = validate_params(method, dict(params or {}))
-    return get_method(method).cls(**params)  # validate_params has built it once already
+    return get_method(method).build(params, relevant_from=relevant_from)

@@ -44,7 +44,9 @@ def _fit(context: JobContext) -> dict[str, Any]:
     from models.registry import make_aggregator
 
     params = with_kernel_params(aggregation.method, aggregation.params, snapshot.feature_groups)
-    model = make_aggregator(aggregation.method, params)
+    # where a calibrated fit (calibrate_folds) splits graded labels into relevant or not
+    relevant_from = collection.relevant_from if aggregation.graded else None
+    model = make_aggregator(aggregation.method, params, relevant_from=relevant_from)
     model.fit(snapshot.data, context.progress)
     result = model.result(snapshot.data)
     if built:
@@ -61,7 +63,8 @@ def _fit(context: JobContext) -> dict[str, Any]:
         start = time.perf_counter()
         context.progress(0.99, f"held-out evaluation: {HELD_OUT_FOLDS} folds over the gold")
         held = heldout_predictions(
-            lambda: make_aggregator(aggregation.method, params), data, HELD_OUT_FOLDS,
+            lambda: make_aggregator(aggregation.method, params, relevant_from=relevant_from),
+            data, HELD_OUT_FOLDS,
             random_state=params.get("random_state"), full_model=model)
         held_out = held.proba
         timings["held_out_s"] = time.perf_counter() - start

@@ -9,7 +9,10 @@ L = chol(K_ZZ), B = I + A diag(β) Aᵀ and A = L⁻¹ K_ZX,
     var(x*)  = k(x*, x*) − k_Z*ᵀ M k_Z* + τ²,      M = L⁻ᵀ (I − B⁻¹) L⁻¹
     P(relevant | x*) = Φ(mean / sqrt(1 + var))
 
-(τ² is the per-task deviation's variance: a task nobody judged keeps its prior deviation).
+(τ² is the per-task deviation's variance: a task nobody judged keeps its prior deviation). A fit
+recalibrated on held-out gold (``models.calibration``) stores its Platt map (a, b), and
+P(relevant | x*) is then σ(a · logit Φ(…) + b), as for the tasks it judged.
+
 """
 
 from __future__ import annotations
@@ -60,6 +63,7 @@ class GPPredictor:
     mean_b: float
     feature_mean: np.ndarray  # (d,) standardisation of raw features
     feature_scale: np.ndarray  # (d,)
+    platt: tuple[float, float] = (1.0, 0.0)  # (a, b) of a calibrated fit; (1, 0): none
 
     @property
     def input_dim(self) -> int:
@@ -80,7 +84,12 @@ class GPPredictor:
             mean = mean + X @ self.mean_A + self.mean_b
         kss = sum(part.diag(X) for part in self.kernel)
         var = np.maximum(kss - np.einsum("mn,mk,kn->n", kzs, self.M, kzs), 0.0) + self.tau2
-        return mean, var, ndtr(mean / np.sqrt(1.0 + var))
+        p = ndtr(mean / np.sqrt(1.0 + var))
+        if self.platt != (1.0, 0.0):
+            from models.calibration import Platt
+
+            p = Platt(*self.platt)(p)
+        return mean, var, p
 
     # -- storage --------------------------------------------------------------------------
     def to_bytes(self) -> bytes:
@@ -96,7 +105,7 @@ class GPPredictor:
                 arrays[f"k{i}_lengthscales"] = np.atleast_1d(part.lengthscales)
             parts.append(part.kind)
         meta = {"kind": KIND, "parts": parts, "tau2": self.tau2, "mean_kind": self.mean_kind,
-                "mean_b": self.mean_b}
+                "mean_b": self.mean_b, "platt": list(self.platt)}
         arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
         buffer = io.BytesIO()
         np.savez_compressed(buffer, **arrays)
@@ -116,7 +125,8 @@ class GPPredictor:
             for i, kind in enumerate(meta["parts"])
         ]
         return cls(kernel, a["Z"], a["w"], a["M"], float(meta["tau2"]), meta["mean_kind"],
-                   a["mean_A"], float(meta["mean_b"]), a["feature_mean"], a["feature_scale"])
+                   a["mean_A"], float(meta["mean_b"]), a["feature_mean"], a["feature_scale"],
+                   tuple(float(v) for v in meta.get("platt", (1.0, 0.0))))  # type: ignore[arg-type]
 
 
 def export(model: Any) -> GPPredictor:
@@ -164,5 +174,7 @@ def export(model: Any) -> GPPredictor:
             mean_kind = "linear"
             mean_A = np.ravel(mf.A.numpy())
             mean_b = float(np.ravel(mf.b.numpy())[0])
+    platt = getattr(model, "platt_", None)  # a GoldCalibrated fit: its map applies here too
     return GPPredictor(parts, Z, w, M, tau2, mean_kind, mean_A, mean_b,
-                       np.asarray(model.feature_mean_), np.asarray(model.feature_scale_))
+                       np.asarray(model.feature_mean_), np.asarray(model.feature_scale_),
+                       (1.0, 0.0) if platt is None else (platt.a, platt.b))

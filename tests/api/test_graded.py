@@ -104,6 +104,34 @@ def test_ordinal_ds_graded_end_to_end(client, graded_file, tmp_path, capsys) -> 
     assert bad.status_code == 422 and "class_prior_by" in bad.text
 
 
+def test_calibrated_graded_fit(client, graded_file, tmp_path) -> None:
+    """calibrate_folds through HTTP: the fit is recalibrated on held-out gold at the
+    collection's relevant_from, says so in its info, is scored held out, keeps the graded and
+    binary views in agreement, and writes the qrels the CLI's --calibrate writes."""
+    ingest(client, graded_file)
+    params = {"use_gold": True, "calibrate_folds": 3}
+    done = fit(client, "ordinal-ds", params=params)
+    calibration = done["info"]["calibration"]
+    assert calibration["method"] == "platt" and calibration["folds"] == 3
+    assert calibration["n_gold"] == 120 and calibration["a"] > 0
+    assert done["evaluation"]["held_out"] is True
+    tasks = client.get(f"{API}/aggregations/{done['id']}/tasks", params={"limit": 200}).json()
+    for t in tasks["data"]:
+        assert t["p_relevant"] == pytest.approx(sum(t["proba"][1:]), abs=1e-6)
+        if t["gold"] is not None:
+            assert t["label"] == t["gold"]  # clamped gold stays
+    trec = client.get(f"{API}/aggregations/{done['id']}/qrels").text
+    assert trec == cli_qrels(tmp_path, graded_file, "ordinal-ds", "--calibrate", "3")
+
+    for bad in ({"calibrate_folds": 3}, {"use_gold": True, "calibrate_folds": 1}):
+        response = client.post(f"{API}/collections/graded/aggregations",
+                               json={"method": "ordinal-ds", "graded": True, "params": bad})
+        assert response.status_code == 422 and "calibrate_folds" in response.text
+    response = client.post(f"{API}/collections/graded/aggregations",
+                           json={"method": "mv", "params": {"calibrate_folds": 3}})
+    assert response.status_code == 422 and "unknown parameter" in response.text
+
+
 def test_ordinal_gp_cli_and_service_identical(client, graded_file, tmp_path) -> None:
     ingest(client, graded_file)
     params = {"n_iter": 3}

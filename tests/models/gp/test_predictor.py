@@ -28,3 +28,21 @@ def test_exported_predictor_matches_the_model(params) -> None:
     np.testing.assert_allclose(mean, expected_mean, atol=1e-8)
     np.testing.assert_allclose(var, expected_var, atol=1e-8)
     assert predictor.input_dim == 2
+
+
+def test_exported_predictor_of_a_calibrated_fit_applies_its_map() -> None:
+    """A MAGP fit recalibrated on held-out gold (calibrate_folds): the stored predictor answers
+    for unjudged pairs with the same Platt map the fit applied to the judged ones."""
+    from models.calibration import GoldCalibrated
+    from models.registry import make_aggregator
+
+    data = generate(200, 15, noise_level=(2.0, 4.0), redundancy=3,
+                    random_state=2).to_annotation_data()
+    model = make_aggregator("magp", {"use_gold": True, "calibrate_folds": 2, "n_iter": 3,
+                                     "random_state": 0}).fit(data)
+    assert isinstance(model, GoldCalibrated)
+    predictor = GPPredictor.from_bytes(export(model).to_bytes())
+    assert predictor.platt == (model.platt_.a, model.platt_.b) != (1.0, 0.0)
+    X = np.random.default_rng(3).normal(size=(7, 2)) * 2
+    _, _, p = predictor.predict(X)
+    np.testing.assert_allclose(p, model.platt_(model.model_.predict_proba(X)[:, 1]), atol=1e-8)

@@ -1,0 +1,174 @@
+"""Gold used to calibrate: P(relevant) recalibrated on held-out gold (Platt scaling, cross-fitted).
+
+Crowd models are overconfident: a task's judgments are treated as independent given its label,
+so six lenient workers who agree make P(relevant) ≈ 1 even where NIST says no. A collection with
+gold can measure that. ``GoldCalibrated`` wraps a model that clamps gold (``use_gold``):
+
+1. fit the model on all the gold (the model one deploys, ``model_``);
+2. k-fold over the gold tasks (``models.evaluation.heldout``): every gold task gets the
+   P(relevant) of a fit that did not see its label — the only honest scores to calibrate on;
+3. fit Platt's logistic map (Platt 1999) P' = σ(a · logit P + b) to those scores and the gold's
+   relevance, by maximum likelihood (two numbers, from hundreds or thousands of gold tasks);
+4. apply it to the deployed fit's P(relevant) of every task without gold (a clamped task keeps
+   its gold label). With graded labels only the split between relevant and non-relevant grades
+   moves: within each side the model's grade distribution is kept, so P(grade ≥ relevant) equals
+   the calibrated P(relevant) and the graded and binary views still agree.
+
+The label is then the most probable class of the recalibrated distribution, which for binary data
+is the decision P(relevant) ≥ the threshold where σ(a · logit P + b) = ½ — chosen on held-out
+gold, never 0.5 by assumption. Scoring such a fit on the same gold would reuse it, so its
+held-out evaluation (the service's, ``--held-out`` in the CLI) refits the whole wrapper per outer
+fold: the calibration of each outer fold is fitted on that fold's training gold only (nested
+cross-validation).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Self
+
+import numpy as np
+import scipy.optimize
+import scipy.special
+
+from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
+from models.data import UNKNOWN, AnnotationData
+from models.evaluation.heldout import heldout_predictions
+
+_CLIP = 1e-6
+
+
+def _logit(p: np.ndarray) -> np.ndarray:
+    p = np.clip(np.asarray(p, dtype=np.float64), _CLIP, 1.0 - _CLIP)
+    return np.log(p) - np.log1p(-p)
+
+
+@dataclass(frozen=True)
+class Platt:
+    """P' = σ(a · logit P + b); the identity is a = 1, b = 0."""
+
+    a: float = 1.0
+    b: float = 0.0
+
+    @classmethod
+    def fit(cls, p: np.ndarray, relevant: np.ndarray) -> Platt:
+        """Maximum-likelihood (a, b) of the logistic regression of ``relevant`` (bool) on
+        logit ``p``. Needs both outcomes present (otherwise the likelihood has no maximum)."""
+        y = np.asarray(relevant, dtype=np.float64)
+        if y.shape != np.shape(p) or y.size == 0 or y.min() == y.max():
+            raise ValueError("calibration needs gold tasks that are relevant and gold tasks "
+                             "that are not")
+        z = _logit(p)
+
+        def nll(w: np.ndarray) -> tuple[float, np.ndarray]:
+            u = w[0] * z + w[1]
+            value = float(np.sum(np.logaddexp(0.0, u) - y * u))
+            r = scipy.special.expit(u) - y
+            return value, np.array([np.dot(r, z), r.sum()])
+
+        res = scipy.optimize.minimize(nll, np.array([1.0, 0.0]), jac=True, method="L-BFGS-B")
+        return cls(float(res.x[0]), float(res.x[1]))
+
+    def __call__(self, p: np.ndarray) -> np.ndarray:
+        return scipy.special.expit(self.a * _logit(p) + self.b)
+
+    @property
+    def threshold(self) -> float:
+        """The uncalibrated P(relevant) the calibrated ½ corresponds to (a > 0), else NaN."""
+        return float(scipy.special.expit(-self.b / self.a)) if self.a > 0 else float("nan")
+
+
+def recalibrate(proba: np.ndarray, relevant_index: int, platt: Platt) -> np.ndarray:
+    """``proba`` (n_tasks, K) with P(class ≥ relevant_index) mapped through ``platt`` and each
+    side's distribution over its classes kept (uniform on a side that had no mass)."""
+    proba = np.asarray(proba, dtype=np.float64)
+    p_rel = proba[:, relevant_index:].sum(axis=1)
+    new = platt(p_rel)
+    out = np.empty_like(proba)
+    for side, old_mass, new_mass in ((slice(relevant_index, None), p_rel, new),
+                                     (slice(0, relevant_index), 1.0 - p_rel, 1.0 - new)):
+        part = proba[:, side]
+        width = part.shape[1]
+        within = np.divide(part, old_mass[:, None], out=np.full_like(part, 1.0 / width),
+                           where=old_mass[:, None] > 0)
+        out[:, side] = within * new_mass[:, None]
+    return out
+
+
+class GoldCalibrated(Aggregator):
+    """``make()`` builds the model (one that clamps gold); see the module doc. ``model_`` is the
+    fit on all the gold, ``platt_`` the calibration, ``proba_`` the recalibrated posterior."""
+
+    def __init__(self, make: Callable[[], Aggregator], *, n_folds: int = 5,
+                 random_state: int | None = None, relevant_from: int | None = None) -> None:
+        if n_folds < 2:
+            raise ValueError("calibration needs at least 2 folds over the gold")
+        self.make = make
+        self.n_folds = n_folds
+        self.random_state = random_state
+        self.relevant_from = relevant_from
+
+    @property
+    def method(self) -> str:  # type: ignore[override]
+        return getattr(self.model_, "method", "") if hasattr(self, "model_") else ""
+
+    def _relevant_index(self, data: AnnotationData) -> int:
+        if data.is_binary or self.relevant_from is None:
+            return 1
+        index = int(np.searchsorted(data.classes, self.relevant_from))
+        if not 0 < index < data.n_classes:
+            raise ValueError(f"relevant_from {self.relevant_from} leaves no grade on one side of "
+                             f"the scale {data.classes.tolist()}")
+        return index
+
+    def fit(self, data: AnnotationData, progress: ProgressCallback = no_progress) -> Self:
+        if data.gold is None or not (data.gold != UNKNOWN).any():
+            raise ValueError("calibration needs gold labels")
+        rel = self._relevant_index(data)
+        known = data.gold != UNKNOWN
+        relevant = data.gold[known] >= rel
+        if relevant.all() or not relevant.any():
+            raise ValueError("calibration needs gold tasks that are relevant and gold tasks "
+                             "that are not")
+        steps = self.n_folds + 1
+        self.model_ = self.make().fit(
+            data, lambda f, msg: progress(f / steps, f"calibration, all gold: {msg}"))
+        held = heldout_predictions(
+            self.make, data, self.n_folds, random_state=self.random_state,
+            full_model=self.model_,
+            progress=lambda f, msg: progress((1.0 + f * self.n_folds) / steps,
+                                             f"calibration, {msg}"))
+        self.platt_ = Platt.fit(held.proba[known, rel:].sum(axis=1), relevant)
+        self.n_gold_ = int(known.sum())
+        proba = recalibrate(self.model_.proba_, rel, self.platt_)
+        proba[known] = self.model_.proba_[known]  # clamped gold stays what the model made it
+        self.proba_ = proba
+        return self
+
+    @property
+    def labels_(self) -> np.ndarray:
+        return np.argmax(self.proba_, axis=1)
+
+    def info(self) -> dict[str, Any]:
+        return {"calibration": {"method": "platt", "a": self.platt_.a, "b": self.platt_.b,
+                                "threshold": self.platt_.threshold, "folds": self.n_folds,
+                                "n_gold": self.n_gold_}}
+
+    def result(self, data: AnnotationData) -> AggregationResult:
+        """The model's own result, with the recalibrated posterior in place of its own (task
+        columns it derives from the posterior, e.g. the expected grade, follow)."""
+        own = self.model_.proba_
+        self.model_.proba_ = self.proba_
+        try:
+            result = self.model_.result(data)
+        finally:
+            self.model_.proba_ = own
+        result.info.update(self.info())
+        return result
+
+    def __getattr__(self, name: str) -> Any:
+        """The wrapped fit's other learned attributes (``competence_``, ``confusion_``, ...)."""
+        if name.endswith("_") and not name.startswith("__") and "model_" in self.__dict__:
+            return getattr(self.__dict__["model_"], name)
+        raise AttributeError(name)
