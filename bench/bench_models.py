@@ -39,7 +39,8 @@ RF10 = Path(os.environ.get(  # beside the checkout, as the tests expect it
     / "trec-rf10-data.txt",
 ))
 
-CASES = ("mv", "mace", "ds", "crowdkit-mv", "crowdkit-mace", "crowdkit-ds", "ibcc", "ebcc")
+CASES = ("mv", "mace", "ds", "crowdkit-mv", "crowdkit-mace", "crowdkit-ds", "ibcc", "ebcc",
+         "ordinal-ds")
 N_ITER = 50
 
 
@@ -83,6 +84,7 @@ def _fit(case: str, data):  # type: ignore[no-untyped-def]
     from models.dawid_skene import DawidSkene
     from models.mace import MACE
     from models.majority_vote import MajorityVote
+    from models.ordinal_ds import OrdinalDawidSkene
 
     model = {
         "ibcc": lambda: IBCC(),  # defaults: stops on the ELBO (tol 1e-6 per judgment)
@@ -90,6 +92,7 @@ def _fit(case: str, data):  # type: ignore[no-untyped-def]
         "mv": lambda: MajorityVote(),
         "mace": lambda: MACE(variant="em", n_restarts=1, n_iter=N_ITER, random_state=0),
         "ds": lambda: DawidSkene(n_iter=N_ITER, tol=0.0),
+        "ordinal-ds": lambda: OrdinalDawidSkene(n_iter=N_ITER, tol=0.0),
     }[case]()
     start = time.perf_counter()
     model.fit(data)
@@ -143,7 +146,7 @@ def speed_table(args: argparse.Namespace) -> str:
         "crowd-kit: peak MiB | ours: acc | crowd-kit: acc |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for method in ("mv", "mace", "ds", "ibcc", "ebcc"):
+    for method in ("mv", "mace", "ds", "ibcc", "ebcc", "ordinal-ds"):
         ours, theirs = rows.get(method), rows.get(f"crowdkit-{method}")
         if ours is None:
             continue

@@ -46,7 +46,7 @@ from typing import Self
 
 import numpy as np
 import scipy.optimize
-from scipy.special import log_ndtr
+from scipy.special import log_ndtr, ndtr
 
 from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
 from models.data import AnnotationData
@@ -77,8 +77,10 @@ def check_ordinal_scale(classes: np.ndarray, label: np.ndarray | None = None) ->
         raise OrdinalScaleError(
             f"an ordinal model needs at least two ordered label values, got {values.tolist()!r}",
             "scale_not_ordinal")
-    if label is not None and np.unique(label).shape[0] < 2:
-        present = values[np.unique(label)].tolist()
+    used = (None if label is None
+            else np.flatnonzero(np.bincount(label, minlength=values.shape[0])))  # no sort
+    if used is not None and used.shape[0] < 2:
+        present = values[used].tolist()
         raise OrdinalScaleError(
             f"an ordinal model needs judgments with at least two different grades; the only "
             f"grade judged is {present[0] if present else 'none'}", "single_grade")
@@ -126,13 +128,22 @@ def _log_diff_ndtr(u: np.ndarray, v: np.ndarray) -> np.ndarray:
     """log(Φ(u) − Φ(v)) for u > v, elementwise, stable in both tails.
 
     Computed on whichever side of 0 keeps both terms away from 1 (the upper tail by symmetry),
-    so rows far from the truth keep their relative precision."""
+    so rows far from the truth keep their relative precision. Φ itself (``ndtr``, accurate
+    relative to its value in the lower tail) is half the cost of log Φ; the cells where the
+    difference underflows or loses its digits (below 1e-200, far in a tail) are recomputed from
+    log Φ."""
     upper_side = v > 0  # both in the upper tail: Φ(u) − Φ(v) = Φ(−v) − Φ(−u)
     a = np.where(upper_side, -v, u)
     b = np.where(upper_side, -u, v)
-    la, lb = log_ndtr(a), log_ndtr(b)
-    with np.errstate(divide="ignore"):
-        return la + np.log1p(-np.exp(np.minimum(lb - la, -1e-300)))
+    diff = ndtr(a) - ndtr(b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.log(diff)
+    deep = ~(diff > 1e-200)
+    if deep.any():
+        la, lb = log_ndtr(a[deep]), log_ndtr(b[deep])
+        with np.errstate(divide="ignore"):
+            out[deep] = la + np.log1p(-np.exp(np.minimum(lb - la, -1e-300)))
+    return out
 
 
 @dataclass(frozen=True)
@@ -471,18 +482,25 @@ class OrdinalDawidSkene(Aggregator):
         new_value, new_log_p = self._value(counts, trial, shared)
         ok = np.isfinite(new_value) & (new_value >= start.value - 1e-9)
         todo = np.flatnonzero(~ok)
-        scale = 1.0
-        for _ in range(8):  # halve the step of the annotators whose objective went down
-            if todo.size == 0:
-                break
-            scale *= 0.5
-            candidate = theta[todo] + scale * step[todo]
-            again, again_log_p = self._value(counts[:, :, todo], candidate, shared)
-            better = np.isfinite(again) & (again >= start.value[todo] - 1e-9)
-            trial[todo[better]] = candidate[better]
-            new_log_p[:, :, todo[better]] = again_log_p[:, :, better]
-            ok[todo[better]] = True
-            todo = todo[~better]
+        if todo.size:  # the annotators whose objective went down: the step halved, up to 8
+            # times, keeping the first (largest) that does not decrease it; all 8 trial points
+            # of all these annotators in one evaluation
+            n_todo, n_par = todo.size, theta.shape[1]
+            scales = 0.5 ** np.arange(1, 9)
+            candidates = theta[todo][None] + scales[:, None, None] * step[todo][None]
+            values, log_ps = self._value(np.tile(counts[:, :, todo], (1, 1, scales.size)),
+                                         candidates.reshape(-1, n_par), shared)
+            values = values.reshape(scales.size, n_todo)
+            better = np.isfinite(values) & (values >= start.value[todo] - 1e-9)
+            found = better.any(axis=0)
+            first = np.argmax(better, axis=0)[found]
+            which = np.flatnonzero(found)
+            accepted = todo[found]
+            trial[accepted] = candidates[first, which]
+            k = counts.shape[0]
+            new_log_p[:, :, accepted] = log_ps.reshape(k, k, scales.size, n_todo)[:, :, first,
+                                                                                   which]
+            ok[accepted] = True
         self._theta = np.where(ok[:, None], trial, theta)
         self._log_conf_at = (self._theta, shared, np.where(ok, new_log_p, start.log_p))
 
