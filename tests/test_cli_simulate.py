@@ -90,7 +90,8 @@ def test_simulate_takes_any_method_and_its_params(tmp_path, capsys) -> None:
     assert int(curve[-1]["judgments"]) == 240
     capsys.readouterr()
     for params, says in [('{"prior": "nope"}', "prior"), ("[1]", "JSON object"),
-                         ("{", "Expecting")]:
+                         ("{", "Expecting"), ('{"use_gold": true}', "in-sample"),
+                         ('{"use_gold": true, "calibrate_folds": 3}', "in-sample")]:
         assert cli([*base, "--method", "ibcc", "--params", params,
                     "--output", str(tmp_path / "bad")]) == 2
         assert says in capsys.readouterr().err

@@ -34,6 +34,9 @@ def _simulate(args: argparse.Namespace) -> int:
 
     try:
         params = validate_params(args.method, parse_params(args.params))
+        if params.get("use_gold"):
+            raise ValueError("the simulator scores every fit against the gold, so a fit may not "
+                             "clamp it (use_gold, calibrate_folds): it would be scored in-sample")
     except (ValueError, InvalidParams) as exc:
         print(f"crowdqrels simulate: {exc}", file=sys.stderr)
         return 2
