@@ -59,45 +59,42 @@ class DawidSkene(Aggregator):
         idx = _Judgments.from_data(data, gold)
         if init is not None:
             prior0, confusion0 = _aligned_parameters(init, data)
-            _, proba = _e_step(idx, prior0, confusion0)
+            _, post = _e_step(idx, prior0, confusion0)
         else:
-            counts = data.counts().astype(np.float64)
-            totals = counts.sum(axis=1, keepdims=True)
-            proba = np.divide(counts, totals, out=np.full_like(counts, 1.0 / data.n_classes),
-                              where=totals > 0)
-            proba = _fix_gold(proba, gold)
+            post = _majority_start(data, gold)
         history: list[float] = []
         self.n_iter_ = 0
         for it in range(self.n_iter):
-            prior, confusion = self._m_step(idx, proba)
-            ll, proba = _e_step(idx, prior, confusion)
+            prior, confusion = self._m_step(idx, post)
+            ll, post = _e_step(idx, prior, confusion)
             history.append(ll)
             self.n_iter_ = it + 1
             progress((it + 1) / self.n_iter, f"iteration {it + 1}, log-likelihood {ll:.2f}")
             if len(history) > 1 and abs(history[-1] - history[-2]) / n < self.tol:
                 break
-        prior, confusion = self._m_step(idx, proba)
+        prior, confusion = self._m_step(idx, post)
         self.annotator_ids_ = data.annotator_ids
         self.prior_ = prior
         self.confusion_ = confusion
-        self.proba_ = proba
+        self.proba_ = np.ascontiguousarray(post.T)
         self.objective_history_ = history
         self.loss_history_ = [-v / n for v in history]
         self.log_likelihood_ = history[-1] if history else float("nan")
         return self
 
-    def _m_step(self, idx: _Judgments, proba: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """ρ = mean posterior of judged tasks; π_j[t, l] ∝ Σ_{a by j, y_a = l} P(T_i = t)."""
+    def _m_step(self, idx: _Judgments, post: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """ρ = mean posterior of judged tasks; π_j[t, l] ∝ Σ_{a by j, y_a = l} P(T_i = t).
+        ``post`` is the class-major posterior (K, n_tasks)."""
         k = idx.n_classes
         if idx.all_judged:
-            prior = proba.mean(axis=0)
+            prior = post.mean(axis=1)
         elif idx.judged.any():
-            prior = proba[idx.judged].mean(axis=0)
+            prior = post[:, idx.judged].mean(axis=1)
         else:
             prior = np.full(k, 1.0 / k)
         prior = np.clip(prior, _EPS, None)
         prior /= prior.sum()
-        confusion = idx.expected_counts(proba).transpose(1, 2, 0)  # [j, t, l]
+        confusion = idx.expected_counts(post).transpose(2, 0, 1)  # [j, t, l]
         confusion = np.clip(confusion + self.smoothing, _EPS, None)
         confusion /= confusion.sum(axis=2, keepdims=True)
         return prior, confusion
@@ -184,25 +181,32 @@ class _Judgments:
                    np.ascontiguousarray(label_counts), impossible)
 
     def log_likelihoods(self, log_confusion: np.ndarray) -> np.ndarray:
-        """(K, n_tasks): Σ_{a ∈ i} log π_{j(a)}[t, y_a] for every task i and class t, from
-        log π (n_annotators, K, K) indexed [j, t, l]."""
-        table = np.ascontiguousarray(log_confusion.transpose(2, 0, 1)).reshape(-1, self.n_classes)
-        return np.ascontiguousarray((self.by_task @ table).T)
+        """(K, n_tasks): Σ_{a ∈ i} log π_{j(a)}[t, y_a] for every class t and task i, from
+        log π (n_annotators, K, K) indexed [j, t, l]; one product per class, each writing a
+        contiguous row (class-major, as the E step works)."""
+        out = np.empty((self.n_classes, self.n_tasks))
+        for t in range(self.n_classes):
+            out[t] = self.by_task @ np.ascontiguousarray(log_confusion[:, t, :].T).ravel()
+        return out
 
-    def expected_counts(self, proba: np.ndarray) -> np.ndarray:
-        """(K, n_annotators, K) indexed [l, j, t]: Σ_{a by j, y_a = l} P(T_i = t)."""
+    def expected_counts(self, posterior: np.ndarray) -> np.ndarray:
+        """(K, K, n_annotators) indexed [t, l, j]: Σ_{a by j, y_a = l} P(T_i = t), from the
+        class-major posterior (K, n_tasks)."""
         k = self.n_classes
-        return (self.by_cell @ proba).reshape(k, self.n_annotators, k)
+        return np.stack([(self.by_cell @ posterior[t]).reshape(k, self.n_annotators)
+                         for t in range(k)])
 
 
 def _e_step(
     idx: _Judgments, prior: np.ndarray, confusion: np.ndarray
 ) -> tuple[float, np.ndarray]:
-    """Posterior over true labels (n_tasks, K) and the marginal log-likelihood; ``prior`` is
-    (K,) or one row per task (n_tasks, K).
+    """The posterior over true labels, class-major (K, n_tasks), and the marginal
+    log-likelihood; ``prior`` is (K,) or one row per task (n_tasks, K).
 
-    Log space: a task's likelihood is a product over its judgments, which underflows. Class-major
-    (K, n_tasks) inside, so that the max and sum over the K classes run along contiguous rows.
+    Log space: a task's likelihood is a product over its judgments, which underflows.
+    Class-major so that the max and sum over the K classes run along contiguous rows (numpy's
+    reductions over a short last axis are slow) and the M step's products read contiguous rows;
+    the fit transposes once, at the end.
     """
     log_joint = idx.log_likelihoods(np.log(confusion))
     log_prior = np.log(prior)
@@ -217,7 +221,7 @@ def _e_step(
     log_marginal = np.log(total) + top
     if not idx.all_judged:
         log_marginal = log_marginal[idx.judged]
-    return float(log_marginal.sum()), np.ascontiguousarray(proba.T)
+    return float(log_marginal.sum()), proba
 
 
 def _aligned_parameters(init: DawidSkene, data: AnnotationData
@@ -233,6 +237,16 @@ def _aligned_parameters(init: DawidSkene, data: AnnotationData
     confusion[known] = init.confusion_[found[known]]
     confusion[~known] = init.confusion_.mean(axis=0)
     return init.prior_.copy(), confusion
+
+
+def _majority_start(data: AnnotationData, gold: np.ndarray | None) -> np.ndarray:
+    """EM's start: the majority-vote posterior (each task's label shares), gold held at its
+    label, class-major (K, n_tasks) as the E step returns it."""
+    counts = data.counts().astype(np.float64)
+    totals = counts.sum(axis=1, keepdims=True)
+    proba = np.divide(counts, totals, out=np.full_like(counts, 1.0 / data.n_classes),
+                      where=totals > 0)
+    return np.ascontiguousarray(_fix_gold(proba, gold).T)
 
 
 def _fix_gold(proba: np.ndarray, gold: np.ndarray | None) -> np.ndarray:

@@ -50,7 +50,7 @@ from scipy.special import log_ndtr, ndtr
 
 from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
 from models.data import AnnotationData
-from models.dawid_skene import _e_step, _fix_gold, _Judgments
+from models.dawid_skene import _e_step, _Judgments, _majority_start
 from models.dirichlet import GROUPINGS, ClassPrior
 
 _EPS = 1e-10
@@ -309,10 +309,7 @@ class OrdinalDawidSkene(Aggregator):
         check_ordinal_scale(data.classes, data.label)
         gold = data.gold if (self.use_gold and data.gold is not None) else None
         k = data.n_classes
-        counts = data.counts().astype(np.float64)
-        totals = counts.sum(axis=1, keepdims=True)
-        proba = np.divide(counts, totals, out=np.full_like(counts, 1.0 / k), where=totals > 0)
-        proba = _fix_gold(proba, gold)
+        post = _majority_start(data, gold)  # the posterior, class-major (K, n_tasks)
         idx = _Judgments.from_data(data, gold)
         n = max(data.n_judgments, 1)
         # Per annotator θ_j = (b_j, log s_j, γ_j1..γ_j,K−2); shared: the centre of the cut points
@@ -339,21 +336,21 @@ class OrdinalDawidSkene(Aggregator):
         history: list[float] = []
         self.n_iter_ = 0
         for it in range(self.n_iter):
-            prior, confusion = self._m_step(idx, proba)
-            ll, proba = _e_step(idx, prior, confusion)
+            prior, confusion = self._m_step(idx, post)
+            ll, post = _e_step(idx, prior, confusion)
             objective = ll + self._log_prior()
             history.append(objective)
             self.n_iter_ = it + 1
             progress((it + 1) / self.n_iter, f"iteration {it + 1}, objective {objective:.2f}")
             if len(history) > 1 and abs(history[-1] - history[-2]) / n < self.tol:
                 break
-        prior, confusion = self._m_step(idx, proba)
+        prior, confusion = self._m_step(idx, post)
         del self._judged_share  # per-task scratch of the fit
         # the collection's prior (for competence and the info); per topic as well when asked
         self.prior_ = prior if prior.ndim == 1 else self._collection_prior
         self.topic_prior_ = self._topic_means if self._topic_prior is not None else None
         self.confusion_ = confusion
-        self.proba_ = proba
+        self.proba_ = np.ascontiguousarray(post.T)
         self.bias_ = self._theta[:, 0].copy()
         self.spread_ = np.exp(self._theta[:, 1])
         self.cutpoints_ = self._cuts(self._theta, self._shared)
@@ -540,14 +537,15 @@ class OrdinalDawidSkene(Aggregator):
             self._shared = self._shared.copy()
             self._shared[free] = res.x
 
-    def _m_step(self, idx: _Judgments, proba: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _m_step(self, idx: _Judgments, post: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``post``: the class-major posterior (K, n_tasks)."""
         k = idx.n_classes
         # the mean posterior of the judged tasks, as one product (uniform if none is judged)
-        prior = self._judged_share @ proba if idx.judged.any() else np.full(k, 1.0 / k)
+        prior = post @ self._judged_share if idx.judged.any() else np.full(k, 1.0 / k)
         prior = np.clip(prior, _EPS, None)
         prior /= prior.sum()
         # N[t, l, j], cell-major: Dawid–Skene's sufficient statistics, one sparse product
-        counts = np.ascontiguousarray(idx.expected_counts(proba).transpose(2, 0, 1))
+        counts = idx.expected_counts(post)
         for _ in range(self.m_step_iterations):
             # Generalised EM on the mixture (1 − ε_j) π_j + ε_j ξ_j: split each expected count
             # between the ordinal part and the spam part by responsibility, then update each.
@@ -566,7 +564,7 @@ class OrdinalDawidSkene(Aggregator):
         if self._topic_prior is not None:
             # per task its topic's prior (n_tasks, K); the E step adds its log row by row
             self._collection_prior = prior
-            self._topic_means, prior = self._topic_prior.posterior_mean(proba)
+            self._topic_means, prior = self._topic_prior.posterior_mean(post.T)
             prior = np.clip(prior, _EPS, None)
         return prior, np.ascontiguousarray(np.moveaxis(confusion, -1, 0))  # (J, K, K)
 
