@@ -122,6 +122,10 @@ def test_calibrated_graded_fit(client, graded_file, tmp_path) -> None:
             assert t["label"] == t["gold"]  # clamped gold stays
     trec = client.get(f"{API}/aggregations/{done['id']}/qrels").text
     assert trec == cli_qrels(tmp_path, graded_file, "ordinal-ds", "--calibrate", "3")
+    page = client.get(f"/ui/aggregations/{done['id']}")  # the fit's page says both
+    assert page.status_code == 200
+    assert 'id="held-out"' in page.text and 'id="calibration"' in page.text
+    assert f"{calibration['a']:.3f}" in page.text
 
     for bad in ({"calibrate_folds": 3}, {"use_gold": True, "calibrate_folds": 1}):
         response = client.post(f"{API}/collections/graded/aggregations",
