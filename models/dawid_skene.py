@@ -61,7 +61,7 @@ class DawidSkene(Aggregator):
             prior0, confusion0 = _aligned_parameters(init, data)
             _, post = _e_step(idx, prior0, confusion0)
         else:
-            post = _majority_start(data, gold)
+            post = _majority_start(idx, gold)
         history: list[float] = []
         self.n_iter_ = 0
         for it in range(self.n_iter):
@@ -239,21 +239,19 @@ def _aligned_parameters(init: DawidSkene, data: AnnotationData
     return init.prior_.copy(), confusion
 
 
-def _majority_start(data: AnnotationData, gold: np.ndarray | None) -> np.ndarray:
+def _majority_start(idx: _Judgments, gold: np.ndarray | None) -> np.ndarray:
     """EM's start: the majority-vote posterior (each task's label shares), gold held at its
     label, class-major (K, n_tasks) as the E step returns it."""
-    counts = data.counts().astype(np.float64)
-    totals = counts.sum(axis=1, keepdims=True)
-    proba = np.divide(counts, totals, out=np.full_like(counts, 1.0 / data.n_classes),
-                      where=totals > 0)
-    return np.ascontiguousarray(_fix_gold(proba, gold).T)
-
-
-def _fix_gold(proba: np.ndarray, gold: np.ndarray | None) -> np.ndarray:
-    if gold is None:
-        return proba
-    known = np.flatnonzero(gold != UNKNOWN)
-    proba = proba.copy()
-    proba[known] = 0.0
-    proba[known, gold[known]] = 1.0
-    return proba
+    k, n_ann = idx.n_classes, idx.n_annotators
+    votes = np.empty((k, idx.n_tasks))
+    for label in range(k):  # a task's votes for ``label``: its row of by_task over that block
+        block = np.zeros(k * n_ann)
+        block[label * n_ann:(label + 1) * n_ann] = 1.0
+        votes[label] = idx.by_task @ block
+    total = votes.sum(axis=0)
+    post = np.divide(votes, total, out=np.full_like(votes, 1.0 / k), where=total > 0)
+    if gold is not None:
+        known = np.flatnonzero(gold != UNKNOWN)
+        post[:, known] = 0.0
+        post[gold[known], known] = 1.0
+    return post

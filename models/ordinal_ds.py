@@ -198,21 +198,66 @@ class _CellDerivatives:
 def _ascent_step(hess: np.ndarray, grad: np.ndarray, floor: float = 1e-3) -> np.ndarray:
     """Per annotator the Newton step −H⁻¹ g (hess (P, P, J), grad (J, P)) with the eigenvalues
     of H capped at −``floor`` (an ascent direction even where the objective is not concave).
-    Where H is already that negative definite (−H − floor·I has a Cholesky factor) the cap does
-    nothing and the step is solved from the Cholesky factor of −H (vectorised over annotators);
-    only the other blocks need eigenvectors."""
-    shift = np.eye(hess.shape[0])[:, :, None] * floor
-    _, ok = _batched_cholesky(-hess - shift)
+    Where H is already that negative definite (−H − floor·I is positive definite) the cap does
+    nothing and the step is solved directly (P ≤ 3: closed forms; else the Cholesky factor of
+    −H), vectorised over annotators; only the other blocks need eigenvectors."""
+    p = hess.shape[0]
     step = np.empty_like(grad)
-    if ok.any():
-        low, _ = _batched_cholesky(-hess[:, :, ok])
-        step[ok] = _cholesky_solve(low, grad[ok].T).T
+    if p <= 3:  # K ≤ 3 grades: closed forms (Sylvester's criterion, the adjugate)
+        ok = _positive_definite_small(-hess - np.eye(p)[:, :, None] * floor)
+        if ok.any():
+            step[ok] = _solve_small(-hess[:, :, ok], grad[ok].T).T
+    else:
+        _, ok = _batched_cholesky(-hess - np.eye(p)[:, :, None] * floor)
+        if ok.any():
+            low, _ = _batched_cholesky(-hess[:, :, ok])
+            step[ok] = _cholesky_solve(low, grad[ok].T).T
     if not ok.all():
         w, vecs = np.linalg.eigh(np.moveaxis(hess[:, :, ~ok], -1, 0))
         w = np.minimum(w, -floor)
         coef = np.einsum("jcb,jc->jb", vecs, grad[~ok]) / w
         step[~ok] = -np.einsum("jab,jb->ja", vecs, coef)
     return step
+
+
+def _positive_definite_small(a: np.ndarray) -> np.ndarray:
+    """Whether each symmetric (P, P) matrix stacked on the last axis (P ≤ 3) is positive
+    definite: its leading principal minors are positive (Sylvester's criterion)."""
+    p = a.shape[0]
+    ok = a[0, 0] > 0
+    if p >= 2:
+        ok &= a[0, 0] * a[1, 1] - a[0, 1] ** 2 > 0
+    if p == 3:
+        ok &= _det3(a) > 0
+    return ok
+
+
+def _det3(a: np.ndarray) -> np.ndarray:
+    return (a[0, 0] * (a[1, 1] * a[2, 2] - a[1, 2] ** 2)
+            - a[0, 1] * (a[0, 1] * a[2, 2] - a[0, 2] * a[1, 2])
+            + a[0, 2] * (a[0, 1] * a[1, 2] - a[0, 2] * a[1, 1]))
+
+
+def _solve_small(a: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """x (P, n) with a x = rhs for symmetric positive definite (P, P, n) stacks, P ≤ 3, by the
+    adjugate (Cramer's rule): a handful of elementwise products instead of a factorisation."""
+    p = a.shape[0]
+    if p == 1:
+        return rhs / a[0, 0]
+    if p == 2:
+        det = a[0, 0] * a[1, 1] - a[0, 1] ** 2
+        return np.stack([a[1, 1] * rhs[0] - a[0, 1] * rhs[1],
+                         a[0, 0] * rhs[1] - a[0, 1] * rhs[0]]) / det
+    c00 = a[1, 1] * a[2, 2] - a[1, 2] ** 2
+    c01 = a[0, 2] * a[1, 2] - a[0, 1] * a[2, 2]
+    c02 = a[0, 1] * a[1, 2] - a[0, 2] * a[1, 1]
+    c11 = a[0, 0] * a[2, 2] - a[0, 2] ** 2
+    c12 = a[0, 1] * a[0, 2] - a[0, 0] * a[1, 2]
+    c22 = a[0, 0] * a[1, 1] - a[0, 1] ** 2
+    det = a[0, 0] * c00 + a[0, 1] * c01 + a[0, 2] * c02
+    return np.stack([c00 * rhs[0] + c01 * rhs[1] + c02 * rhs[2],
+                     c01 * rhs[0] + c11 * rhs[1] + c12 * rhs[2],
+                     c02 * rhs[0] + c12 * rhs[1] + c22 * rhs[2]]) / det
 
 
 def _batched_cholesky(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -309,8 +354,8 @@ class OrdinalDawidSkene(Aggregator):
         check_ordinal_scale(data.classes, data.label)
         gold = data.gold if (self.use_gold and data.gold is not None) else None
         k = data.n_classes
-        post = _majority_start(data, gold)  # the posterior, class-major (K, n_tasks)
         idx = _Judgments.from_data(data, gold)
+        post = _majority_start(idx, gold)  # the posterior, class-major (K, n_tasks)
         n = max(data.n_judgments, 1)
         # Per annotator θ_j = (b_j, log s_j, γ_j1..γ_j,K−2); shared: the centre of the cut points
         # and the log gaps between them (start: cut points halfway between grades).
