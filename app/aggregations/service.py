@@ -70,12 +70,33 @@ def create_aggregation(session: Session, *, runner: JobRunner, collection: Colle
             code="empty_collection")
     if spec.method in ORDINAL_METHODS:
         _check_ordinal(session, collection=collection, where=usable_where, graded=spec.graded)
+    if params.get("calibrate_folds"):
+        _check_calibration(session, collection=collection, folds=params["calibrate_folds"])
     aggregation = Aggregation(
         collection_id=collection.id, method=spec.method, params=params, graded=spec.graded,
         status="queued", progress=0.0, progress_message="queued", watermark=watermark,
     )
     submit_job(session, runner, "fit", aggregation)
     return aggregation
+
+
+def _check_calibration(session: Session, *, collection: Collection, folds: int) -> None:
+    """A fit calibrated on held-out gold (calibrate_folds) needs at least ``folds`` gold tasks,
+    relevant and non-relevant ones among them; raises InvalidInput (422) saying what it has."""
+    gold = Task.gold
+    where = [Task.collection_id == collection.id, gold.is_not(None)]
+    if collection.ignore:
+        where.append(gold.not_in(collection.ignore))
+    relevant = func.sum(case((gold >= collection.relevant_from, 1), else_=0))
+    total, n_relevant = session.execute(
+        select(func.count(), relevant).select_from(Task).where(*where)).one()
+    n_relevant = int(n_relevant or 0)
+    if total < folds or n_relevant == 0 or n_relevant == total:
+        session.rollback()
+        raise InvalidInput(
+            f"calibrate_folds={folds} needs at least {folds} gold tasks, relevant and "
+            f"non-relevant ones among them; collection {collection.name!r} has {total} "
+            f"({n_relevant} relevant)", code="calibration_needs_gold")
 
 
 def _check_ordinal(session: Session, *, collection: Collection, where: list[Any],

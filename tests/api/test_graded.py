@@ -134,6 +134,16 @@ def test_calibrated_graded_fit(client, graded_file, tmp_path) -> None:
     response = client.post(f"{API}/collections/graded/aggregations",
                            json={"method": "mv", "params": {"calibrate_folds": 3}})
     assert response.status_code == 422 and "unknown parameter" in response.text
+    # a collection without gold (or with gold on one side only) cannot be calibrated
+    create_collection(client, name="nogold", labels=[0, 1, 2], relevant_from=1, ignore=[])
+    assert client.post(f"{API}/collections/nogold/judgments/file",
+                       content=(graded_file / "judgments.tsv").read_bytes(),
+                       headers=TSV).status_code == 201
+    response = client.post(f"{API}/collections/nogold/aggregations",
+                           json={"method": "ordinal-ds", "graded": True, "params": params})
+    assert response.status_code == 422, response.text
+    assert response.json()["code"] == "calibration_needs_gold"
+    assert "has 0 (0 relevant)" in response.json()["detail"]
 
 
 def test_ordinal_gp_cli_and_service_identical(client, graded_file, tmp_path) -> None:
