@@ -107,21 +107,51 @@ def confusion_from(cuts: np.ndarray, spread: np.ndarray) -> np.ndarray:
 def _standardised_ends(cuts: np.ndarray, spread: np.ndarray
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """u[t, l, j] = (c_{j,l} − t) / s_j and v[t, l, j] = (c_{j,l−1} − t) / s_j for every cell,
-    cell-major (K, K, J) (u = +∞ in the last column l = K − 1, v = −∞ in the first), and 1 / s_j
-    (J,)."""
+    cell-major (K, K, J), and 1 / s_j (J,). The ends beyond the scale — u in the last column
+    l = K − 1 (+∞) and v in the first (−∞) — are stored as 0: every user treats those two
+    columns apart (``_log_cells``; φ(±∞) = 0 in ``_CellDerivatives``), so no array carries an
+    infinity and no elementwise pass has to test for one."""
     n, k = cuts.shape[0], cuts.shape[1] + 1
-    inf = np.full((1, n), np.inf)
-    upper = np.concatenate([cuts.T, inf])[None]  # c_{j,l}: (1, K, J)
-    lower = np.concatenate([-inf, cuts.T])[None]  # c_{j,l−1}
+    zero = np.zeros((1, n))
+    upper = np.concatenate([cuts.T, zero])[None]  # c_{j,l}: (1, K, J)
+    lower = np.concatenate([zero, cuts.T])[None]  # c_{j,l−1}
     t = np.arange(k, dtype=np.float64)[:, None, None]
     inv_s = 1.0 / spread
-    return (upper - t) * inv_s, (lower - t) * inv_s, inv_s
+    u, v = (upper - t) * inv_s, (lower - t) * inv_s
+    u[:, k - 1] = 0.0
+    v[:, 0] = 0.0
+    return u, v, inv_s
 
 
 def _log_confusion(cuts: np.ndarray, spread: np.ndarray) -> np.ndarray:
     """log π[t, l, j] with truth t at location t, cell-major (K, K, n_annotators)."""
     u, v, _ = _standardised_ends(cuts, spread)
-    return _log_diff_ndtr(u, v)
+    return _log_cells(u, v)
+
+
+def _log_cells(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """log π[t, l, j] = log(Φ(u) − Φ(v)) for every cell from ``_standardised_ends``' ends: the
+    first grade's cell is log Φ(u) (v = −∞), the last one's log Φ(−v) (u = +∞), the others the
+    stable difference."""
+    k = u.shape[1]
+    out = np.empty_like(u)
+    out[:, 0] = _log_ndtr(u[:, 0])
+    out[:, k - 1] = _log_ndtr(-v[:, k - 1])
+    if k > 2:
+        out[:, 1:k - 1] = _log_diff_ndtr(u[:, 1:k - 1], v[:, 1:k - 1])
+    return out
+
+
+def _log_ndtr(x: np.ndarray) -> np.ndarray:
+    """log Φ(x) from Φ (half the cost of ``log_ndtr``), with ``log_ndtr`` where Φ(x) is below
+    1e-200 (far in the lower tail)."""
+    p = ndtr(x)
+    with np.errstate(divide="ignore"):
+        out = np.log(p)
+    deep = ~(p > 1e-200)
+    if deep.any():
+        out[deep] = log_ndtr(x[deep])
+    return out
 
 
 def _log_diff_ndtr(u: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -146,6 +176,10 @@ def _log_diff_ndtr(u: np.ndarray, v: np.ndarray) -> np.ndarray:
     return out
 
 
+# (u, v, 1 / s) of ``_standardised_ends``
+_Ends = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
 @dataclass(frozen=True)
 class _CellDerivatives:
     """Derivatives of L = log π[j, t, l] = log(Φ(u) − Φ(v)) for every cell (each cell-major,
@@ -162,8 +196,8 @@ class _CellDerivatives:
         ∂²L/∂c_l ∂ℓ = −(u L_uu + v L_uv + a) / s,   ∂²L/∂c_{l−1} ∂ℓ = −(u L_uv + v L_vv − b) / s,
         ∂²L/∂ℓ² = u a − v b + u² L_uu + 2 u v L_uv + v² L_vv.
 
-    An infinite end contributes nothing (φ(±∞) = 0 kills every term it appears in), so it is
-    replaced by 0 before the products."""
+    An infinite end contributes nothing (φ(±∞) = 0 kills every term it appears in); such ends
+    arrive as 0 from ``_standardised_ends`` and their a or b is set to 0."""
 
     up: np.ndarray
     lo: np.ndarray
@@ -173,12 +207,13 @@ class _CellDerivatives:
     @classmethod
     def at(cls, u: np.ndarray, v: np.ndarray, inv_s: np.ndarray, log_p: np.ndarray, *,
            second: bool) -> _CellDerivatives:
-        finite_u, finite_v = np.isfinite(u), np.isfinite(v)
-        u = np.where(finite_u, u, 0.0)
-        v = np.where(finite_v, v, 0.0)
+        # the ends beyond the scale are stored as 0 (``_standardised_ends``); φ there is 0
+        k = u.shape[1]
         with np.errstate(over="ignore", invalid="ignore"):
-            a = np.where(finite_u, np.exp(-0.5 * u**2 - _LOG_SQRT_2PI - log_p), 0.0)
-            b = np.where(finite_v, np.exp(-0.5 * v**2 - _LOG_SQRT_2PI - log_p), 0.0)
+            a = np.exp(-0.5 * u**2 - _LOG_SQRT_2PI - log_p)
+            b = np.exp(-0.5 * v**2 - _LOG_SQRT_2PI - log_p)
+        a[:, k - 1] = 0.0
+        b[:, 0] = 0.0
         ua, vb = u * a, v * b
         ls = vb - ua
         if not second:
@@ -366,8 +401,9 @@ class OrdinalDawidSkene(Aggregator):
         self._spam = np.full(data.n_annotators, self.spam_prior)
         self._parts: tuple[np.ndarray, np.ndarray] | None = None
         # log π kept with the (θ, shared) it belongs to (``_log_conf``); nothing kept yet
-        self._log_conf_at: tuple[np.ndarray, np.ndarray, np.ndarray] = (
-            self._theta[:0], self._shared, np.empty(0))
+        self._log_conf_at: tuple[np.ndarray, np.ndarray, np.ndarray, _Ends | None] = (
+            self._theta[:0], self._shared, np.empty(0), None)
+        self._pi_cache: tuple[np.ndarray, np.ndarray] | None = None  # (log π, π)
         # ξ_j[l] stored (K, n_annotators), as the M step's cell-major arrays
         self._strategy = ((idx.label_counts + 1.0) / (idx.label_counts + 1.0).sum(
             axis=1, keepdims=True)).T
@@ -412,16 +448,18 @@ class OrdinalDawidSkene(Aggregator):
         return thresholds_from(theta[:, 0], log_gaps, shared[0])
 
     def _terms(self, counts: np.ndarray, theta: np.ndarray, shared: np.ndarray, *,
-               hessian: bool = False, log_p: np.ndarray | None = None) -> _Terms:
+               hessian: bool = False, log_p: np.ndarray | None = None,
+               ends: _Ends | None = None) -> _Terms:
         """Per annotator: the M-step objective Σ N log π + log prior, its gradient w.r.t. θ_j,
         the gradient w.r.t. the shared parameters (summed over annotators) and, if asked, the
         P × P Hessian blocks w.r.t. θ_j. ``counts`` and ``log_p`` (log π at (θ, shared) when
-        already known) are cell-major."""
+        already known) are cell-major; ``ends``, the standardised ends at (θ, shared) when
+        already known."""
         k = counts.shape[0]
-        cuts = self._cuts(theta, shared)
-        u, v, inv_s = _standardised_ends(cuts, np.exp(theta[:, 1]))
+        u, v, inv_s = ends if ends is not None else _standardised_ends(
+            self._cuts(theta, shared), np.exp(theta[:, 1]))
         if log_p is None:
-            log_p = _log_diff_ndtr(u, v)
+            log_p = _log_cells(u, v)
         cells = _CellDerivatives.at(u, v, inv_s, log_p, second=hessian)
         value = self._objective(counts, log_p, theta)
         # ∂/∂c_{j,l}: c_{j,l} is the upper end of grade l and the lower end of grade l + 1.
@@ -462,10 +500,12 @@ class OrdinalDawidSkene(Aggregator):
         return value
 
     def _value(self, counts: np.ndarray, theta: np.ndarray, shared: np.ndarray
-               ) -> tuple[np.ndarray, np.ndarray]:
-        """The per-annotator objective alone (no derivatives), and log π at θ (cell-major)."""
-        log_p = _log_confusion(self._cuts(theta, shared), np.exp(theta[:, 1]))
-        return self._objective(counts, log_p, theta), log_p
+               ) -> tuple[np.ndarray, np.ndarray, _Ends]:
+        """The per-annotator objective alone (no derivatives), log π at θ (cell-major) and the
+        standardised ends it came from."""
+        ends = _standardised_ends(self._cuts(theta, shared), np.exp(theta[:, 1]))
+        log_p = _log_cells(ends[0], ends[1])
+        return self._objective(counts, log_p, theta), log_p, ends
 
     def _hessian(self, counts: np.ndarray, cells: _CellDerivatives, theta: np.ndarray,
                  shared: np.ndarray, g_gap: np.ndarray) -> np.ndarray:
@@ -517,21 +557,23 @@ class OrdinalDawidSkene(Aggregator):
         split and the next M step (``_log_conf``): one log Φ evaluation per trial point.
         """
         theta, shared = self._theta, self._shared
-        start = self._terms(counts, theta, shared, hessian=True, log_p=self._log_conf())
+        log_p, ends = self._at_theta()
+        start = self._terms(counts, theta, shared, hessian=True, log_p=log_p, ends=ends)
         assert start.hess is not None
         step = np.clip(_ascent_step(start.hess, start.grad), -2.0, 2.0)
         trial = theta + step
-        new_value, new_log_p = self._value(counts, trial, shared)
+        new_value, new_log_p, (new_u, new_v, new_inv_s) = self._value(counts, trial, shared)
         ok = np.isfinite(new_value) & (new_value >= start.value - 1e-9)
         todo = np.flatnonzero(~ok)
         if todo.size:  # the annotators whose objective went down: the step halved, up to 8
             # times, keeping the first (largest) that does not decrease it; all 8 trial points
             # of all these annotators in one evaluation
-            n_todo, n_par = todo.size, theta.shape[1]
+            n_todo, n_par, k = todo.size, theta.shape[1], counts.shape[0]
             scales = 0.5 ** np.arange(1, 9)
             candidates = theta[todo][None] + scales[:, None, None] * step[todo][None]
-            values, log_ps = self._value(np.tile(counts[:, :, todo], (1, 1, scales.size)),
-                                         candidates.reshape(-1, n_par), shared)
+            values, log_ps, (us, vs, inv_ss) = self._value(
+                np.tile(counts[:, :, todo], (1, 1, scales.size)),
+                candidates.reshape(-1, n_par), shared)
             values = values.reshape(scales.size, n_todo)
             better = np.isfinite(values) & (values >= start.value[todo] - 1e-9)
             found = better.any(axis=0)
@@ -539,22 +581,41 @@ class OrdinalDawidSkene(Aggregator):
             which = np.flatnonzero(found)
             accepted = todo[found]
             trial[accepted] = candidates[first, which]
-            k = counts.shape[0]
-            new_log_p[:, :, accepted] = log_ps.reshape(k, k, scales.size, n_todo)[:, :, first,
-                                                                                   which]
+            for whole, part in ((new_log_p, log_ps), (new_u, us), (new_v, vs)):
+                whole[:, :, accepted] = part.reshape(k, k, scales.size, n_todo)[:, :, first,
+                                                                                 which]
+            new_inv_s[accepted] = inv_ss.reshape(scales.size, n_todo)[first, which]
             ok[accepted] = True
         self._theta = np.where(ok[:, None], trial, theta)
-        self._log_conf_at = (self._theta, shared, np.where(ok, new_log_p, start.log_p))
+        kept = (np.where(ok, new_u, ends[0]), np.where(ok, new_v, ends[1]),
+                np.where(ok, new_inv_s, ends[2]))
+        self._log_conf_at = (self._theta, shared, np.where(ok, new_log_p, start.log_p), kept)
+
+    def _at_theta(self) -> tuple[np.ndarray, _Ends]:
+        """log π[t, l, j] of the ordinal part at the current θ and shared parameters, and the
+        standardised ends it came from (both kept from the Newton step that produced them, else
+        computed)."""
+        theta, shared, log_p, ends = self._log_conf_at
+        if ends is None or theta is not self._theta or shared is not self._shared:
+            ends = _standardised_ends(self._cuts(self._theta, self._shared),
+                                      np.exp(self._theta[:, 1]))
+            log_p = _log_cells(ends[0], ends[1])
+            self._log_conf_at = (self._theta, self._shared, log_p, ends)
+        return log_p, ends
 
     def _log_conf(self) -> np.ndarray:
-        """log π[t, l, j] of the ordinal part at the current θ and shared parameters (kept from
-        the Newton step that produced them, else computed)."""
-        theta, shared, log_p = self._log_conf_at
-        if theta is not self._theta or shared is not self._shared:
-            log_p = _log_confusion(self._cuts(self._theta, self._shared),
-                                   np.exp(self._theta[:, 1]))
-            self._log_conf_at = (self._theta, self._shared, log_p)
-        return log_p
+        """log π[t, l, j] of the ordinal part at the current θ and shared parameters."""
+        return self._at_theta()[0]
+
+    def _ordinal_pi(self) -> np.ndarray:
+        """π[t, l, j] = exp(log π), floored at 1e-10, computed once per log π (the spam update
+        and the mixture both need it)."""
+        log_p = self._log_conf()
+        cached = self._pi_cache
+        if cached is None or cached[0] is not log_p:
+            cached = (log_p, np.clip(np.exp(log_p), _EPS, None))
+            self._pi_cache = cached
+        return cached[1]
 
     def _fit_shared(self, counts: np.ndarray) -> None:
         """L-BFGS on the shared parameters, annotators fixed: the centre and the log gaps
@@ -620,7 +681,7 @@ class OrdinalDawidSkene(Aggregator):
         converge: 33 against 27 at 1M judgments)."""
         a = self.spam_strength * self.spam_prior
         b = self.spam_strength * (1.0 - self.spam_prior)
-        ordinal = np.clip(np.exp(self._log_conf()), _EPS, None) * (1.0 - self._spam)
+        ordinal = self._ordinal_pi() * (1.0 - self._spam)
         spam = self._spam * self._strategy
         spam_counts = counts * (spam / (ordinal + spam))
         # MAP of ε_j under Beta(a + 1, b + 1); ξ_j ∝ spam counts + 1 (MACE's strategy).
@@ -630,7 +691,7 @@ class OrdinalDawidSkene(Aggregator):
 
     def _mixture_parts(self) -> tuple[np.ndarray, np.ndarray]:
         """(1 − ε_j) π_j[t, l] and ε_j ξ_j[l], each cell-major (K, K, n_annotators)."""
-        ordinal = np.clip(np.exp(self._log_conf()), _EPS, None) * (1.0 - self._spam)
+        ordinal = self._ordinal_pi() * (1.0 - self._spam)
         spam = np.broadcast_to(self._spam * self._strategy, ordinal.shape)
         return ordinal, spam
 
