@@ -16,7 +16,9 @@ from models.evaluation import evaluate, quadratic_kappa
 from models.ordinal_ds import (
     OrdinalDawidSkene,
     OrdinalScaleError,
+    _log_cells,
     _log_diff_ndtr,
+    _standardised_ends,
     check_ordinal_scale,
     expected_grade_index,
 )
@@ -104,6 +106,30 @@ def test_log_diff_ndtr_matches_direct_and_keeps_tails() -> None:
     assert _log_diff_ndtr(u, v)[3] == pytest.approx(-0.5 * 39**2 - 0.5 * np.log(2 * np.pi)
                                                     - np.log(39.0), abs=0.01)
     assert _log_diff_ndtr(u, v)[5] == pytest.approx(np.log(1 - ndtr(1.0)))
+
+
+def test_log_cells_match_log_ndtr_in_every_column_and_tail() -> None:
+    """The cells of ``_standardised_ends`` (ends beyond the scale stored as 0): first grade
+    log Φ(u), last log Φ(−v), middle the stable difference; against scipy's log_ndtr, including
+    annotators so sharp (s = 0.02) that far cells sit 100 standard deviations out."""
+    from scipy.special import log_ndtr
+
+    cuts = np.array([[0.5, 1.5], [0.2, 1.9], [0.5, 1.5], [1.1, 1.3]])
+    spread = np.array([0.5, 1.3, 0.02, 0.2])
+    u, v, inv_s = _standardised_ends(cuts, spread)
+    assert np.all(np.isfinite(u)) and np.all(np.isfinite(v))
+    got = _log_cells(u, v)
+    t = np.arange(3.0)[:, None, None]
+    upper = (np.concatenate([cuts.T, np.full((1, 4), np.inf)])[None] - t) / spread
+    lower = (np.concatenate([np.full((1, 4), -np.inf), cuts.T])[None] - t) / spread
+    side = lower > 0  # the upper tail by symmetry, as the reference for relative precision
+    la = log_ndtr(np.where(side, -lower, upper))
+    lb = log_ndtr(np.where(side, -upper, lower))
+    want = la + np.log1p(-np.exp(lb - la))
+    # (near log 1 = 0 the error is absolute: log(1 − 3e-138) comes out as 0)
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(np.exp(got).sum(axis=1), 1.0)  # each row a distribution
+    np.testing.assert_allclose(inv_s, 1 / spread)
 
 
 def test_scale_checks() -> None:
