@@ -173,10 +173,7 @@ class _Judgments:
         by_cell = scipy.sparse.csr_matrix((ones, (cell, data.task)), shape=(k * n_ann, n_tasks))
         by_task = by_cell.T.tocsr()
         judged = np.diff(by_task.indptr) > 0
-        label_counts = np.diff(by_cell.indptr).astype(np.float64).reshape(k, n_ann).T
-        # a judgment repeated (same task, annotator and label) is one entry of value 2
-        if by_cell.data.shape[0] != data.n_judgments:
-            label_counts = np.asarray(by_cell.sum(axis=1)).reshape(k, n_ann).T
+        label_counts = np.asarray(by_cell.sum(axis=1)).reshape(k, n_ann).T  # row sums
         return cls(by_task, by_cell, n_tasks, n_ann, k, judged, bool(judged.all()),
                    np.ascontiguousarray(label_counts), impossible)
 

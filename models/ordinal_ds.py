@@ -180,6 +180,24 @@ def _log_diff_ndtr(u: np.ndarray, v: np.ndarray) -> np.ndarray:
 _Ends = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
+@dataclass
+class _AtTheta:
+    """What the M step knows at one (θ, shared parameters): log π (cell-major), the standardised
+    ends it came from and, once asked for, π = exp(log π) floored at 1e-10 (the spam update and
+    the mixture both need it)."""
+
+    theta: np.ndarray
+    shared: np.ndarray
+    log_p: np.ndarray
+    ends: _Ends
+    _pi: np.ndarray | None = None
+
+    def pi(self) -> np.ndarray:
+        if self._pi is None:
+            self._pi = np.clip(np.exp(self.log_p), _EPS, None)
+        return self._pi
+
+
 @dataclass(frozen=True)
 class _CellDerivatives:
     """Derivatives of L = log π[j, t, l] = log(Φ(u) − Φ(v)) for every cell (each cell-major,
@@ -400,10 +418,8 @@ class OrdinalDawidSkene(Aggregator):
         self._shared = np.concatenate([[(k - 1) / 2.0], np.zeros(k - 2)])
         self._spam = np.full(data.n_annotators, self.spam_prior)
         self._parts: tuple[np.ndarray, np.ndarray] | None = None
-        # log π kept with the (θ, shared) it belongs to (``_log_conf``); nothing kept yet
-        self._log_conf_at: tuple[np.ndarray, np.ndarray, np.ndarray, _Ends | None] = (
-            self._theta[:0], self._shared, np.empty(0), None)
-        self._pi_cache: tuple[np.ndarray, np.ndarray] | None = None  # (log π, π)
+        # log π and what comes with it, kept with the (θ, shared) it belongs to; nothing yet
+        self._kept: _AtTheta | None = None
         # ξ_j[l] stored (K, n_annotators), as the M step's cell-major arrays
         self._strategy = ((idx.label_counts + 1.0) / (idx.label_counts + 1.0).sum(
             axis=1, keepdims=True)).T
@@ -557,8 +573,8 @@ class OrdinalDawidSkene(Aggregator):
         split and the next M step (``_log_conf``): one log Φ evaluation per trial point.
         """
         theta, shared = self._theta, self._shared
-        log_p, ends = self._at_theta()
-        start = self._terms(counts, theta, shared, hessian=True, log_p=log_p, ends=ends)
+        at = self._at_theta()
+        start = self._terms(counts, theta, shared, hessian=True, log_p=at.log_p, ends=at.ends)
         assert start.hess is not None
         step = np.clip(_ascent_step(start.hess, start.grad), -2.0, 2.0)
         trial = theta + step
@@ -587,35 +603,24 @@ class OrdinalDawidSkene(Aggregator):
             new_inv_s[accepted] = inv_ss.reshape(scales.size, n_todo)[first, which]
             ok[accepted] = True
         self._theta = np.where(ok[:, None], trial, theta)
-        kept = (np.where(ok, new_u, ends[0]), np.where(ok, new_v, ends[1]),
-                np.where(ok, new_inv_s, ends[2]))
-        self._log_conf_at = (self._theta, shared, np.where(ok, new_log_p, start.log_p), kept)
+        kept = (np.where(ok, new_u, at.ends[0]), np.where(ok, new_v, at.ends[1]),
+                np.where(ok, new_inv_s, at.ends[2]))
+        self._kept = _AtTheta(self._theta, shared, np.where(ok, new_log_p, start.log_p), kept)
 
-    def _at_theta(self) -> tuple[np.ndarray, _Ends]:
-        """log π[t, l, j] of the ordinal part at the current θ and shared parameters, and the
-        standardised ends it came from (both kept from the Newton step that produced them, else
-        computed)."""
-        theta, shared, log_p, ends = self._log_conf_at
-        if ends is None or theta is not self._theta or shared is not self._shared:
+    def _at_theta(self) -> _AtTheta:
+        """log π of the ordinal part at the current θ and shared parameters, with its ends and
+        π (kept from the Newton step that produced them, else computed)."""
+        kept = self._kept
+        if kept is None or kept.theta is not self._theta or kept.shared is not self._shared:
             ends = _standardised_ends(self._cuts(self._theta, self._shared),
                                       np.exp(self._theta[:, 1]))
-            log_p = _log_cells(ends[0], ends[1])
-            self._log_conf_at = (self._theta, self._shared, log_p, ends)
-        return log_p, ends
+            kept = _AtTheta(self._theta, self._shared, _log_cells(ends[0], ends[1]), ends)
+            self._kept = kept
+        return kept
 
     def _log_conf(self) -> np.ndarray:
         """log π[t, l, j] of the ordinal part at the current θ and shared parameters."""
-        return self._at_theta()[0]
-
-    def _ordinal_pi(self) -> np.ndarray:
-        """π[t, l, j] = exp(log π), floored at 1e-10, computed once per log π (the spam update
-        and the mixture both need it)."""
-        log_p = self._log_conf()
-        cached = self._pi_cache
-        if cached is None or cached[0] is not log_p:
-            cached = (log_p, np.clip(np.exp(log_p), _EPS, None))
-            self._pi_cache = cached
-        return cached[1]
+        return self._at_theta().log_p
 
     def _fit_shared(self, counts: np.ndarray) -> None:
         """L-BFGS on the shared parameters, annotators fixed: the centre and the log gaps
@@ -681,7 +686,7 @@ class OrdinalDawidSkene(Aggregator):
         converge: 33 against 27 at 1M judgments)."""
         a = self.spam_strength * self.spam_prior
         b = self.spam_strength * (1.0 - self.spam_prior)
-        ordinal = self._ordinal_pi() * (1.0 - self._spam)
+        ordinal = self._at_theta().pi() * (1.0 - self._spam)
         spam = self._spam * self._strategy
         spam_counts = counts * (spam / (ordinal + spam))
         # MAP of ε_j under Beta(a + 1, b + 1); ξ_j ∝ spam counts + 1 (MACE's strategy).
@@ -691,7 +696,7 @@ class OrdinalDawidSkene(Aggregator):
 
     def _mixture_parts(self) -> tuple[np.ndarray, np.ndarray]:
         """(1 − ε_j) π_j[t, l] and ε_j ξ_j[l], each cell-major (K, K, n_annotators)."""
-        ordinal = self._ordinal_pi() * (1.0 - self._spam)
+        ordinal = self._at_theta().pi() * (1.0 - self._spam)
         spam = np.broadcast_to(self._spam * self._strategy, ordinal.shape)
         return ordinal, spam
 
