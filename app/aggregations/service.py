@@ -483,23 +483,39 @@ def annotator_confusion(session: Session, *, collection: Collection, annotator: 
 
 
 def agreement_matrix(session: Session, *, collection: Collection) -> dict[str, Any]:
-    """For every two succeeded fits: the share of the tasks both labelled with the same label."""
-    ids = list(session.scalars(select(Aggregation.id).where(
+    """For every two succeeded fits: the share of the tasks both labelled with the same label.
+
+    Two graded fits (or two binary ones) agree on a task when their labels are equal; a graded
+    and a binary fit when they agree on relevance (grade >= the collection's relevant_from
+    against the binary label 1), the only question both answer."""
+    fits = session.execute(select(Aggregation.id, Aggregation.graded).where(
         Aggregation.collection_id == collection.id, Aggregation.status == "succeeded")
-        .order_by(Aggregation.id)))
+        .order_by(Aggregation.id)).all()
+    ids = [i for i, _ in fits]
+    graded = {i: bool(g) for i, g in fits}
     a1 = AggregationTask.__table__.alias("a1")
     a2 = AggregationTask.__table__.alias("a2")
     cells: dict[tuple[int, int], tuple[int, int]] = {}
     if ids:
+        # each fit's binary view: relevant is 1 for a binary fit, >= relevant_from for a graded
+        graded_ids = [i for i in ids if graded[i]] or [-1]
+
+        def relevant(t: Any) -> Any:
+            return case((t.c.aggregation_id.in_(graded_ids),
+                         case((t.c.label >= collection.relevant_from, 1), else_=0)),
+                        else_=t.c.label)
+
         rows = session.execute(
             select(a1.c.aggregation_id, a2.c.aggregation_id, func.count(),
-                   func.sum(case((a1.c.label == a2.c.label, 1), else_=0)))
+                   func.sum(case((a1.c.label == a2.c.label, 1), else_=0)),
+                   func.sum(case((relevant(a1) == relevant(a2), 1), else_=0)))
             .select_from(a1.join(a2, a1.c.task_id == a2.c.task_id))
             .where(a1.c.aggregation_id.in_(ids), a2.c.aggregation_id.in_(ids),
                    a1.c.aggregation_id <= a2.c.aggregation_id)
             .group_by(a1.c.aggregation_id, a2.c.aggregation_id))
-        for x, y, n, same in rows:
-            cells[(x, y)] = cells[(y, x)] = (int(n), int(same or 0))
+        for x, y, n, same, same_relevance in rows:
+            agree = same if graded[x] == graded[y] else same_relevance
+            cells[(x, y)] = cells[(y, x)] = (int(n), int(agree or 0))
     share = [[(cells[(x, y)][1] / cells[(x, y)][0]) if cells.get((x, y), (0, 0))[0] else None
               for y in ids] for x in ids]
     return {"aggregation_ids": ids, "agreement": share,

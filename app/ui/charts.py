@@ -134,11 +134,19 @@ def metrics_bars(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     if not rows:
         return None
     names = [f"#{r['aggregation_id']} {r['method']}" for r in rows]
-    colours = {"accuracy": "#3b6ea8", "precision": "#5aa469", "recall": "#d9822b",
-               "f1": "#8e5ea2"}
+
+    def binary_accuracy(r: dict[str, Any]) -> Any:  # a graded fit's binary view
+        return r.get("binary_accuracy") if r.get("kappa") is not None else r.get("accuracy")
+
+    colours = {"binary accuracy": "#3b6ea8", "precision": "#5aa469", "recall": "#d9822b",
+               "F1": "#8e5ea2", "κ (graded)": "#c23b3b"}
+    values = {"binary accuracy": binary_accuracy, "precision": lambda r: r.get("precision"),
+              "recall": lambda r: r.get("recall"), "F1": lambda r: r.get("f1"),
+              "κ (graded)": lambda r: r.get("kappa")}
     data = [{"type": "bar", "name": metric, "x": names,
-             "y": [_r(r.get(metric)) for r in rows], "marker": {"color": colour}}
-            for metric, colour in colours.items()]
+             "y": [_r(values[metric](r)) for r in rows], "marker": {"color": colour}}
+            for metric, colour in colours.items()
+            if metric != "κ (graded)" or any(r.get("kappa") is not None for r in rows)]
     return {"data": data, "layout": _layout("Evaluation against gold", "fit", "score",
                                             barmode="group",
                                             yaxis={"title": {"text": "score"}, "range": [0, 1]},

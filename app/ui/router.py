@@ -340,6 +340,8 @@ def results_context(session: Any, cache: Any, principal: Any,
     rows = listing.data
     return {
         "n_annotators": listing.count, "n_tasks": summary["n_tasks"], "uncertain": uncertain,
+        # ordinal fits report each annotator's spread (noise in grade units) in the last column
+        "spread": any((r.get("extra") or {}).get("spread") is not None for r in rows[:1]),
         "figures": figures(
             competence=charts.histogram([r["competence"] for r in rows],
                                         title="Competence", x="competence"),
@@ -426,6 +428,7 @@ def comparison_page(request: Request, session: SessionDep,
             metrics=charts.metrics_bars(sorted(rows, key=lambda r: r["aggregation_id"])),
             agreement=charts.heatmap(names, names, matrix["agreement"],
                                      title="Agreement of the qrels (share of tasks with the "
-                                           "same label)", x="fit", y="fit", zmax=1.0),
+                                           "same label; graded vs binary: relevance)",
+                                     x="fit", y="fit", zmax=1.0),
         )})
 

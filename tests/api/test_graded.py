@@ -184,3 +184,60 @@ def test_cli_ordinal_on_a_single_grade(tmp_path: Path, capsys) -> None:
     code = cli(["aggregate", str(path), "--method", "ordinal-ds", "--graded", "--quiet"])
     assert code == 2
     assert "error" in capsys.readouterr().err
+
+
+def test_graded_fits_on_the_pages_and_in_the_agreement(client, graded_file) -> None:
+    """The dashboard shows a graded fit's own measures (exact accuracy, MAE, κ, binary
+    accuracy), an ordinal fit's spread and the grade choice for downloads; the comparison page
+    shows κ, by which it ranks; and a graded and a binary fit agree on relevance, not on labels
+    from two different scales."""
+    ingest(client, graded_file)
+    ordinal = fit(client, "ordinal-ds")
+    nominal = fit(client, "mv")  # graded majority vote
+    binary = client.post(f"{API}/collections/graded/aggregations",
+                         json={"method": "ds", "seed": SEED})
+    assert binary.status_code == 202, binary.text
+    binary = wait_for(client, binary.json()["id"], timeout=600)
+    assert binary["status"] == "succeeded" and not binary["graded"]
+
+    e = ordinal["evaluation"]
+    page = client.get(f"/ui/aggregations/{ordinal['id']}").text
+    for card, value in (("eval-exact", e["accuracy"]), ("eval-mae", e["mae"]),
+                        ("eval-kappa", e["kappa"]), ("eval-binary", e["binary_accuracy"])):
+        assert f'id="{card}"><b>{value:.3f}</b>' in page, card
+    assert 'data-last="spread"' in page and ">spread</th>" in page
+    assert 'id="download-grade"' in page and 'value="expected"' in page
+    page = client.get(f"/ui/aggregations/{binary['id']}").text
+    assert 'id="eval-kappa"' not in page
+    assert f"<b>{binary['evaluation']['accuracy']:.3f}</b>accuracy" in page
+    assert 'data-last="noise_variance"' in page and 'id="download-grade"' not in page
+
+    comparison = client.get("/ui/collections/graded/comparison").text
+    assert f"{e['kappa']:.3f}" in comparison and f"{e['mae']:.3f}" in comparison
+    assert f"{e['binary_accuracy']:.3f}" in comparison and 'id="ranking"' in comparison
+    collection = client.get("/ui/collections/graded").text
+    assert f"{e['kappa']:.3f}" in collection and f"{e['binary_accuracy']:.3f}" in collection
+
+    def labels(a: dict) -> dict[tuple[str, str], int]:
+        rows = client.get(f"{API}/aggregations/{a['id']}/qrels",
+                          params={"format": "json"}).json()["data"]
+        return {(r["topic"], r["doc"]): r["label"] for r in rows}
+
+    got = client.get(f"{API}/collections/graded/aggregations/agreement").json()
+    position = {a: i for i, a in enumerate(got["aggregation_ids"])}
+    by_fit = {a["id"]: labels(a) for a in (ordinal, nominal, binary)}
+    grades = [by_fit[ordinal["id"]], by_fit[nominal["id"]]]
+    relevant = [{k: int(v >= 1) for k, v in g.items()} for g in grades]
+    assert set(relevant[0].values()) == {0, 1} and 2 in grades[0].values()
+
+    def share(x: dict, y: dict) -> float:
+        return sum(x[k] == y[k] for k in x) / len(x)
+
+    matrix = got["agreement"]
+    assert matrix[position[ordinal["id"]]][position[nominal["id"]]] == pytest.approx(
+        share(*grades))  # two graded fits: the same grade
+    for g, r in zip((ordinal, nominal), relevant, strict=True):  # graded and binary: relevance
+        expected = share(r, by_fit[binary["id"]])
+        assert matrix[position[g["id"]]][position[binary["id"]]] == pytest.approx(expected)
+        assert matrix[position[binary["id"]]][position[g["id"]]] == pytest.approx(expected)
+        assert expected > share(by_fit[g["id"]], by_fit[binary["id"]])  # grade 2 ≠ label 1

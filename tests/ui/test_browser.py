@@ -330,3 +330,48 @@ def test_dashboard_in_a_browser(server: str, browser, tmp_path: Path) -> None:  
     wait_until(lambda: driver.find_elements("css selector", "[role=menuitem], .menu-content"),
                what="ReDoc")
     assert js_errors(driver) == []
+
+
+def test_graded_fit_in_a_browser(server: str, browser, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A graded ordinal fit's page: its graded measures, each annotator's spread in the table
+    the script fills from the API, the grade choice for downloads; the comparison page's κ."""
+    driver = browser
+    generate(200, 20, noise_level=(0.0, 2.0), redundancy=4, grades=3, bias_sd=0.5,
+             random_state=5).write(tmp_path / "graded")
+    with httpx.Client(base_url=server, timeout=60) as c:
+        c.post("/api/v1/collections", json={"name": "graded", "labels": [0, 1, 2],
+                                            "relevant_from": 1, "ignore": []}).raise_for_status()
+        c.post("/api/v1/collections/graded/judgments/file",
+               content=(tmp_path / "graded" / "judgments.tsv").read_bytes(),
+               headers={"content-type": "text/tab-separated-values"}).raise_for_status()
+        c.put("/api/v1/collections/graded/gold",
+              content=(tmp_path / "graded" / "gold.qrels").read_bytes()).raise_for_status()
+        created = c.post("/api/v1/collections/graded/aggregations",
+                         json={"method": "ordinal-ds", "graded": True})
+        created.raise_for_status()
+        a = created.json()["id"]
+        wait_until(lambda: c.get(f"/api/v1/aggregations/{a}").json()["status"] == "succeeded",
+                   timeout=120, what="the ordinal fit")
+        evaluation = c.get(f"/api/v1/aggregations/{a}").json()["evaluation"]
+        spreads = {r["annotator"]: r["extra"]["spread"] for r in c.get(
+            f"/api/v1/aggregations/{a}/annotators", params={"limit": 100}).json()["data"]}
+
+    load(driver, f"{server}/ui/aggregations/{a}")
+    charts_rendered(driver, 4)
+    assert driver.find_element("id", "eval-kappa").text.startswith(f"{evaluation['kappa']:.3f}")
+    assert driver.find_element("id", "eval-mae").text.startswith(f"{evaluation['mae']:.3f}")
+    header = driver.find_elements("css selector", "#annotator-table thead th")
+    assert header[-1].text == "spread"
+    wait_until(lambda: table_settled(driver) and len(table_rows(driver)) == 20,
+               what="the annotators")
+    for row in table_rows(driver):
+        assert row[-1] == f"{spreads[row[0]]:.3f}"
+    assert driver.find_element("id", "download-grade").is_displayed()
+    assert js_errors(driver) == []
+
+    load(driver, f"{server}/ui/collections/graded/comparison")
+    charts_rendered(driver, 2)
+    assert f"{evaluation['kappa']:.3f}" in driver.find_element("id", "comparison").text
+    assert "κ (graded)" in driver.find_element(
+        "css selector", ".chart[data-figure='metrics']").text
+    assert js_errors(driver) == []

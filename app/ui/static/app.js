@@ -65,6 +65,10 @@
     var tbody = root.querySelector("tbody");
     var base = "/ui/collections/" + encodeURIComponent(root.dataset.collection) + "/annotators/";
     var timer = null;
+    // the last column: the GP's noise variance, or an ordinal fit's spread (in extra)
+    function last(r) {
+      return root.dataset.last === "spread" ? (r.extra || {}).spread : r.noise_variance;
+    }
 
     function load() {
       var params = new URLSearchParams({sort: state.sort, limit: state.limit, offset: state.offset,
@@ -90,7 +94,7 @@
             link.textContent = r.annotator;
             var first = document.createElement("td"); first.appendChild(link); tr.appendChild(first);
             [fmt(r.competence), fmt(r.n_judgments, 0), fmt(r.gold_accuracy), fmt(r.n_gold, 0),
-             fmt(r.bias), fmt(r.noise_variance)].forEach(function (text) {
+             fmt(r.bias), fmt(last(r))].forEach(function (text) {
               var td = document.createElement("td"); td.className = "num"; td.textContent = text;
               tr.appendChild(td);
             });
