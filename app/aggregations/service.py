@@ -401,7 +401,7 @@ def task_detail(session: Session, *, aggregation: Aggregation, task_id: int) -> 
         select(AggregationTask.label, AggregationTask.p_relevant, AggregationTask.proba,
                AggregationTask.uncertainty, AggregationTask.posterior_mean,
                AggregationTask.posterior_variance, AggregationTask.difficulty,
-               AggregationTask.bias)
+               AggregationTask.bias, AggregationTask.extra)
         .where(AggregationTask.aggregation_id == aggregation.id,
                AggregationTask.task_id == task_id)).mappings().first()
     judgments = session.execute(

@@ -212,6 +212,15 @@ def test_graded_fits_on_the_pages_and_in_the_agreement(client, graded_file) -> N
     assert f"<b>{binary['evaluation']['accuracy']:.3f}</b>accuracy" in page
     assert 'data-last="noise_variance"' in page and 'id="download-grade"' not in page
 
+    # a task of the ordinal fit: its expected grade (no empty GP read-outs)
+    task = client.get(f"{API}/aggregations/{ordinal['id']}/tasks",
+                      params={"limit": 1}).json()["data"][0]
+    detail = client.get(f"{API}/aggregations/{ordinal['id']}/tasks/{task['task_id']}").json()
+    assert detail["result"]["extra"] == task["extra"]
+    page = client.get(f"/ui/aggregations/{ordinal['id']}/tasks/{task['task_id']}").text
+    assert f'id="expected-grade"><b>{task["extra"]["expected_grade"]:.2f}</b>' in page
+    assert "aggregated grade" in page and "posterior variance" not in page
+
     comparison = client.get("/ui/collections/graded/comparison").text
     assert f"{e['kappa']:.3f}" in comparison and f"{e['mae']:.3f}" in comparison
     assert f"{e['binary_accuracy']:.3f}" in comparison and 'id="ranking"' in comparison
