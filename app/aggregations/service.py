@@ -433,7 +433,8 @@ def task_id_of(session: Session, *, collection_id: int, topic: str, doc: str) ->
 def annotator_confusion(session: Session, *, collection: Collection, annotator: str,
                         aggregation: Aggregation | None) -> dict[str, Any]:
     """The annotator's labels against gold, and against ``aggregation``'s labels: counts
-    {(their label, reference label): n} over their latest judgment per task."""
+    {(their label, reference label): n} over their latest judgment per task; rows ``labels``
+    (theirs), columns ``columns`` (the reference's values: a binary fit's are 0 and 1)."""
     annotator_id = session.scalar(select(Annotator.id).where(
         Annotator.collection_id == collection.id, Annotator.external_id == annotator))
     if annotator_id is None:
@@ -466,20 +467,23 @@ def annotator_confusion(session: Session, *, collection: Collection, annotator: 
                 counts[key] = counts.get(key, 0) + 1
         return [(a, b, n) for (a, b), n in counts.items()]
 
-    gold = cells(gold_of)
-    vs_aggregated = cells(fitted)
-
-    def matrix(cells: list[Any]) -> dict[str, Any]:
-        values = sorted(set(collection.labels) | {int(a) for a, _, _ in cells}
-                        | {int(b) for _, b, _ in cells})
-        index = {v: i for i, v in enumerate(values)}
-        counts = [[0] * len(values) for _ in values]
+    def matrix(cells: list[Any], columns: list[int]) -> dict[str, Any]:
+        # rows: the scale and whatever else they said (an ignored value such as -2);
+        # columns: the reference's own values (a binary fit's are 0/1: not relevant, relevant)
+        rows = sorted(set(collection.labels) | {int(a) for a, _, _ in cells})
+        columns = sorted(set(columns) | {int(b) for _, b, _ in cells})
+        row, column = ({v: i for i, v in enumerate(rows)}, {v: i for i, v in enumerate(columns)})
+        counts = [[0] * len(columns) for _ in rows]
         for mine, reference, n in cells:
-            counts[index[int(mine)]][index[int(reference)]] += int(n)
-        return {"labels": values, "counts": counts, "total": sum(int(n) for *_, n in cells)}
+            counts[row[int(mine)]][column[int(reference)]] += int(n)
+        return {"labels": rows, "columns": columns, "counts": counts,
+                "total": sum(int(n) for *_, n in cells)}
 
+    fit_values = list(aggregation.classes or []) if aggregation is not None else []
     return {"annotator": annotator, "aggregation_id": aggregation.id if aggregation else None,
-            "vs_gold": matrix(list(gold)), "vs_aggregated": matrix(vs_aggregated)}
+            "aggregation_graded": aggregation.graded if aggregation else None,
+            "vs_gold": matrix(cells(gold_of), list(collection.labels)),
+            "vs_aggregated": matrix(cells(fitted), fit_values)}
 
 
 def agreement_matrix(session: Session, *, collection: Collection) -> dict[str, Any]:

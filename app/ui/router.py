@@ -403,13 +403,15 @@ def annotator_page(request: Request, session: SessionDep, collection: Collection
         "pages": pages, "confusion": confusion, "title": f"Annotator {annotator}",
         "figures": figures(
             history=charts.history_lines(history["data"]),
-            vs_gold=charts.heatmap(gold["labels"], gold["labels"], gold["counts"],
+            vs_gold=charts.heatmap(gold["columns"], gold["labels"], gold["counts"],
                                    title=f"Against gold ({gold['total']} judgments)",
                                    x="gold label", y="their label") if gold["total"] else None,
             vs_aggregated=charts.heatmap(
-                agg["labels"], agg["labels"], agg["counts"],
+                agg["columns"], agg["labels"], agg["counts"],
                 title=f"Against fit #{confusion['aggregation_id']} ({agg['total']} judgments)",
-                x="aggregated label", y="their label") if agg["total"] else None,
+                x="aggregated label" if confusion["aggregation_graded"]
+                or collection.labels == [0, 1] else "aggregated relevance (1: relevant)",
+                y="their label") if agg["total"] else None,
         )})
 
 

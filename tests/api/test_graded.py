@@ -221,6 +221,18 @@ def test_graded_fits_on_the_pages_and_in_the_agreement(client, graded_file) -> N
     assert f'id="expected-grade"><b>{task["extra"]["expected_grade"]:.2f}</b>' in page
     assert "aggregated grade" in page and "posterior variance" not in page
 
+    # an annotator against a binary fit: their grades (rows) against its 0/1 (columns)
+    who = detail["judgments"][0]["annotator"]
+    url = f"{API}/collections/graded/annotators/{who}/confusion"
+    for a, columns in ((binary, [0, 1]), (ordinal, [0, 1, 2])):
+        confusion = client.get(url, params={"aggregation": a["id"]}).json()["vs_aggregated"]
+        assert confusion["labels"] == [0, 1, 2] and confusion["columns"] == columns
+        assert [len(r) for r in confusion["counts"]] == [len(columns)] * 3
+        assert sum(map(sum, confusion["counts"])) == confusion["total"] > 0
+    page = client.get(f"/ui/collections/graded/annotators/{who}",
+                      params={"aggregation": binary["id"]}).text
+    assert "aggregated relevance (1: relevant)" in page
+
     comparison = client.get("/ui/collections/graded/comparison").text
     assert f"{e['kappa']:.3f}" in comparison and f"{e['mae']:.3f}" in comparison
     assert f"{e['binary_accuracy']:.3f}" in comparison and 'id="ranking"' in comparison
