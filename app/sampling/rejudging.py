@@ -3,6 +3,8 @@ aggregation's stored posterior, each with the annotators not yet asked, best fir
 
 from __future__ import annotations
 
+import csv
+import io
 from itertools import islice
 from typing import Any
 
@@ -32,7 +34,7 @@ def next_tasks(session: Session, *, aggregation: Aggregation, n: int, strategy: 
     assert collection is not None
     rows = session.execute(
         select(AggregationTask.task_id, AggregationTask.proba, Topic.external_id,
-               Document.external_id)
+               Document.external_id, AggregationTask.label, AggregationTask.p_relevant)
         .join(Task, Task.id == AggregationTask.task_id)
         .join(Topic, Topic.id == Task.topic_id)
         .join(Document, Document.id == Task.document_id)
@@ -100,6 +102,7 @@ def next_tasks(session: Session, *, aggregation: Aggregation, n: int, strategy: 
         free = free_of[i][:n_annotators]
         data.append({
             "task_id": task_id, "topic": rows[i][2], "doc": rows[i][3],
+            "label": int(rows[i][4]), "p_relevant": float(rows[i][5]),
             "proba": [float(p) for p in proba[i]], "uncertainty": float(uncertainty[rank]),
             "expected_gain": float(gain[rank]), "p_label_change": float(flip[rank]),
             "expected_change": float(tv[rank]),
@@ -108,3 +111,21 @@ def next_tasks(session: Session, *, aggregation: Aggregation, n: int, strategy: 
         })
     return {"aggregation_id": aggregation.id, "strategy": strategy, "data": data,
             "count": len(data)}
+
+
+TSV_COLUMNS = ("rank", "topic", "doc", "n_judgments", "uncertainty", "p_label_change",
+               "expected_change", "annotators")
+
+
+def next_tasks_tsv(result: dict[str, Any]) -> str:
+    """``next_tasks`` as a tab-separated list to hand to a crowd platform: one task per line,
+    best first, its scores and the annotators to ask (comma-separated, best first)."""
+    out = io.StringIO()
+    writer = csv.writer(out, delimiter="\t", lineterminator="\n")
+    writer.writerow(TSV_COLUMNS)
+    for rank, t in enumerate(result["data"], start=1):
+        writer.writerow((rank, t["topic"], t["doc"], t["n_judgments"],
+                         f"{t['uncertainty']:.6g}", f"{t['p_label_change']:.6g}",
+                         f"{t['expected_change']:.6g}",
+                         ",".join(a["annotator"] for a in t["annotators"])))
+    return out.getvalue()

@@ -6,12 +6,13 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query
+from fastapi.responses import PlainTextResponse
 
 from app.aggregations.router import AggregationDep
 from app.api.deps import CollectionDep, SessionDep, id_path
 from app.auth.deps import PrincipalDep, require_scope
 from app.sampling import service
-from app.sampling.rejudging import next_tasks
+from app.sampling.rejudging import next_tasks, next_tasks_tsv
 from app.sampling.schemas import (
     Estimates,
     NextTasks,
@@ -40,20 +41,29 @@ SamplingDep = Annotated[Sampling, Depends(load_sampling)]
 
 
 @aggregation_router.get("/{a}/next", response_model=NextTasks,
-                        dependencies=[require_scope("read")])
+                        dependencies=[require_scope("read")],
+                        responses={200: {"content": {
+                            "text/tab-separated-values": {"schema": {"type": "string"}}}}})
 def next_to_judge(session: SessionDep, aggregation: AggregationDep,
                   n: Annotated[int, Query(ge=1, le=10_000)] = 10,
                   strategy: Literal["uncertainty", "expected-change", "random"] = "uncertainty",
                   max_judgments: Annotated[int | None, Query(ge=1)] = None,
                   annotators: Annotated[int, Query(ge=0, le=1000)] = 10,
-                  seed: int | None = None) -> NextTasks:
+                  seed: int | None = None,
+                  format: Literal["json", "tsv"] = "json") -> NextTasks | PlainTextResponse:
     """The ``n`` tasks whose next crowd label is expected to help most (``uncertainty``: highest
     posterior entropy; ``expected-change``: most likely to change the label; ``random``), only
     tasks with fewer than ``max_judgments`` judgments when given; for each, up to
-    ``annotators`` annotators not yet asked, best first by competence."""
-    return NextTasks.model_validate(next_tasks(
-        session, aggregation=aggregation, n=n, strategy=strategy, max_judgments=max_judgments,
-        n_annotators=annotators, seed=seed))
+    ``annotators`` annotators not yet asked, best first by competence. ``format=tsv``: one task
+    per line (rank, topic, doc, judgments, scores, the annotators to ask), for a crowd
+    platform."""
+    result = next_tasks(session, aggregation=aggregation, n=n, strategy=strategy,
+                        max_judgments=max_judgments, n_annotators=annotators, seed=seed)
+    if format == "tsv":
+        return PlainTextResponse(next_tasks_tsv(result), media_type="text/tab-separated-values",
+                                 headers={"content-disposition": 'attachment; filename='
+                                          f'"aggregation-{aggregation.id}-next.tsv"'})
+    return NextTasks.model_validate(result)
 
 
 @collection_router.post("/samplings", status_code=201, response_model=SamplingPublic,

@@ -103,6 +103,8 @@ class NextTask(BaseModel):
     task_id: int
     topic: str
     doc: str
+    label: int  # the fit's label (grade) now
+    p_relevant: float
     proba: list[float]
     uncertainty: float
     expected_gain: float

@@ -47,6 +47,7 @@ from app.formats.judgments_file import parse_judgments
 from app.formats.qrels import parse_qrels_with_lines
 from app.judgments import service as judgments_service
 from app.sampling import service as sampling_service
+from app.sampling.rejudging import next_tasks
 from app.ui import charts
 from app.ui.warm import FITS_PER_COLLECTION_PAGE, page_key, warmer_of
 from models.registry import METHOD_PATHS, get_method
@@ -355,6 +356,46 @@ def results_context(session: Any, cache: Any, principal: Any,
             per_topic=charts.per_topic(summary["per_topic"]),
         ),
     }
+
+
+NEXT_STRATEGIES = (("uncertainty", "uncertainty: highest posterior entropy"),
+                   ("expected-change", "expected change: most likely to change its label"),
+                   ("random", "random"))
+
+
+@router.get("/ui/aggregations/{a}/next", response_class=HTMLResponse,
+            dependencies=[require_scope("read")])
+def next_page(request: Request, session: SessionDep, aggregation: AggregationDep,
+              n: Annotated[int, Query(ge=1, le=10_000)] = 20,
+              strategy: Annotated[str, Query()] = "uncertainty",
+              max_judgments: Annotated[str, Query()] = "") -> HTMLResponse:
+    """The tasks to judge next (``GET /api/v1/aggregations/{a}/next``) as a table, with the same
+    list as TSV for a crowd platform."""
+    collection = session.get(Collection, aggregation.collection_id)
+    query: dict[str, Any] = {"n": n, "strategy": strategy,
+                             "max_judgments": max_judgments.strip() or None}
+    context: dict[str, Any] = {"aggregation": public(aggregation), "collection": collection,
+                               "title": f"Judge next: fit #{aggregation.id}",
+                               "strategies": NEXT_STRATEGIES, "query": query, "tasks": []}
+    try:
+        if strategy not in dict(NEXT_STRATEGIES):
+            raise InvalidInput(f"unknown strategy {strategy!r}", code="invalid_strategy")
+        if query["max_judgments"] is not None:
+            query["max_judgments"] = whole_number({"max_judgments": max_judgments},
+                                                  "max_judgments", None)
+            if query["max_judgments"] < 1:
+                raise InvalidInput("max_judgments must be at least 1", code="invalid_input")
+        result = next_tasks(session, aggregation=aggregation, n=n, strategy=strategy,
+                            max_judgments=query["max_judgments"], n_annotators=10)
+    except DomainError as exc:  # the API's error on the page (a fit not succeeded: 409)
+        context["error"] = exc.body()
+        status = exc.status_code
+    else:
+        context["tasks"] = result["data"]
+        status = 200
+    context["api"] = f"/api/v1/aggregations/{aggregation.id}/next?" + urlencode(
+        {k: v for k, v in query.items() if v is not None})
+    return render(request, "next.html", context, status_code=status)
 
 
 @router.get("/ui/aggregations/{a}/tasks/{task}", response_class=HTMLResponse,

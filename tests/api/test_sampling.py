@@ -4,6 +4,7 @@ re-judging endpoint GET /aggregations/{a}/next."""
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 
@@ -206,3 +207,25 @@ def test_next_tasks_to_rejudge(client) -> None:
     assert sorted(t["doc"] for t in random["data"]) == sorted(DOCS)
     bad = client.get(f"{API}/aggregations/{fit['id']}/next", params={"strategy": "entropy"})
     assert bad.status_code == 422
+
+    # The same list as TSV (for a crowd platform) and on the dashboard's page.
+    params = {"n": 12, "strategy": "expected-change"}
+    listed = client.get(f"{API}/aggregations/{fit['id']}/next", params=params).json()["data"]
+    assert all(t["label"] == int(t["p_relevant"] > 0.5) for t in listed)  # MV: ties go to 0
+    tsv = client.get(f"{API}/aggregations/{fit['id']}/next", params={**params, "format": "tsv"})
+    assert tsv.status_code == 200 and tsv.headers["content-type"].startswith(
+        "text/tab-separated-values")
+    lines = [line.split("\t") for line in tsv.text.splitlines()]
+    assert lines[0][:3] == ["rank", "topic", "doc"] and len(lines) == 13
+    assert [(r[1], r[2], int(r[3])) for r in lines[1:]] == [
+        (t["topic"], t["doc"], t["n_judgments"]) for t in listed]
+    assert [r[-1] for r in lines[1:]] == [
+        ",".join(a["annotator"] for a in t["annotators"]) for t in listed]
+    page = client.get(f"/ui/aggregations/{fit['id']}/next", params=params)
+    assert page.status_code == 200
+    docs = re.findall(r'/tasks/\d+">([^<]+)</a>', page.text)
+    assert docs == [t["doc"] for t in listed]
+    assert 'format=tsv' in page.text
+    for bad_params in ({"strategy": "entropy"}, {"max_judgments": "x"}, {"max_judgments": "0"}):
+        page = client.get(f"/ui/aggregations/{fit['id']}/next", params=bad_params)
+        assert page.status_code == 422 and 'id="form-error"' in page.text, bad_params

@@ -369,6 +369,19 @@ def test_graded_fit_in_a_browser(server: str, browser, tmp_path: Path) -> None: 
     assert driver.find_element("id", "download-grade").is_displayed()
     assert js_errors(driver) == []
 
+    # What to judge next: from the fit's page, switch strategy, the list and its TSV link.
+    from selenium.webdriver.support.ui import Select
+
+    driver.find_element("id", "judge-next").click()
+    wait_until(lambda: driver.find_elements("css selector", "#next-tasks tbody tr"),
+               what="the tasks to judge next")
+    assert len(driver.find_elements("css selector", "#next-tasks tbody tr")) == 20
+    Select(driver.find_element("id", "next-strategy")).select_by_value("expected-change")
+    driver.find_element("css selector", "#next-form button").click()
+    wait_until(lambda: "strategy=expected-change" in driver.current_url, what="the new order")
+    assert "format=tsv" in driver.find_element("id", "next-tsv").get_attribute("href")
+    assert js_errors(driver) == []
+
     load(driver, f"{server}/ui/collections/graded/comparison")
     charts_rendered(driver, 2)
     assert f"{evaluation['kappa']:.3f}" in driver.find_element("id", "comparison").text
