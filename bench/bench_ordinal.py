@@ -7,14 +7,17 @@ RF10 graded (NIST grades).
     python bench/bench_ordinal.py rf10 [--methods 'mv;mace;ds;ordinal-ds;ordinal-gp']
                                        [--held-out 5 --seeds 5]
     python bench/bench_ordinal.py speed [--tasks 200000] [--annotators 10000]
+    python bench/bench_ordinal.py likelihood rf10|synthetic [--methods 'ds;ordinal-ds']
+                                            [--folds 5] [--noise 2-4,8-12 --seeds 2]
 
 ``synthetic``: Algorithm 10 extended to K grades (``crowdqrels synth --grades K``) with planted
 annotator biases; MV, DS, ordinal-ds and ordinal-gp (with the generator's 2-D features) per noise
 level and seed; prints one row per fit and a Markdown table of means (exact accuracy, MAE,
 quadratic κ). ``rf10``: the RF10 file graded against its NIST grades; with ``--held-out K`` also
 every method that can clamp gold, with the gold clamped and scored K-fold held out. ``speed``: fit
-seconds of ds and ordinal-ds on one large graded synthetic set (3 grades, noise 0-2). Not part of
-the tests.
+seconds of ds and ordinal-ds on one large graded synthetic set (3 grades, noise 0-2).
+``likelihood``: a gold-free score per method, the mean log-probability of held-out judgments
+(K folds over the judgments), beside the gold figures. Not part of the tests.
 """
 
 from __future__ import annotations
@@ -131,6 +134,47 @@ def rf10(args: argparse.Namespace) -> None:
         row(method, f"gold clamped, {args.held_out}-fold held out", runs, "")
 
 
+def judgment_log_likelihood(data, method: str, folds: int, seed: int = 0) -> float:  # noqa: ANN001
+    """Mean log-probability of held-out judgments: the judgments split into ``folds`` at random;
+    each fold's fit (on the others, without gold) predicts a held-out judgment of annotator j on
+    task i as P(y) = Σ_t P(T_i = t | the rest) π_j[t, y]. A gold-free score of how well a model
+    predicts the crowd."""
+    import dataclasses
+
+    fold = np.random.default_rng(seed).integers(0, folds, data.n_judgments)
+    name, params = _spec(method)
+    total = 0.0
+    for f in range(folds):
+        keep = fold != f
+        train = dataclasses.replace(data, task=data.task[keep], annotator=data.annotator[keep],
+                                    label=data.label[keep], gold=None)
+        model = make_aggregator(name, params).fit(train)
+        t, a, y = data.task[~keep], data.annotator[~keep], data.label[~keep]
+        p = np.einsum("nk,nk->n", model.proba_[t], model.confusion_[a, :, y])
+        total += float(np.log(np.clip(p, 1e-12, None)).sum())
+    return total / data.n_judgments
+
+
+def likelihood(args: argparse.Namespace) -> None:
+    if args.data == "rf10":
+        from app.offline import load_annotation_data
+
+        sets = [("rf10", load_annotation_data(RF10.read_bytes(), graded=True))]
+    else:
+        sets = [(f"{noise} seed {seed}", generate(
+            args.tasks, args.annotators, noise_level=NOISE_LEVELS[noise], grades=3,
+            bias_sd=0.5, random_state=seed).to_annotation_data(with_features=False))
+            for noise in args.noise.split(",") for seed in range(args.seeds)]
+    print("| data | method | held-out judgment log-likelihood | exact accuracy | MAE | κ |")
+    print("|---|---|---:|---:|---:|---:|")
+    for label, data in sets:
+        for method in args.methods.split(";"):
+            ll = judgment_log_likelihood(data, method, args.folds)
+            scores, _ = _fit_score(method, data, 0)
+            print(f"| {label} | {method} | {ll:.4f} | {scores['accuracy']:.4f} | "
+                  f"{scores['mae']:.4f} | {scores['kappa']:.4f} |", flush=True)
+
+
 def speed(args: argparse.Namespace) -> None:
     synth = generate(args.tasks, args.annotators, noise_level=NOISE_LEVELS["0-2"], redundancy=5,
                      grades=3, bias_sd=0.5, random_state=0)
@@ -167,6 +211,15 @@ def main() -> None:
                       help="also fit with the gold clamped and score it K-fold held out")
     real.add_argument("--seeds", type=int, default=1, help="fold splits for --held-out")
     real.set_defaults(func=rf10)
+    lik = sub.add_parser("likelihood", help="held-out judgment log-likelihood (no gold)")
+    lik.add_argument("data", choices=("rf10", "synthetic"))
+    lik.add_argument("--methods", default="ds;ordinal-ds")
+    lik.add_argument("--folds", type=int, default=5)
+    lik.add_argument("--seeds", type=int, default=2)
+    lik.add_argument("--tasks", type=int, default=400)
+    lik.add_argument("--annotators", type=int, default=50)
+    lik.add_argument("--noise", default="2-4,8-12")
+    lik.set_defaults(func=likelihood)
     fast = sub.add_parser("speed")
     fast.add_argument("--tasks", type=int, default=200000)
     fast.add_argument("--annotators", type=int, default=10000)

@@ -378,13 +378,13 @@ def next_page(request: Request, session: SessionDep, aggregation: AggregationDep
                                "title": f"Judge next: fit #{aggregation.id}",
                                "strategies": NEXT_STRATEGIES, "query": query, "tasks": []}
     try:
+        # the API's codes for the same mistakes (an empty cap field means no cap)
         if strategy not in dict(NEXT_STRATEGIES):
-            raise InvalidInput(f"unknown strategy {strategy!r}", code="invalid_strategy")
-        if query["max_judgments"] is not None:
-            query["max_judgments"] = whole_number({"max_judgments": max_judgments},
-                                                  "max_judgments", None)
-            if query["max_judgments"] < 1:
-                raise InvalidInput("max_judgments must be at least 1", code="invalid_input")
+            raise InvalidInput(f"strategy must be one of {', '.join(dict(NEXT_STRATEGIES))}, "
+                               f"not {strategy!r}", code="invalid_body")
+        query["max_judgments"] = whole_number(query, "max_judgments", None)
+        if query["max_judgments"] is not None and query["max_judgments"] < 1:
+            raise InvalidInput("max_judgments must be at least 1", code="invalid_body")
         result = next_tasks(session, aggregation=aggregation, n=n, strategy=strategy,
                             max_judgments=query["max_judgments"], n_annotators=10)
     except DomainError as exc:  # the API's error on the page (a fit not succeeded: 409)
