@@ -273,13 +273,15 @@ def test_pages_follow_the_api_access_rules(settings, synthetic) -> None:
                                         collections=frozenset({999}))
         assert "/ui/collections/crowd" not in client.get("/").text
         for url in ("/ui/collections/crowd", f"/ui/aggregations/{a}",
-                    "/ui/collections/crowd/comparison", f"/ui/aggregations/{a}/tasks/1"):
+                    "/ui/collections/crowd/comparison", f"/ui/aggregations/{a}/tasks/1",
+                    f"/ui/aggregations/{a}/next"):
             r = client.get(url)
             assert r.status_code == 404 and "text/html" in r.headers["content-type"], url
         assert client.get(f"{API}/aggregations/{a}/annotators").status_code == 404
 
         caller["principal"] = Principal(name="reader", scope="read")
         assert client.get(f"/ui/aggregations/{a}").status_code == 200
+        assert client.get(f"/ui/aggregations/{a}/next").status_code == 200
         r = client.post("/ui/collections/crowd/aggregations",
                         data={"csrf_token": csrf, "method": "mv"})
         assert r.status_code == 403 and "insufficient_scope" in r.text
