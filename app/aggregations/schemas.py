@@ -95,6 +95,7 @@ class AnnotatorAcrossAggregations(BaseModel):
     competence: float | None
     noise_variance: float | None
     bias: float | None
+    spread: float | None = None  # ordinal fits: the annotator's noise in grade units
     n_judgments: int
     n_gold: int
     gold_accuracy: float | None

@@ -268,13 +268,16 @@ def annotator_history(session: Session, *, collection: Collection,
                Aggregation.created_at, AggregationAnnotator.competence,
                AggregationAnnotator.noise_variance, AggregationAnnotator.bias,
                AggregationAnnotator.n_judgments, AggregationAnnotator.n_gold,
-               AggregationAnnotator.gold_accuracy)
+               AggregationAnnotator.gold_accuracy, AggregationAnnotator.extra)
         .join(Aggregation, Aggregation.id == AggregationAnnotator.aggregation_id)
         .where(AggregationAnnotator.annotator_id == annotator_id,
                Aggregation.status == "succeeded")
         .order_by(Aggregation.id)
     ).mappings()
-    return {"annotator": annotator, "judgments": judgments, "data": [dict(r) for r in rows]}
+    # an ordinal fit's spread (noise in grade units) lives in its extra columns
+    data = [{**{k: v for k, v in r.items() if k != "extra"},
+             "spread": (r["extra"] or {}).get("spread")} for r in rows]
+    return {"annotator": annotator, "judgments": judgments, "data": data}
 
 
 def comparison(session: Session, *, collection: Collection) -> list[dict[str, Any]]:

@@ -159,7 +159,7 @@ def history_lines(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     names = [f"#{r['aggregation_id']} {r['method']}" for r in rows]
     data = [{"type": "scatter", "mode": "lines+markers", "name": name, "x": names,
              "y": [_r(r.get(name)) for r in rows]}
-            for name in ("competence", "gold_accuracy", "bias", "noise_variance")
+            for name in ("competence", "gold_accuracy", "bias", "noise_variance", "spread")
             if any(r.get(name) is not None for r in rows)]
     if not data:
         return None

@@ -232,6 +232,15 @@ def test_graded_fits_on_the_pages_and_in_the_agreement(client, graded_file) -> N
     page = client.get(f"/ui/collections/graded/annotators/{who}",
                       params={"aggregation": binary["id"]}).text
     assert "aggregated relevance (1: relevant)" in page
+    # across fits: the ordinal fit's spread, none for the others
+    history = client.get(f"{API}/collections/graded/annotators/{who}").json()["data"]
+    spread = {h["aggregation_id"]: h["spread"] for h in history}
+    listed = client.get(f"{API}/aggregations/{ordinal['id']}/annotators",
+                        params={"q": who, "limit": 100}).json()["data"]
+    assert spread[ordinal["id"]] == pytest.approx(
+        next(x for x in listed if x["annotator"] == who)["extra"]["spread"])
+    assert spread[binary["id"]] is None and spread[nominal["id"]] is None
+    assert f"{spread[ordinal['id']]:.3f}" in page
 
     comparison = client.get("/ui/collections/graded/comparison").text
     assert f"{e['kappa']:.3f}" in comparison and f"{e['mae']:.3f}" in comparison
