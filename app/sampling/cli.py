@@ -191,6 +191,80 @@ def _write_svg(curves: dict[str, tuple[list[float], list[list[float]]]], path: P
     return path
 
 
+def _next(args: argparse.Namespace) -> int:
+    """Fit a model on a judgment file and write the tasks to judge next, as /next does."""
+    import json
+
+    import numpy as np
+
+    from app.formats.errors import FileFormatError
+    from app.formats.judgments_file import parse_judgments
+    from app.offline import build_aggregator, load_annotation_data, parse_params
+    from app.sampling.rejudging import next_tasks_tsv, plan_rows
+    from models.evaluation import relevant_index
+    from models.registry import InvalidParams
+    from models.sampling.rejudge import plan_next
+
+    def fail(message: str) -> int:
+        print(f"crowdqrels next: error: {message}", file=sys.stderr)
+        return 2
+
+    try:
+        params = parse_params(args.params)
+        raw = Path(args.input).read_bytes()
+        data = load_annotation_data(raw, relevant_from=args.relevant_from, graded=args.graded,
+                                    ignore=args.ignore)
+        model = build_aggregator(args.method, params, args.seed)
+    except FileFormatError as exc:
+        return fail(exc.detail + (f" (line {exc.line})" if exc.line else ""))
+    except (OSError, ValueError, InvalidParams) as exc:
+        return fail(str(exc))
+    model.fit(data)
+    # tasks by (topic, doc), as the service orders them: ties fall the same way
+    order = np.lexsort((data.doc_ids.astype(str), data.topic_ids.astype(str)))
+    place = np.empty_like(order)
+    place[order] = np.arange(order.shape[0])
+    proba = np.asarray(model.proba_)[order]
+    # every judgment of the file, as the service keeps them: a repeated one counts again, and
+    # one with an ignored value means the annotator was asked (label −1: no label)
+    rows = parse_judgments(raw)
+    task_of = {(str(t), str(d)): int(place[i]) for i, (t, d) in enumerate(
+        zip(data.topic_ids, data.doc_ids, strict=True))}
+    annotator_of = {str(a): j for j, a in enumerate(data.annotator_ids)}
+    ignored = set(args.ignore)
+    class_of = {int(v): k for k, v in enumerate(data.classes)}
+    judged = [(task_of[(str(t), str(d))], annotator_of[str(a)],
+               -1 if v in ignored else class_of.get(
+                   int(v) if args.graded else int(v >= args.relevant_from), -1))
+              for t, d, a, v in zip(rows.topics, rows.docs, rows.annotators, rows.labels,
+                                    strict=True)
+              if (str(t), str(d)) in task_of and str(a) in annotator_of]
+    task, annotator, label = (np.array(c, dtype=np.int64) for c in
+                              (zip(*judged, strict=True) if judged else ((), (), ())))
+    # the competence the service stores with the fit (its annotator column)
+    competence = model.result(data).annotator_columns.get("competence")
+    competence = (np.full(data.n_annotators, np.nan) if competence is None
+                  else np.asarray(competence, dtype=np.float64))
+    names = np.array([str(a) for a in data.annotator_ids])
+    plan = plan_next(proba, task=task, annotator=annotator, label=label, competence=competence,
+                     annotator_names=names, n=args.n, strategy=args.strategy,
+                     max_judgments=args.max_judgments, n_annotators=args.annotators,
+                     random_state=args.seed)
+    relevant = relevant_index(data.classes, args.relevant_from, graded=args.graded)
+    labels = data.classes[np.asarray(model.labels_)[order]]
+    result = {"method": args.method, "strategy": args.strategy, "data": plan_rows(
+        plan, proba=proba, topics=data.topic_ids[order], docs=data.doc_ids[order], labels=labels,
+        p_relevant=proba[:, relevant:].sum(axis=1), annotator_names=names)}
+    result["count"] = len(result["data"])
+    text = (json.dumps(result, indent=1) + "\n" if args.format == "json"
+            else next_tasks_tsv(result))
+    if args.output:
+        Path(args.output).write_text(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 def add_commands(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     simulate = subparsers.add_parser(
         "simulate", help="replay a judgment file with gold to compare re-judging strategies",
@@ -226,3 +300,31 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:  # type: ignor
                                "judgments are asked for (until every task has K)")
     simulate.add_argument("--quiet", action="store_true")
     simulate.set_defaults(func=_simulate)
+
+    from app.offline import DEFAULT_IGNORE
+
+    following = subparsers.add_parser(
+        "next", help="fit a judgment file and list the tasks to judge next (as /next)",
+        description="Fit the method on the file, then write the tasks whose next crowd label "
+                    "helps most, best first, with the annotators not yet asked (best first by "
+                    "the fit's competence): TSV (as /next?format=tsv) or JSON.",
+    )
+    following.add_argument("input", help="judgment file (TSV/CSV, as for aggregate)")
+    following.add_argument("--method", required=True, choices=sorted(METHOD_PATHS))
+    following.add_argument("--params", help="the model's parameters as a JSON object")
+    following.add_argument("--graded", action="store_true", help="fit the graded labels")
+    following.add_argument("--relevant-from", type=int, default=1)
+    following.add_argument("--ignore", type=int, nargs="*", default=list(DEFAULT_IGNORE),
+                           help="label values meaning 'could not judge' (default -2): the "
+                                "annotator counts as asked, the value as no label")
+    following.add_argument("-n", type=_positive, default=10, help="how many tasks (default 10)")
+    following.add_argument("--strategy", choices=STRATEGIES, default="uncertainty")
+    following.add_argument("--max-judgments", type=_positive, metavar="K",
+                           help="only tasks with fewer than K judgments")
+    following.add_argument("--annotators", type=int, default=10,
+                           help="annotators to suggest per task (default 10)")
+    following.add_argument("--seed", type=int, help="random_state of the method and of the "
+                                                    "random strategy")
+    following.add_argument("--format", choices=("tsv", "json"), default="tsv")
+    following.add_argument("--output", help="write here (default: standard output)")
+    following.set_defaults(func=_next)

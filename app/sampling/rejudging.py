@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
-from itertools import islice
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -16,7 +16,7 @@ from app.aggregations.tables import Aggregation, AggregationAnnotator, Aggregati
 from app.collections.tables import Collection
 from app.core.errors import Conflict
 from app.judgments.tables import Annotator, Document, Judgment, Task, Topic
-from models.sampling.rejudge import entropy, expected_change, rejudge_order
+from models.sampling.rejudge import NextPlan, plan_next
 
 
 def next_tasks(session: Session, *, aggregation: Aggregation, n: int, strategy: str,
@@ -39,78 +39,77 @@ def next_tasks(session: Session, *, aggregation: Aggregation, n: int, strategy: 
         .join(Topic, Topic.id == Task.topic_id)
         .join(Document, Document.id == Task.document_id)
         .where(AggregationTask.aggregation_id == aggregation.id)
-        .order_by(AggregationTask.task_id)
     ).all()
     if not rows:
         return {"aggregation_id": aggregation.id, "strategy": strategy, "data": [], "count": 0}
+    # tasks by (topic, doc), sorted here rather than by the database's collation: ties in the
+    # order then fall as in the CLI's ``next`` on the same judgments
+    rows = sorted(rows, key=lambda r: (r[2], r[3]))
     task_ids = np.array([r[0] for r in rows], dtype=np.int64)
     proba = np.array([r[1] for r in rows], dtype=np.float64)
-    position = {int(t): i for i, t in enumerate(task_ids)}
 
-    judged = session.execute(
+    names = dict(session.execute(
+        select(Annotator.id, Annotator.external_id)
+        .where(Annotator.collection_id == collection.id)).all())
+    annotator_ids = np.array(sorted(names), dtype=np.int64)
+    columns = list(zip(*session.execute(  # column by column: numpy reads plain tuples fast
         select(Judgment.task_id, Judgment.annotator_id, Judgment.label)
-        .where(Judgment.collection_id == collection.id)
-    ).all()
-    ignore = set(collection.ignore or [])
-    classes = list(aggregation.classes or range(proba.shape[1]))
-    asked: dict[int, set[int]] = {}
-    counts = np.zeros(len(rows), dtype=np.int64)
-    agree: dict[int, list[float]] = {}
-    for task_id, annotator_id, label in judged:
-        asked.setdefault(int(task_id), set()).add(int(annotator_id))
-        i = position.get(int(task_id))
-        if i is None or label in ignore:
-            continue
-        counts[i] += 1
-        value = label if aggregation.graded else int(label >= collection.relevant_from)
-        if value in classes:
-            agree.setdefault(int(annotator_id), []).append(proba[i, classes.index(value)])
+        .where(Judgment.collection_id == collection.id)).all(), strict=True)) or [(), (), ()]
+    judged = np.array(columns, dtype=np.int64).T.reshape(-1, 3)
+    # the fitted tasks' judgments, annotators as indices, labels as class indices (−1: an
+    # ignored value or one outside the fit's classes: asked, but no label)
+    by_id = np.argsort(task_ids)
+    found = np.searchsorted(task_ids, judged[:, 0], sorter=by_id)
+    found = np.minimum(found, task_ids.shape[0] - 1)
+    fitted = task_ids[by_id[found]] == judged[:, 0]
+    position, judged = by_id[found[fitted]], judged[fitted]
+    classes = np.array(aggregation.classes or range(proba.shape[1]), dtype=np.int64)
+    values = judged[:, 2] if aggregation.graded else (
+        judged[:, 2] >= collection.relevant_from).astype(np.int64)
+    label = np.searchsorted(classes, values)
+    label = np.where((label < classes.shape[0])
+                     & (classes[np.minimum(label, classes.shape[0] - 1)] == values), label, -1)
+    label[np.isin(judged[:, 2], list(collection.ignore or []))] = -1
 
     stored = dict(session.execute(
         select(AggregationAnnotator.annotator_id, AggregationAnnotator.competence)
         .where(AggregationAnnotator.aggregation_id == aggregation.id)).all())
-    names = dict(session.execute(
-        select(Annotator.id, Annotator.external_id)
-        .where(Annotator.collection_id == collection.id)).all())
-    competence = {}
-    for annotator_id in names:
-        value = stored.get(annotator_id)
-        if value is None:
-            seen = agree.get(annotator_id, [])
-            value = (sum(seen) + 0.5) / (len(seen) + 1.0)  # shrunk towards chance
-        competence[annotator_id] = float(value)
-    ranked = sorted(names, key=lambda a: (-competence[a], names[a]))
-
-    eligible = None if max_judgments is None else counts < max_judgments
-    # The next label of a task comes from its best annotator not yet asked: their competence
-    # is the accuracy expected-change assumes (clipped to a sensible range).
-    free_of: list[list[int]] = []
-    best = np.empty(len(rows))
-    for i, task_id in enumerate(task_ids.tolist()):
-        done = asked.get(task_id, set())
-        free = list(islice((a for a in ranked if a not in done), max(n_annotators, 1)))
-        free_of.append(free)
-        best[i] = competence[free[0]] if free else 0.5
-    best = np.clip(best, 0.5, 0.99)
-    order = rejudge_order(proba, strategy=strategy, eligible=eligible, accuracy=best,
-                          random_state=seed)[:n]
-    uncertainty = entropy(proba[order])
-    gain, flip, tv = expected_change(proba[order], best[order])
-    data = []
-    for rank, i in enumerate(order.tolist()):
-        task_id = int(task_ids[i])
-        free = free_of[i][:n_annotators]
-        data.append({
-            "task_id": task_id, "topic": rows[i][2], "doc": rows[i][3],
-            "label": int(rows[i][4]), "p_relevant": float(rows[i][5]),
-            "proba": [float(p) for p in proba[i]], "uncertainty": float(uncertainty[rank]),
-            "expected_gain": float(gain[rank]), "p_label_change": float(flip[rank]),
-            "expected_change": float(tv[rank]),
-            "n_judgments": int(counts[i]),
-            "annotators": [{"annotator": names[a], "competence": competence[a]} for a in free],
-        })
+    competence = np.array([np.nan if stored.get(int(a)) is None else stored[int(a)]
+                           for a in annotator_ids])
+    external = np.array([names[int(a)] for a in annotator_ids])
+    plan = plan_next(proba, task=position, annotator=np.searchsorted(annotator_ids, judged[:, 1]),
+                     label=label, competence=competence, annotator_names=external, n=n,
+                     strategy=strategy, max_judgments=max_judgments,
+                     n_annotators=n_annotators, random_state=seed)
+    data = plan_rows(plan, proba=proba, topics=[r[2] for r in rows], docs=[r[3] for r in rows],
+                     labels=[r[4] for r in rows], p_relevant=[r[5] for r in rows],
+                     annotator_names=external, task_ids=task_ids)
     return {"aggregation_id": aggregation.id, "strategy": strategy, "data": data,
             "count": len(data)}
+
+
+def plan_rows(plan: NextPlan, *, proba: np.ndarray, topics: Sequence[str], docs: Sequence[str],
+              labels: Sequence[int], p_relevant: Sequence[float], annotator_names: np.ndarray,
+              task_ids: np.ndarray | None = None) -> list[dict[str, Any]]:
+    """The chosen tasks as the API's rows (service and CLI alike); ``task_ids``: the database's
+    ids (the service), none for a file (the CLI)."""
+    data = []
+    for rank, i in enumerate(plan.order.tolist()):
+        row: dict[str, Any] = {} if task_ids is None else {"task_id": int(task_ids[i])}
+        row.update({
+            "topic": str(topics[i]), "doc": str(docs[i]), "label": int(labels[i]),
+            "p_relevant": float(p_relevant[i]), "proba": [float(p) for p in proba[i]],
+            "uncertainty": float(plan.uncertainty[rank]),
+            "expected_gain": float(plan.expected_gain[rank]),
+            "p_label_change": float(plan.p_label_change[rank]),
+            "expected_change": float(plan.expected_change[rank]),
+            "n_judgments": int(plan.n_judgments[rank]),
+            "annotators": [{"annotator": str(annotator_names[a]),
+                            "competence": float(plan.competence[a])}
+                           for a in plan.annotators[rank].tolist()],
+        })
+        data.append(row)
+    return data
 
 
 TSV_COLUMNS = ("rank", "topic", "doc", "n_judgments", "uncertainty", "p_label_change",

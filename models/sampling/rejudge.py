@@ -19,6 +19,9 @@ Everything is (n_tasks, K) with K tiny: no tasks × annotators array.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from itertools import islice
+
 import numpy as np
 
 STRATEGIES = ("uncertainty", "expected-change", "random")
@@ -83,3 +86,88 @@ def rejudge_order(proba: np.ndarray, *, strategy: str, eligible: np.ndarray | No
     else:
         raise ValueError(f"unknown strategy {strategy!r}; valid: {', '.join(STRATEGIES)}")
     return candidates[order]
+
+
+@dataclass(frozen=True)
+class NextPlan:
+    """What ``plan_next`` chose: ``order`` (task indices, best first) with each one's scores,
+    its judgments so far and the annotators to ask (annotator indices, best first)."""
+
+    order: np.ndarray
+    uncertainty: np.ndarray
+    expected_gain: np.ndarray
+    p_label_change: np.ndarray
+    expected_change: np.ndarray
+    n_judgments: np.ndarray
+    annotators: list[np.ndarray]
+    competence: np.ndarray  # (n_annotators,) as used: the fit's, or the agreement fallback
+
+
+def agreement_competence(proba: np.ndarray, task: np.ndarray, annotator: np.ndarray,
+                         label: np.ndarray, n_annotators: int) -> np.ndarray:
+    """Each annotator's expected agreement with the posterior, (Σ_a P(T_i = y_a) + ½) / (n + 1)
+    (shrunk towards chance by one pseudo-judgment); ``label`` is a class index, −1 for a
+    judgment outside the fit's classes (left out)."""
+    used = label >= 0
+    agree = np.asarray(proba)[task[used], label[used]]
+    n = np.bincount(annotator[used], minlength=n_annotators).astype(np.float64)
+    total = np.bincount(annotator[used], weights=agree, minlength=n_annotators)
+    return (total + 0.5) / (n + 1.0)
+
+
+def plan_next(proba: np.ndarray, *, task: np.ndarray, annotator: np.ndarray,
+              label: np.ndarray, competence: np.ndarray, annotator_names: np.ndarray,
+              n: int, strategy: str, max_judgments: int | None = None,
+              n_annotators: int = 10, random_state: int | None = None) -> NextPlan:
+    """The ``n`` tasks whose next crowd label helps most, in long format (one entry per
+    judgment: ``task``, ``annotator`` index, ``label`` class index or −1 for a judgment that
+    counts as asked but not as a label, e.g. an ignored value).
+
+    An annotator's ``competence`` is the fit's; NaN where the fit has none, then their
+    agreement with the posterior. A task's next label comes from its best annotator not yet
+    asked (ties by name): that one's competence, clipped to [0.5, 0.99], is the accuracy
+    ``expected-change`` assumes. Only tasks with fewer than ``max_judgments`` labels are
+    candidates when given."""
+    p = np.asarray(proba, dtype=np.float64)
+    n_tasks, n_ann = p.shape[0], int(annotator_names.shape[0])
+    task = np.asarray(task, dtype=np.int64)
+    annotator = np.asarray(annotator, dtype=np.int64)
+    label = np.asarray(label, dtype=np.int64)
+    competence = np.asarray(competence, dtype=np.float64).copy()
+    missing = np.isnan(competence)
+    if missing.any():
+        fallback = agreement_competence(p, task, annotator, label, n_ann)
+        competence[missing] = fallback[missing]
+    counts = np.bincount(task[label >= 0], minlength=n_tasks)
+    ranked = np.lexsort((annotator_names, -competence))  # best first, ties by name
+    rank_of = np.empty(n_ann, dtype=np.int64)
+    rank_of[ranked] = np.arange(n_ann)
+    # per task, the best annotator not yet asked: the smallest rank its judges do not hold
+    pairs = np.unique(task * n_ann + rank_of[annotator])
+    pair_task, pair_rank = pairs // n_ann, pairs % n_ann
+    start = np.searchsorted(pair_task, np.arange(n_tasks))
+    within = np.arange(pairs.shape[0]) - start[pair_task]
+    first_free = np.bincount(pair_task, minlength=n_tasks)  # all held: the next rank
+    gaps = np.flatnonzero(pair_rank != within)
+    if gaps.size:  # the first gap of each task (np.unique keeps the first index per task)
+        gap_tasks, first = np.unique(pair_task[gaps], return_index=True)
+        first_free[gap_tasks] = within[gaps[first]]
+    best = (np.where(first_free < n_ann, competence[ranked[np.minimum(first_free, n_ann - 1)]],
+                     0.5) if n_ann else np.full(n_tasks, 0.5))
+    best = np.clip(best, 0.5, 0.99)
+    eligible = None if max_judgments is None else counts < max_judgments
+    order = rejudge_order(p, strategy=strategy, eligible=eligible, accuracy=best,
+                          random_state=random_state)[:n]
+    gain, flip, tv = expected_change(p[order], best[order])
+    asked_by: dict[int, set[int]] = {}
+    of_chosen = np.isin(task, order)
+    for t, a in zip(task[of_chosen].tolist(), annotator[of_chosen].tolist(), strict=True):
+        asked_by.setdefault(t, set()).add(a)
+    best_first = ranked.tolist()
+    annotators = []
+    for i in order.tolist():
+        done = asked_by.get(i, set())
+        annotators.append(np.fromiter(
+            islice((a for a in best_first if a not in done), n_annotators), dtype=np.int64))
+    return NextPlan(order, entropy(p[order]), gain, flip, tv, counts[order], annotators,
+                    competence)

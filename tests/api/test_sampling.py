@@ -229,3 +229,45 @@ def test_next_tasks_to_rejudge(client) -> None:
     for bad_params in ({"strategy": "entropy"}, {"max_judgments": "x"}, {"max_judgments": "0"}):
         page = client.get(f"/ui/aggregations/{fit['id']}/next", params=bad_params)
         assert page.status_code == 422 and 'id="form-error"' in page.text, bad_params
+
+
+def test_cli_next_lists_what_the_service_lists(client, tmp_path) -> None:
+    """``crowdqrels next FILE`` and ``GET /next?format=tsv`` on the same judgments (with a
+    repeated judgment and an ignored value) write the same list, byte for byte, for every
+    strategy, with and without a cap."""
+    from app.cli import main as cli
+    from models.synthetic import generate
+
+    generate(150, 12, noise_level=(0.5, 4.0), redundancy=3, random_state=2).write(tmp_path)
+    lines = (tmp_path / "judgments.tsv").read_text().splitlines()
+    topic, doc, annotator, _ = lines[1].split("\t")[:4]
+    lines.append("\t".join([topic, doc, annotator, "1"]))  # the same annotator again
+    other = next(x for x in lines[2:] if x.split("\t")[1] != doc).split("\t")
+    lines.append("\t".join([other[0], other[1], "w-unsure", "-2"]))  # asked, no label
+    path = tmp_path / "with-extras.tsv"
+    path.write_text("\n".join(lines) + "\n")
+    create_collection(client, name="offline", labels=[0, 1], relevant_from=1, ignore=[-2])
+    assert client.post(f"{API}/collections/offline/judgments/file", content=path.read_bytes(),
+                       headers={"content-type": "text/tab-separated-values"}).status_code == 201
+    fit = client.post(f"{API}/collections/offline/aggregations",
+                      json={"method": "ds"}).json()
+    assert wait_for(client, fit["id"])["status"] == "succeeded"
+    for strategy, cap in (("uncertainty", None), ("expected-change", 3), ("random", None)):
+        params = {"n": 40, "strategy": strategy, "seed": 5, "annotators": 3, "format": "tsv",
+                  **({"max_judgments": cap} if cap else {})}
+        served = client.get(f"{API}/aggregations/{fit['id']}/next", params=params).text
+        out = tmp_path / f"{strategy}.tsv"
+        args = ["next", str(path), "--method", "ds", "-n", "40", "--strategy", strategy,
+                "--seed", "5", "--annotators", "3", "--output", str(out)]
+        assert cli(args + (["--max-judgments", str(cap)] if cap else [])) == 0
+        assert out.read_text() == served, strategy
+    assert len(served.splitlines()) == 41
+    # every task: the repeat counts as a judgment; the ignored value's annotator counts as asked
+    every = {(t["topic"], t["doc"]): t for t in client.get(
+        f"{API}/aggregations/{fit['id']}/next",
+        params={"n": 1000, "annotators": 1000}).json()["data"]}
+    assert every[(topic, doc)]["n_judgments"] == sum(
+        1 for x in lines[1:] if x.split("\t")[:2] == [topic, doc])
+    asked = every[(other[0], other[1])]
+    assert "w-unsure" not in {a["annotator"] for a in asked["annotators"]}
+    assert "w-unsure" in {a["annotator"] for a in every[(topic, doc)]["annotators"]}

@@ -21,7 +21,7 @@ from models.sampling.design import (
 )
 from models.sampling.estimators import estimate_topic, true_measures
 from models.sampling.pooling import depth_next, mtf_next
-from models.sampling.rejudge import entropy, expected_change, rejudge_order
+from models.sampling.rejudge import entropy, expected_change, plan_next, rejudge_order
 from models.sampling.sampler import TopicState, allocate, estimate, inclusion, plan_round
 from models.sampling.simulate import simulate, subset
 from models.synthetic import generate
@@ -211,6 +211,58 @@ def test_rejudge_order_on_a_hand_built_posterior() -> None:
 def small_data():
     synthetic = generate(150, 15, noise_level=(1.0, 3.0), redundancy=4, random_state=2)
     return synthetic.to_annotation_data(with_features=False)
+
+
+def test_plan_next_against_a_plain_loop() -> None:
+    """The vectorised choice of each task's best annotator not yet asked, the counts and the
+    competence fallback equal a plain per-task loop, on random judgments with repeats, ignored
+    values (label −1: asked, no label), annotators the fit has no competence for and ties."""
+    rng = np.random.default_rng(4)
+    n_tasks, n_ann, k = 60, 12, 3
+    task = rng.integers(0, n_tasks, 400)
+    annotator = rng.integers(0, n_ann, 400)
+    label = np.where(rng.random(400) < 0.1, -1, rng.integers(0, k, 400))
+    proba = rng.dirichlet(np.ones(k), n_tasks)
+    competence = np.round(rng.uniform(0.3, 0.95, n_ann), 1)  # ties, broken by name
+    competence[[2, 7]] = np.nan  # no competence in the fit: agreement with the posterior
+    names = np.array([f"w{j:02d}" for j in range(n_ann)])
+    for strategy, cap in (("uncertainty", None), ("expected-change", None),
+                          ("expected-change", 6), ("random", 8)):
+        plan = plan_next(proba, task=task, annotator=annotator, label=label,
+                         competence=competence, annotator_names=names, n=25,
+                         strategy=strategy, max_judgments=cap, n_annotators=4, random_state=1)
+        # the reference: every quantity by a loop
+        used = label >= 0
+        full = competence.copy()
+        for j in range(n_ann):
+            if np.isnan(full[j]):
+                seen = proba[task[used & (annotator == j)], label[used & (annotator == j)]]
+                full[j] = (seen.sum() + 0.5) / (seen.size + 1)
+        assert np.allclose(plan.competence, full)
+        ranked = sorted(range(n_ann), key=lambda j: (-full[j], names[j]))
+        counts = np.bincount(task[used], minlength=n_tasks)
+        best = np.empty(n_tasks)
+        free_of = []
+        for i in range(n_tasks):
+            free = [j for j in ranked if j not in set(annotator[task == i].tolist())]
+            free_of.append(free)
+            best[i] = full[free[0]] if free else 0.5
+        eligible = None if cap is None else counts < cap
+        order = rejudge_order(proba, strategy=strategy, eligible=eligible,
+                              accuracy=np.clip(best, 0.5, 0.99), random_state=1)[:25]
+        assert plan.order.tolist() == order.tolist()
+        assert plan.n_judgments.tolist() == counts[order].tolist()
+        assert [a.tolist() for a in plan.annotators] == [free_of[i][:4] for i in order]
+        gain, flip, tv = expected_change(proba[order], np.clip(best[order], 0.5, 0.99))
+        assert np.allclose(plan.expected_gain, gain) and np.allclose(plan.p_label_change, flip)
+        assert np.allclose(plan.uncertainty, entropy(proba[order]))
+    # a task every annotator has judged: nobody left to ask, chance accuracy
+    everyone = plan_next(proba[:1], task=np.zeros(n_ann, dtype=np.int64),
+                         annotator=np.arange(n_ann), label=np.zeros(n_ann, dtype=np.int64),
+                         competence=competence, annotator_names=names, n=1,
+                         strategy="expected-change")
+    assert everyone.annotators[0].size == 0
+    assert np.allclose(everyone.expected_gain, expected_change(proba[:1], 0.5)[0])
 
 
 def test_warm_start_reaches_the_cold_fit(small_data) -> None:
