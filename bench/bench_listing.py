@@ -77,7 +77,7 @@ def page_urls(client: httpx.Client, aggregation_id: int) -> dict[str, str]:
     task = client.get(f"/api/v1/aggregations/{aggregation_id}/tasks?limit=1"
                       ).json()["data"][0]["task_id"]
     return {
-        "/": "/",
+        "/": "/ui/",  # the collections page (/ redirects here)
         "collection": "/ui/collections/crowd10k",
         "aggregation": f"/ui/aggregations/{aggregation_id}",
         "annotator": f"/ui/collections/crowd10k/annotators/{annotator}",

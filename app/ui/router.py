@@ -35,6 +35,7 @@ from app.api.uploads import read_upload
 from app.auth.csrf import FIELD, csrf_token, verify_csrf
 from app.auth.deps import PrincipalDep, require_scope
 from app.auth.principal import OPEN
+from app.auth.ui import HOME  # the dashboard's home: under /ui, where the sign-in cookie goes
 from app.collections import service as collections_service
 from app.collections.tables import Collection
 from app.core.errors import DomainError, InvalidInput, invalid_file
@@ -85,8 +86,11 @@ def render(request: Request, name: str, context: dict[str, Any], *,
            status_code: int = 200) -> HTMLResponse:
     """A page; every page carries the CSRF token for its forms (cookie set on first visit)."""
     token = csrf_token(request)
+    settings = getattr(request.app.state, "settings", None)
+    signed_in = bool(settings is not None and settings.auth_required)  # else nobody signs in
     response = templates.TemplateResponse(
-        request, name, {**context, "csrf_field": FIELD, "csrf": token}, status_code=status_code)
+        request, name, {**context, "csrf_field": FIELD, "csrf": token, "signed_in": signed_in},
+        status_code=status_code)
     csrf_token(request, response)  # sets the cookie when the token is new
     return response
 
@@ -99,7 +103,13 @@ def figures(**specs: dict[str, Any] | None) -> str:
 
 # --- collections -------------------------------------------------------------------------------
 
-@router.get("/", response_class=HTMLResponse, dependencies=[require_scope("read")])
+@router.get("/")
+def home() -> RedirectResponse:
+    """The site's root is the dashboard's home (signed in or not: the redirect needs no key)."""
+    return RedirectResponse(HOME, status_code=307)
+
+
+@router.get(HOME, response_class=HTMLResponse, dependencies=[require_scope("read")])
 def collections_page(request: Request, session: SessionDep,
                      principal: PrincipalDep) -> HTMLResponse:
     rows, _ = collections_service.list_collections(session, limit=1000, offset=0)

@@ -80,6 +80,13 @@ def test_dashboard_sign_in(auth_client, auth_settings) -> None:
     assert "Path=/ui" in set_cookie and key not in set_cookie
     # Signed in: /ui pages pass the check (404 here: the pages are another package's).
     assert auth_client.get("/ui/some/page", follow_redirects=False).status_code == 404
+    # The site's root sends a signed-in browser to the dashboard's home, the collections
+    # page, which answers under the session cookie and offers to sign out.
+    root = auth_client.get("/", follow_redirects=False)
+    assert root.status_code == 307 and root.headers["location"] == "/ui/"
+    home = auth_client.get("/ui/", follow_redirects=False)
+    assert home.status_code == 200 and "<h1>Collections" in home.text
+    assert 'href="/ui/logout"' in home.text
     # The session cookie never authenticates the API.
     session_token = signed.cookies[SESSION_COOKIE]
     api = auth_client.get(f"{API}/collections",

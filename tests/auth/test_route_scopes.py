@@ -13,11 +13,13 @@ from app.main import create_app
 from tests.api.helpers import API, TSV
 from tests.auth.conftest import bearer, make_key
 
-# Routes anyone may call: health checks, the dashboard's sign-in and static assets, and the API's
-# documentation (like /openapi.json, it describes the API and holds no data).
+# Routes anyone may call: health checks, the dashboard's sign-in and static assets, the API's
+# documentation (like /openapi.json, it describes the API and holds no data) and the root's
+# redirect.
 PUBLIC = {("GET", "/healthz"), ("GET", f"{API}/healthz"), ("GET", "/ui/login"),
           ("POST", "/ui/login"), ("GET", "/ui/logout"), ("POST", "/ui/logout"),
-          ("GET", "/docs"), ("GET", "/redoc"), ("GET", "/ui/static/redoc.standalone.js")}
+          ("GET", "/docs"), ("GET", "/redoc"), ("GET", "/ui/static/redoc.standalone.js"),
+          ("GET", "/")}  # the root only redirects to the dashboard's home, /ui/
 
 # The rule for every route: method, path -> scope.
 SCOPES = {
