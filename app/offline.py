@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import numpy as np
 
+    from app.formats.judgments_file import JudgmentRows
     from models.base import Aggregator
     from models.data import AnnotationData
     from models.evaluation import Evaluation
@@ -28,7 +29,7 @@ NOISE_CHOICES = ("0-2", "2-4", "4-8", "8-12")  # models.synthetic.NOISE_LEVELS, 
 
 # -- shared loading ----------------------------------------------------------------------------
 def load_annotation_data(
-    judgments: bytes | str,
+    judgments: bytes | str | JudgmentRows,
     *,
     relevant_from: int = 1,
     graded: bool = False,
@@ -44,14 +45,16 @@ def load_annotation_data(
     qrels text) when given, else from the file's ``gold`` column; qrels values in ``ignore`` or
     negative are unknown, and for binary data they are binarised with ``relevant_from``.
     ``features`` is a feature file (topic, doc, f1..fd). Raises FileFormatError on a bad file.
+    ``judgments`` may also be the file already parsed (``parse_judgments``).
     """
     from app.formats.features_file import parse_features
-    from app.formats.judgments_file import parse_judgments
     from app.formats.qrels import parse_qrels
     from models.data import AnnotationData
 
     ignore = tuple(ignore)
-    rows = parse_judgments(judgments)
+    from app.formats.judgments_file import JudgmentRows, parse_judgments
+
+    rows = judgments if isinstance(judgments, JudgmentRows) else parse_judgments(judgments)
     data = AnnotationData.from_rows(
         rows.topics, rows.docs, rows.annotators, rows.labels,
         ignore=ignore,

@@ -505,7 +505,7 @@ def agreement_matrix(session: Session, *, collection: Collection) -> dict[str, A
     cells: dict[tuple[int, int], tuple[int, int]] = {}
     if ids:
         # each fit's binary view: relevant is 1 for a binary fit, >= relevant_from for a graded
-        graded_ids = [i for i in ids if graded[i]] or [-1]
+        graded_ids = [i for i in ids if graded[i]]
 
         def relevant(t: Any) -> Any:
             return case((t.c.aggregation_id.in_(graded_ids),

@@ -211,8 +211,8 @@ def _next(args: argparse.Namespace) -> int:
 
     try:
         params = parse_params(args.params)
-        raw = Path(args.input).read_bytes()
-        data = load_annotation_data(raw, relevant_from=args.relevant_from, graded=args.graded,
+        rows = parse_judgments(Path(args.input).read_bytes())  # parsed once, used twice
+        data = load_annotation_data(rows, relevant_from=args.relevant_from, graded=args.graded,
                                     ignore=args.ignore)
         model = build_aggregator(args.method, params, args.seed)
     except FileFormatError as exc:
@@ -227,7 +227,6 @@ def _next(args: argparse.Namespace) -> int:
     proba = np.asarray(model.proba_)[order]
     # every judgment of the file, as the service keeps them: a repeated one counts again, and
     # one with an ignored value means the annotator was asked (label −1: no label)
-    rows = parse_judgments(raw)
     task_of = {(str(t), str(d)): int(place[i]) for i, (t, d) in enumerate(
         zip(data.topic_ids, data.doc_ids, strict=True))}
     annotator_of = {str(a): j for j, a in enumerate(data.annotator_ids)}

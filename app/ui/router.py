@@ -52,6 +52,7 @@ from app.sampling.rejudging import next_tasks
 from app.ui import charts
 from app.ui.warm import FITS_PER_COLLECTION_PAGE, page_key, warmer_of
 from models.registry import METHOD_PATHS, get_method
+from models.sampling.rejudge import STRATEGIES
 
 HERE = FilePath(__file__).resolve().parent
 templates = Jinja2Templates(directory=HERE / "templates")
@@ -87,10 +88,10 @@ def render(request: Request, name: str, context: dict[str, Any], *,
     """A page; every page carries the CSRF token for its forms (cookie set on first visit)."""
     token = csrf_token(request)
     settings = getattr(request.app.state, "settings", None)
-    signed_in = bool(settings is not None and settings.auth_required)  # else nobody signs in
+    access_control = bool(settings is not None and settings.auth_required)  # else no sign-in
     response = templates.TemplateResponse(
-        request, name, {**context, "csrf_field": FIELD, "csrf": token, "signed_in": signed_in},
-        status_code=status_code)
+        request, name, {**context, "csrf_field": FIELD, "csrf": token,
+                        "access_control": access_control}, status_code=status_code)
     csrf_token(request, response)  # sets the cookie when the token is new
     return response
 
@@ -389,8 +390,8 @@ def next_page(request: Request, session: SessionDep, aggregation: AggregationDep
                                "strategies": NEXT_STRATEGIES, "query": query, "tasks": []}
     try:
         # the API's codes for the same mistakes (an empty cap field means no cap)
-        if strategy not in dict(NEXT_STRATEGIES):
-            raise InvalidInput(f"strategy must be one of {', '.join(dict(NEXT_STRATEGIES))}, "
+        if strategy not in STRATEGIES:
+            raise InvalidInput(f"strategy must be one of {', '.join(STRATEGIES)}, "
                                f"not {strategy!r}", code="invalid_body")
         query["max_judgments"] = whole_number(query, "max_judgments", None)
         if query["max_judgments"] is not None and query["max_judgments"] < 1:
