@@ -29,6 +29,7 @@ from app.features.router import router as features_router
 from app.jobs.maintenance import Maintenance
 from app.jobs.runner import make_runner
 from app.judgments.router import router as judgments_router
+from app.sampling.inputs import NextInputs
 from app.sampling.router import aggregation_router as sampling_aggregation_router
 from app.sampling.router import collection_router as collection_samplings_router
 from app.sampling.router import router as samplings_router
@@ -88,6 +89,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.listing_cache = ListingCache()
+    app.state.next_inputs = NextInputs()
     app.state.warmer = None  # set while the lifespan runs
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     app.state.key_verifier = KeyVerifier(settings.database_url, cache_s=settings.key_cache_s)

@@ -73,6 +73,14 @@ def store_results(session: Session, *, aggregation: Aggregation, snapshot: Snaps
                         minlength=data.n_annotators)
     annotator_extra = {k: v for k, v in result.annotator_columns.items()
                        if k not in ANNOTATOR_COLUMNS}
+    if aggregation.graded and has_gold.any():
+        # gold_accuracy is the exact grade here; relevance (grade >= relevant_from on both
+        # sides) is what compares with a binary fit's gold_accuracy
+        agree_rel = np.bincount(data.annotator[has_gold], weights=(
+            (data.label[has_gold] >= rel) == (gold_j[has_gold] >= rel)).astype(float),
+            minlength=data.n_annotators)
+        annotator_extra["gold_relevance_accuracy"] = np.where(
+            n_gold > 0, agree_rel / np.maximum(n_gold, 1), np.nan)
     annotator_rows = []
     for j in range(data.n_annotators):
         row = {

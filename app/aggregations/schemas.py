@@ -96,9 +96,16 @@ class AnnotatorAcrossAggregations(BaseModel):
     noise_variance: float | None
     bias: float | None
     spread: float | None = None  # ordinal fits: the annotator's noise in grade units
+    graded: bool = False
     n_judgments: int
     n_gold: int
-    gold_accuracy: float | None
+    gold_accuracy: float | None = Field(description=(
+        "agreement with gold on the fit's labels: the exact grade for a graded fit, relevant or "
+        "not for a binary one"))
+    gold_relevance_accuracy: float | None = Field(default=None, description=(
+        "agreement with gold on relevant or not (grade >= relevant_from on both sides), for "
+        "every fit: comparable across binary and graded fits (none for a graded fit stored "
+        "before it was kept)"))
 
 
 class AnnotatorHistory(BaseModel):

@@ -264,7 +264,7 @@ def annotator_history(session: Session, *, collection: Collection,
     judgments = session.scalar(select(func.count()).select_from(Judgment).where(
         Judgment.annotator_id == annotator_id)) or 0
     rows = session.execute(
-        select(Aggregation.id.label("aggregation_id"), Aggregation.method,
+        select(Aggregation.id.label("aggregation_id"), Aggregation.method, Aggregation.graded,
                Aggregation.created_at, AggregationAnnotator.competence,
                AggregationAnnotator.noise_variance, AggregationAnnotator.bias,
                AggregationAnnotator.n_judgments, AggregationAnnotator.n_gold,
@@ -274,9 +274,12 @@ def annotator_history(session: Session, *, collection: Collection,
                Aggregation.status == "succeeded")
         .order_by(Aggregation.id)
     ).mappings()
-    # an ordinal fit's spread (noise in grade units) lives in its extra columns
+    # an ordinal fit's spread (noise in grade units) lives in its extra columns; a graded
+    # fit's gold_accuracy is the exact grade, its relevance agreement an extra column
     data = [{**{k: v for k, v in r.items() if k != "extra"},
-             "spread": (r["extra"] or {}).get("spread")} for r in rows]
+             "spread": (r["extra"] or {}).get("spread"),
+             "gold_relevance_accuracy": (r["extra"] or {}).get("gold_relevance_accuracy")
+             if r["graded"] else r["gold_accuracy"]} for r in rows]
     return {"annotator": annotator, "judgments": judgments, "data": data}
 
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import PlainTextResponse
 
 from app.aggregations.router import AggregationDep
 from app.api.deps import CollectionDep, SessionDep, id_path
 from app.auth.deps import PrincipalDep, require_scope
 from app.sampling import service
+from app.sampling.inputs import NextInputs
 from app.sampling.rejudging import next_tasks, next_tasks_tsv
 from app.sampling.schemas import (
     Estimates,
@@ -40,25 +41,35 @@ def load_sampling(session: SessionDep, principal: PrincipalDep,
 SamplingDep = Annotated[Sampling, Depends(load_sampling)]
 
 
+def get_next_inputs(request: Request) -> NextInputs:
+    """The application's cache of what /next reads (made by ``create_app``)."""
+    return request.app.state.next_inputs  # type: ignore[no-any-return]
+
+
 @aggregation_router.get("/{a}/next", response_model=NextTasks,
                         dependencies=[require_scope("read")],
                         responses={200: {"content": {
                             "text/tab-separated-values": {"schema": {"type": "string"}}}}})
-def next_to_judge(session: SessionDep, aggregation: AggregationDep,
+def next_to_judge(request: Request, session: SessionDep, aggregation: AggregationDep,
                   n: Annotated[int, Query(ge=1, le=10_000)] = 10,
                   strategy: Literal["uncertainty", "expected-change", "random"] = "uncertainty",
                   max_judgments: Annotated[int | None, Query(ge=1)] = None,
                   annotators: Annotated[int, Query(ge=0, le=1000)] = 10,
+                  min_annotator_judgments: Annotated[int, Query(ge=0)] = 0,
                   seed: int | None = None,
                   format: Literal["json", "tsv"] = "json") -> NextTasks | PlainTextResponse:
     """The ``n`` tasks whose next crowd label is expected to help most (``uncertainty``: highest
     posterior entropy; ``expected-change``: most likely to change the label; ``random``), only
     tasks with fewer than ``max_judgments`` judgments when given; for each, up to
-    ``annotators`` annotators not yet asked, best first by competence. ``format=tsv``: one task
+    ``annotators`` annotators not yet asked, best first by competence, each with the labels they
+    have given (only those with at least ``min_annotator_judgments``: a competence from a handful
+    of labels is a guess). ``format=tsv``: one task
     per line (rank, topic, doc, judgments, scores, the annotators to ask), for a crowd
     platform."""
     result = next_tasks(session, aggregation=aggregation, n=n, strategy=strategy,
-                        max_judgments=max_judgments, n_annotators=annotators, seed=seed)
+                        max_judgments=max_judgments, n_annotators=annotators, seed=seed,
+                        inputs=get_next_inputs(request),
+                        min_annotator_judgments=min_annotator_judgments)
     if format == "tsv":
         return PlainTextResponse(next_tasks_tsv(result), media_type="text/tab-separated-values",
                                  headers={"content-disposition": 'attachment; filename='
@@ -88,22 +99,49 @@ def get_sampling(session: SessionDep, sampling: SamplingDep) -> SamplingPublic:
 
 @router.post("/{s}/rounds", status_code=201, response_model=RoundPublic,
              dependencies=[require_scope("admin")])
-def draw_round(session: SessionDep, sampling: SamplingDep, force: bool = False) -> RoundPublic:
+def draw_round(session: SessionDep, sampling: SamplingDep, force: bool = False,
+               stop: Literal["optimistic", "conservative"] | None = None,
+               target_recall: Annotated[float, Query(gt=0, le=1)] = service.TARGET_RECALL,
+               ) -> RoundPublic:
     """Draw the next round: the (topic, doc) pairs to send to the crowd with their inclusion
     probabilities. 409 ``round_not_judged`` while the previous round has no judgments yet
-    (``force=true`` draws anyway); ``short`` when the pool had fewer pairs left than the budget."""
-    return RoundPublic.model_validate(service.draw_round(session, sampling=sampling,
-                                                         force=force))
+    (``force=true`` draws anyway); ``short`` when the pool had fewer pairs left than the budget.
+    ``stop``: the topics whose judged sample has reached ``target_recall`` by that rule
+    (thesis chapter 3, as in the estimates' ``stopping``) take no draws, and the budget goes to
+    the others (``stopped`` lists them); 409 ``target_reached`` when none is left."""
+    return RoundPublic.model_validate(service.draw_round(
+        session, sampling=sampling, force=force, stop_rule=stop, target_recall=target_recall))
 
 
-@router.get("/{s}/rounds", response_model=RoundsPublic, dependencies=[require_scope("read")])
-def list_rounds(session: SessionDep, sampling: SamplingDep) -> RoundsPublic:
-    rounds = service.list_rounds(session, sampling=sampling)
+@router.get("/{s}/rounds", response_model=RoundsPublic, dependencies=[require_scope("read")],
+            responses={200: {"content": {
+                "text/tab-separated-values": {"schema": {"type": "string"}}}}})
+def list_rounds(session: SessionDep, sampling: SamplingDep,
+                number: Annotated[int | None, Query(alias="round", ge=-1, description=(
+                    "only this round (-1: the latest)"))] = None,
+                format: Literal["json", "tsv"] = "json") -> RoundsPublic | PlainTextResponse:
+    """The rounds with their pairs, each marked ``judged`` when the collection has a judgment
+    for it now (and per round how many are). ``format=tsv``: one pair per line (round, topic,
+    doc, inclusion, selection, source_run, judged 1/0), to send a round to a crowd platform."""
+    rounds = service.list_rounds(session, sampling=sampling, number=number)
+    if format == "tsv":
+        name = f"sampling-{sampling.id}-" + ("rounds" if number is None else "latest-round"
+                                             if number == -1 else f"round-{number}")
+        return PlainTextResponse(
+            service.rounds_tsv(rounds), media_type="text/tab-separated-values",
+            headers={"content-disposition": f'attachment; filename="{name}.tsv"'})
     return RoundsPublic.model_validate({"data": rounds, "count": len(rounds)})
 
 
 @router.get("/{s}/estimates", response_model=Estimates, dependencies=[require_scope("read")])
-def estimates(session: SessionDep, sampling: SamplingDep) -> Estimates:
+def estimates(session: SessionDep, sampling: SamplingDep,
+              target_recall: Annotated[float, Query(gt=0, le=1)] = service.TARGET_RECALL,
+              ) -> Estimates:
     """Horvitz–Thompson estimates per run and topic and overall (topic "all"): n_relevant,
-    P@5/10/20, recall and AP, each with its variance and a normal 95 % interval."""
-    return Estimates.model_validate(service.estimates(session, sampling=sampling))
+    P@5/10/20, recall and AP, each with its variance and a normal 95 % interval; and
+    ``stopping``: per topic and overall, the relevant documents found (r), the estimated
+    number in the pool (R̂ ± sd), the estimated recall r / R̂, how many are still missing, and
+    whether to stop at ``target_recall`` (optimistic: r / target ≥ R̂; conservative:
+    r / target ≥ R̂ + sd; thesis chapter 3)."""
+    return Estimates.model_validate(service.estimates(session, sampling=sampling,
+                                                      target_recall=target_recall))

@@ -55,6 +55,7 @@ class SampledPairPublic(BaseModel):
     selection: float
     inclusion: float
     source_run: str | None
+    judged: bool = Field(description="the collection has a judgment for this pair now")
 
 
 class RoundPublic(BaseModel):
@@ -62,6 +63,11 @@ class RoundPublic(BaseModel):
     number: int
     requested: int
     drawn: int
+    judged: int = Field(description="how many of its pairs have a judgment now")
+    stop_rule: str | None = Field(None, description="drawn skipping the topics at the target "
+                                  "recall by this rule (null: no rule)")
+    target_recall: float | None = None
+    stopped: list[str] | None = Field(None, description="the topics skipped as at the target")
     short: bool
     forced: bool
     note: str | None
@@ -84,6 +90,35 @@ class EstimateRow(BaseModel):
     high: float | None
 
 
+class StoppingCheck(BaseModel):
+    found: float = Field(description="r: relevant documents among the judged sample")
+    estimate: float = Field(description="R̂: estimated relevant documents in the pool (≥ r)")
+    sd: float | None = Field(description="√var(R̂); null when it cannot be estimated")
+    target_recall: float
+    estimated_recall: float | None = Field(description="r / R̂ (null when R̂ = 0)")
+    residual: float = Field(description="R̂ − r: relevant documents estimated still missing")
+    optimistic: bool = Field(description="stop: r / target ≥ R̂")
+    conservative: bool = Field(description="stop: r / target ≥ R̂ + sd")
+
+
+class TopicStopping(StoppingCheck):
+    topic: str
+
+
+class StoppingCounts(BaseModel):
+    optimistic: int
+    conservative: int
+
+
+class Stopping(BaseModel):
+    """Thesis chapter 3's stopping rules at ``target_recall``, per topic and over all topics."""
+
+    target_recall: float
+    overall: StoppingCheck | None
+    topics_stopping: StoppingCounts = Field(description="topics whose rule says stop")
+    topics: list[TopicStopping]
+
+
 class Estimates(BaseModel):
     sampling_id: int
     strategy: str
@@ -92,11 +127,14 @@ class Estimates(BaseModel):
     judged: int
     results: list[EstimateRow]
     count: int
+    stopping: Stopping
 
 
 class NextAnnotator(BaseModel):
     annotator: str
     competence: float
+    n_judgments: int = Field(description="labels they have given in the collection: the "
+                             "evidence behind their competence")
 
 
 class NextTask(BaseModel):

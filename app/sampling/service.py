@@ -7,7 +7,10 @@ aggregated now with the sampling's method, so estimates can be recomputed at any
 
 from __future__ import annotations
 
+import csv
+import io
 from collections.abc import Mapping
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
@@ -23,9 +26,11 @@ from app.sampling.schemas import SamplingCreate
 from app.sampling.tables import SampledPair, Sampling, SamplingRound
 from models.sampling.design import TopicPool, build_pools, inclusion_first
 from models.sampling.sampler import SAMPLING, TopicState, estimate, plan_round
+from models.sampling.stopping import check_topic, found_relevant, stopping_check
 
 LABEL_METHODS = ("mv", "ds", "mace")
 CUTOFFS = (5, 10, 20)
+TARGET_RECALL = 0.9  # the middle of the thesis' 0.8, 0.9, 1.0 (chapter 3)
 
 
 def sampling_not_found(sampling_id: int) -> NotFound:
@@ -174,7 +179,27 @@ def _known(pools: Mapping[str, TopicPool], labels: Mapping[tuple[str, str], floa
     return out
 
 
-def draw_round(session: Session, *, sampling: Sampling, force: bool = False) -> dict[str, Any]:
+STOP_RULES = ("optimistic", "conservative")
+
+
+def topics_at_target(strategy: str, pools: Mapping[str, TopicPool],
+                     states: Mapping[str, TopicState], known: Mapping[str, Mapping[int, float]],
+                     *, rule: str, target_recall: float) -> list[str]:
+    """The topics whose ``rule`` says their judged sample has reached ``target_recall``."""
+    checks = {t: check_topic(strategy, pool, states[t], known[t], target_recall)
+              for t, pool in pools.items()}
+    return [t for t, check in checks.items() if check is not None and getattr(check, rule)]
+
+
+def draw_round(session: Session, *, sampling: Sampling, force: bool = False,
+               stop_rule: str | None = None,
+               target_recall: float = TARGET_RECALL) -> dict[str, Any]:
+    """The next round. With ``stop_rule`` (thesis chapter 3: optimistic or conservative), the
+    topics whose judged sample has reached ``target_recall`` by that rule take no draws and
+    the budget goes to the others; 409 ``target_reached`` when no other topic is left."""
+    if stop_rule is not None and stop_rule not in STOP_RULES:
+        raise InvalidInput(f"stop must be one of {', '.join(STOP_RULES)}, not {stop_rule!r}",
+                           code="invalid_body")
     collection = session.get(Collection, sampling.collection_id)
     assert collection is not None
     runs, pools, states, rounds, pairs = _state(session, sampling)
@@ -189,10 +214,19 @@ def draw_round(session: Session, *, sampling: Sampling, force: bool = False) -> 
     remaining = sampling.pool_size - len(pairs)
     if remaining == 0:
         raise Conflict("every pooled pair has been sampled", code="pool_exhausted")
+    known = _known(pools, labels)
+    stopped = ([] if stop_rule is None else topics_at_target(
+        sampling.strategy, pools, states, known, rule=stop_rule, target_recall=target_recall))
+    open_topics = [t for t, pool in pools.items()
+                   if t not in stopped and len(set(states[t].docs)) < pool.n_docs]
+    if not open_topics:
+        raise Conflict(f"every topic with unsampled pairs is at a recall of {target_recall} by "
+                       f"the {stop_rule} rule (draw without stop to go on)",
+                       code="target_reached", stopped=len(stopped))
     rng = np.random.default_rng([sampling.seed, len(rounds)])
-    picks = plan_round(strategy=sampling.strategy, pools=pools, states=states,
-                       labels=_known(pools, labels), budget=sampling.budget_per_round, rng=rng,
-                       round_no=len(rounds))
+    picks = plan_round(strategy=sampling.strategy, pools=pools, states=states, labels=known,
+                       budget=sampling.budget_per_round, rng=rng, round_no=len(rounds),
+                       skip=set(stopped))
     design = {}
     if sampling.strategy in SAMPLING:
         design = {t: {"p": [float(x) for x in states[t].p_rounds[-1]],
@@ -201,7 +235,10 @@ def draw_round(session: Session, *, sampling: Sampling, force: bool = False) -> 
     drawn = sum(len(v) for v in picks.values())
     row = SamplingRound(sampling_id=sampling.id, number=rounds[-1].number + 1 if rounds else 1,
                         requested=sampling.budget_per_round, drawn=drawn,
-                        short=drawn < sampling.budget_per_round, forced=force, design=design)
+                        short=drawn < sampling.budget_per_round, forced=force, design=design,
+                        stop_rule=stop_rule,
+                        target_recall=target_recall if stop_rule is not None else None,
+                        stopped=stopped if stop_rule is not None else None)
     session.add(row)
     session.flush()
     out_pairs = []
@@ -217,26 +254,68 @@ def draw_round(session: Session, *, sampling: Sampling, force: bool = False) -> 
             session.add(pair)
             out_pairs.append(pair)
     session.commit()
-    return round_public(row, out_pairs)
+    # a pair can have been judged outside the sampling since it was created
+    return round_public(row, out_pairs, judged_pairs(session, collection=collection))
 
 
-def round_public(row: SamplingRound, pairs: list[SampledPair]) -> dict[str, Any]:
+def round_public(row: SamplingRound, pairs: list[SampledPair],
+                 judged: set[tuple[str, str]] | None = None) -> dict[str, Any]:
+    """``judged``: the collection's judged (topic, doc) pairs now (a pair drawn just now can
+    have been judged outside the sampling)."""
+    judged = judged or set()
     return {
         "id": row.id, "number": row.number, "requested": row.requested, "drawn": row.drawn,
+        "judged": sum(1 for p in pairs if (p.topic, p.doc) in judged),
         "short": row.short, "forced": row.forced, "created_at": row.created_at,
-        "note": ("the pooled pairs judged before the sampling (in the sample with certainty)"
-                 if row.number == 0 else
-                 f"short round: the pool had only {row.drawn} unsampled pairs left"
-                 if row.short else None),
+        "note": "; ".join(n for n in (
+            "the pooled pairs judged before the sampling (in the sample with certainty)"
+            if row.number == 0 else None,
+            f"{len(row.stopped)} topic{'' if len(row.stopped) == 1 else 's'} at a recall of "
+            f"{row.target_recall} ({row.stop_rule}) skipped" if row.stopped else None,
+            (f"short round: the pool had only {row.drawn} unsampled pairs left"
+             if not row.stopped else f"short round: {row.drawn} pairs from the other topics")
+            if row.short else None) if n) or None,
+        "stop_rule": row.stop_rule, "target_recall": row.target_recall,
+        "stopped": row.stopped,
         "pairs": [{"topic": p.topic, "doc": p.doc, "selection": p.selection,
-                   "inclusion": p.inclusion, "source_run": p.source_run} for p in pairs],
+                   "inclusion": p.inclusion, "source_run": p.source_run,
+                   "judged": (p.topic, p.doc) in judged} for p in pairs],
     }
 
 
-def list_rounds(session: Session, *, sampling: Sampling) -> list[dict[str, Any]]:
+def list_rounds(session: Session, *, sampling: Sampling,
+                number: int | None = None) -> list[dict[str, Any]]:
+    """Every round (or round ``number``; −1: the latest) with its pairs, each marked judged
+    when the collection has a judgment for it now."""
+    rounds = _rounds(session, sampling)
+    if number is not None:
+        wanted = rounds[-1].number if number == -1 and rounds else number
+        rounds = [r for r in rounds if r.number == wanted]
+    if not rounds:
+        return []
+    collection = session.get(Collection, sampling.collection_id)
+    assert collection is not None
+    judged = judged_pairs(session, collection=collection)
     pairs = _pairs(session, sampling)
-    return [round_public(r, [p for p in pairs if p.round_id == r.id])
-            for r in _rounds(session, sampling)]
+    return [round_public(r, [p for p in pairs if p.round_id == r.id], judged) for r in rounds]
+
+
+ROUND_TSV_COLUMNS = ("round", "topic", "doc", "inclusion", "selection", "source_run", "judged")
+
+
+def rounds_tsv(rounds: list[dict[str, Any]]) -> str:
+    """The rounds' pairs, one per line, for a crowd platform: the round, the pair, its
+    inclusion probability and selection probability, the run it was drawn from and whether it
+    is judged yet (1/0)."""
+    out = io.StringIO()
+    writer = csv.writer(out, delimiter="\t", lineterminator="\n")
+    writer.writerow(ROUND_TSV_COLUMNS)
+    for r in rounds:
+        for p in r["pairs"]:
+            writer.writerow((r["number"], p["topic"], p["doc"], f"{p['inclusion']:.6g}",
+                             f"{p['selection']:.6g}", p["source_run"] or "",
+                             int(p["judged"])))
+    return out.getvalue()
 
 
 def sampling_public(session: Session, sampling: Sampling) -> dict[str, Any]:
@@ -278,8 +357,11 @@ def list_samplings(session: Session, *, collection: Collection) -> list[dict[str
     return [sampling_public(session, s) for s in rows]
 
 
-def estimates(session: Session, *, sampling: Sampling) -> dict[str, Any]:
-    """HT estimates per run and topic and overall (mean over topics; variance Σ var / T²)."""
+def estimates(session: Session, *, sampling: Sampling,
+              target_recall: float = TARGET_RECALL) -> dict[str, Any]:
+    """HT estimates per run and topic and overall (mean over topics; variance Σ var / T²), and
+    per topic and overall whether to stop judging at ``target_recall`` (thesis chapter 3:
+    ``models.sampling.stopping``)."""
     collection = session.get(Collection, sampling.collection_id)
     assert collection is not None
     runs, pools, states, rounds, pairs = _state(session, sampling)
@@ -289,12 +371,16 @@ def estimates(session: Session, *, sampling: Sampling) -> dict[str, Any]:
     per_topic: list[dict[str, Any]] = []
     totals: dict[str, dict[str, list[tuple[float, float]]]] = {r: {} for r in runs}
     topic_rel = []
+    stopping = []
     for topic, pool in pools.items():
         state = states[topic]
         if not state.docs:
             continue
         est = estimate(sampling.strategy, pool, state, known[topic], cutoffs=CUTOFFS)
         topic_rel.append((est.n_relevant.value, est.n_relevant.variance))
+        stopping.append({"topic": topic, **asdict(stopping_check(
+            found_relevant(state, known[topic]), est.n_relevant.value,
+            est.n_relevant.variance, target_recall))})
         for k, run in enumerate(runs):
             if pool.depth[k] == 0:
                 continue
@@ -318,6 +404,18 @@ def estimates(session: Session, *, sampling: Sampling) -> dict[str, Any]:
         rel = np.array(topic_rel)
         overall.append(_row(None, "all", "n_relevant", float(rel[:, 0].sum()),
                             float(rel[:, 1].sum())))
+    # over the topics: r and R̂ add up, and so do the variances (the topics are independent
+    # strata); a variance the design cannot estimate leaves the sum without one
+    variances = [s["sd"] ** 2 if s["sd"] is not None else None for s in stopping]
+    total = (asdict(stopping_check(
+        sum(s["found"] for s in stopping), sum(s["estimate"] for s in stopping),
+        None if None in variances else sum(v for v in variances if v is not None),
+        target_recall)) if stopping else None)
     return {"sampling_id": sampling.id, "strategy": sampling.strategy, "rounds": len(rounds),
             "sampled": len(pairs), "judged": judged,
-            "results": overall + per_topic, "count": len(overall) + len(per_topic)}
+            "results": overall + per_topic, "count": len(overall) + len(per_topic),
+            "stopping": {"target_recall": target_recall, "overall": total,
+                         "topics_stopping": {
+                             "optimistic": sum(s["optimistic"] for s in stopping),
+                             "conservative": sum(s["conservative"] for s in stopping)},
+                         "topics": stopping}}

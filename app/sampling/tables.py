@@ -42,6 +42,11 @@ class SamplingRound(Base):
     forced: Mapped[bool] = mapped_column(Boolean, default=False)
     # Per topic: the selection probabilities over its pool (sorted doc ids) and N_t.
     design: Mapped[dict[str, Any]] = mapped_column(JSON)
+    # Drawn with a stopping rule (thesis chapter 3): the rule, its target recall and the
+    # topics it skipped as at the target (None: drawn without one).
+    stop_rule: Mapped[str | None] = mapped_column(String(20))
+    target_recall: Mapped[float | None] = mapped_column(Float)
+    stopped: Mapped[list[str] | None] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True),
                                                  server_default=func.now())
 

@@ -41,14 +41,33 @@ def histogram(values: list[float | None], *, title: str, x: str, bins: int = 30,
             "layout": _layout(title, x, "count")}
 
 
+INTEGER_BARS = 40  # up to this many judgments: one bar per count; above: doubling bins
+
+
 def integer_histogram(histogram_: dict[int, int], *, title: str, x: str,
                       color: str = "#3b6ea8") -> dict[str, Any] | None:
+    """Counts per whole number. A heavy tail (an annotator with 6,000 judgments beside hundreds
+    with a few) gets bins that double, 1, 2–3, 4–7, 8–15, …: on a linear axis the tail squeezes
+    every bar that matters into the first pixels."""
     if not histogram_:
         return None
     keys = sorted(histogram_)
-    return {"data": [{"type": "bar", "x": keys, "y": [histogram_[k] for k in keys],
-                      "marker": {"color": color}}],
-            "layout": _layout(title, x, "count")}
+    if keys[-1] <= INTEGER_BARS or keys[0] < 0:
+        return {"data": [{"type": "bar", "x": keys, "y": [histogram_[k] for k in keys],
+                          "marker": {"color": color}}],
+                "layout": _layout(title, x, "count")}
+    first = 1 if keys[0] >= 1 else 0  # 0 keeps a bin of its own
+    edges = ([0] if first == 0 else []) + [2 ** b for b in range(keys[-1].bit_length() + 1)]
+    labels, counts = [], []
+    for low, high in zip(edges, edges[1:], strict=False):
+        labels.append(str(low) if high - low == 1 else f"{low}–{high - 1}")
+        counts.append(sum(n for k, n in histogram_.items() if low <= k < high))
+    while counts and counts[-1] == 0:  # no empty bins past the largest
+        labels.pop(), counts.pop()
+    return {"data": [{"type": "bar", "x": labels, "y": counts, "marker": {"color": color}}],
+            "layout": _layout(title, f"{x} (bins double)", "count",
+                              xaxis={"title": {"text": f"{x} (bins double)"},
+                                     "type": "category", "tickangle": -35, "automargin": True})}
 
 
 def bars(labels: list[Any], values: list[float | int], *, title: str, x: str, y: str,
@@ -156,11 +175,18 @@ def metrics_bars(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
 def history_lines(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     if not rows:
         return None
-    names = [f"#{r['aggregation_id']} {r['method']}" for r in rows]
+    names = [f"#{r['aggregation_id']} {r['method']}{' graded' if r.get('graded') else ''}"
+             for r in rows]
+    # gold accuracy on relevance for every fit (comparable), on the exact grade for graded ones
+    series = {"competence": lambda r: r.get("competence"),
+              "gold accuracy (relevance)": lambda r: r.get("gold_relevance_accuracy"),
+              "gold accuracy (grade)": lambda r: r.get("gold_accuracy") if r.get("graded")
+              else None,
+              "bias": lambda r: r.get("bias"), "noise variance": lambda r: r.get("noise_variance"),
+              "spread": lambda r: r.get("spread")}
     data = [{"type": "scatter", "mode": "lines+markers", "name": name, "x": names,
-             "y": [_r(r.get(name)) for r in rows]}
-            for name in ("competence", "gold_accuracy", "bias", "noise_variance", "spread")
-            if any(r.get(name) is not None for r in rows)]
+             "y": [_r(value(r)) for r in rows]}
+            for name, value in series.items() if any(value(r) is not None for r in rows)]
     if not data:
         return None
     return {"data": data, "layout": _layout("Across fits", "fit", "value",

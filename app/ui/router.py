@@ -49,7 +49,8 @@ from app.formats.qrels import parse_qrels_with_lines
 from app.judgments import service as judgments_service
 from app.sampling import service as sampling_service
 from app.sampling.rejudging import next_tasks
-from app.ui import charts
+from app.sampling.router import get_next_inputs
+from app.ui import asset_url, charts
 from app.ui.warm import FITS_PER_COLLECTION_PAGE, page_key, warmer_of
 from models.registry import METHOD_PATHS, get_method
 from models.sampling.rejudge import STRATEGIES
@@ -81,6 +82,7 @@ templates.env.filters["fmt"] = _fmt
 templates.env.filters["when"] = _when
 templates.env.filters["urlpart"] = lambda v: quote(str(v), safe="")
 templates.env.globals["urlencode"] = urlencode
+templates.env.globals["asset"] = asset_url
 
 
 def render(request: Request, name: str, context: dict[str, Any], *,
@@ -379,12 +381,14 @@ NEXT_STRATEGIES = (("uncertainty", "uncertainty: highest posterior entropy"),
 def next_page(request: Request, session: SessionDep, aggregation: AggregationDep,
               n: Annotated[int, Query(ge=1, le=10_000)] = 20,
               strategy: Annotated[str, Query()] = "uncertainty",
-              max_judgments: Annotated[str, Query()] = "") -> HTMLResponse:
+              max_judgments: Annotated[str, Query()] = "",
+              min_annotator_judgments: Annotated[str, Query()] = "") -> HTMLResponse:
     """The tasks to judge next (``GET /api/v1/aggregations/{a}/next``) as a table, with the same
     list as TSV for a crowd platform."""
     collection = session.get(Collection, aggregation.collection_id)
     query: dict[str, Any] = {"n": n, "strategy": strategy,
-                             "max_judgments": max_judgments.strip() or None}
+                             "max_judgments": max_judgments.strip() or None,
+                             "min_annotator_judgments": min_annotator_judgments.strip() or None}
     context: dict[str, Any] = {"aggregation": public(aggregation), "collection": collection,
                                "title": f"Judge next: fit #{aggregation.id}",
                                "strategies": NEXT_STRATEGIES, "query": query, "tasks": []}
@@ -396,8 +400,13 @@ def next_page(request: Request, session: SessionDep, aggregation: AggregationDep
         query["max_judgments"] = whole_number(query, "max_judgments", None)
         if query["max_judgments"] is not None and query["max_judgments"] < 1:
             raise InvalidInput("max_judgments must be at least 1", code="invalid_body")
+        query["min_annotator_judgments"] = whole_number(query, "min_annotator_judgments", None)
+        if query["min_annotator_judgments"] is not None and query["min_annotator_judgments"] < 0:
+            raise InvalidInput("min_annotator_judgments must be at least 0", code="invalid_body")
         result = next_tasks(session, aggregation=aggregation, n=n, strategy=strategy,
-                            max_judgments=query["max_judgments"], n_annotators=10)
+                            max_judgments=query["max_judgments"], n_annotators=10,
+                            inputs=get_next_inputs(request),
+                            min_annotator_judgments=query["min_annotator_judgments"] or 0)
     except DomainError as exc:  # the API's error on the page (a fit not succeeded: 409)
         context["error"] = exc.body()
         status = exc.status_code

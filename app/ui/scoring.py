@@ -143,10 +143,12 @@ async def start_sampling(request: Request, session: SessionDep,
                              f"its page")
 
 
-def _sampling_context(session: Any, sampling: Any, measure: str | None) -> dict[str, Any]:
+def _sampling_context(session: Any, sampling: Any, measure: str | None,
+                      target_recall: float = sampling_service.TARGET_RECALL) -> dict[str, Any]:
     collection = session.get(Collection, sampling.collection_id)
     rounds = sampling_service.list_rounds(session, sampling=sampling)
-    estimates = sampling_service.estimates(session, sampling=sampling)
+    estimates = sampling_service.estimates(session, sampling=sampling,
+                                           target_recall=target_recall)
     overall = [r for r in estimates["results"] if r["topic"] == "all"]
     measures = list(dict.fromkeys(r["measure"] for r in overall if r["run"] is not None))
     if measure not in measures:
@@ -161,6 +163,11 @@ def _sampling_context(session: Any, sampling: Any, measure: str | None) -> dict[
         "sampling": sampling_service.sampling_public(session, sampling),
         "collection": collection, "rounds": rounds, "estimates": estimates,
         "measure": measure, "measures": measures, "table": table, "n_relevant": relevant,
+        # the topics furthest from the target first
+        "stopping": {**estimates["stopping"], "topics": sorted(
+            estimates["stopping"]["topics"],
+            key=lambda c: (c["estimated_recall"] is not None, c["estimated_recall"] or 0.0,
+                           c["topic"]))},
         "title": f"Sampling #{sampling.id}",
         "figures": figures(
             estimates=charts.intervals(rows, title=f"{measure}: estimate over topics, 95 % "
@@ -179,9 +186,11 @@ def _sampling_context(session: Any, sampling: Any, measure: str | None) -> dict[
             dependencies=[require_scope("read")])
 def sampling_page(request: Request, session: SessionDep, sampling: SamplingDep,
                   measure: Measure = None,
+                  target_recall: Annotated[float, Query(gt=0, le=1)] = (
+                      sampling_service.TARGET_RECALL),
                   msg: Annotated[str | None, Query(max_length=500)] = None) -> HTMLResponse:
-    return render(request, "sampling.html",
-                  {**_sampling_context(session, sampling, measure), "message": msg})
+    return render(request, "sampling.html", {
+        **_sampling_context(session, sampling, measure, target_recall), "message": msg})
 
 
 @router.post("/ui/samplings/{s}/rounds", response_class=HTMLResponse,
@@ -190,15 +199,28 @@ async def draw_round(request: Request, session: SessionDep, sampling: SamplingDe
     """The API's POST /samplings/{s}/rounds, from the sampling page's button."""
     form = await request.form()
     try:
+        stop = str(form.get("stop") or "") or None
+        target = str(form.get("target_recall") or "").strip()
+        try:
+            target_recall = float(target) if target else sampling_service.TARGET_RECALL
+        except ValueError:
+            raise InvalidInput(f"target_recall must be a number, not {target!r}",
+                               code="invalid_body") from None
+        if not 0 < target_recall <= 1:
+            raise InvalidInput("target_recall must be in (0, 1]", code="invalid_body")
         drawn = await run_in_threadpool(sampling_service.draw_round, session,
                                         sampling=sampling,
-                                        force=form.get("force") in ("on", "true", "1"))
+                                        force=form.get("force") in ("on", "true", "1"),
+                                        stop_rule=stop, target_recall=target_recall)
     except DomainError as exc:
         session.rollback()
         context = await run_in_threadpool(_sampling_context, session, sampling, None)
         return render(request, "sampling.html", {**context, "error": exc.body()},
                       status_code=exc.status_code)
+    skipped = len(drawn["stopped"] or [])
     message = (f"round {drawn['number']}: {drawn['drawn']} pairs to judge"
-               + (" (short: the pool ran out)" if drawn["short"] else ""))
+               + (f"; {skipped} topic{'' if skipped == 1 else 's'} at a recall of "
+                  f"{drawn['target_recall']} ({drawn['stop_rule']}) skipped" if skipped else "")
+               + (" (short: the pool ran out)" if drawn["short"] and not skipped else ""))
     return RedirectResponse(f"/ui/samplings/{sampling.id}?{urlencode({'msg': message})}",
                             status_code=303)

@@ -101,6 +101,7 @@ class NextPlan:
     n_judgments: np.ndarray
     annotators: list[np.ndarray]
     competence: np.ndarray  # (n_annotators,) as used: the fit's, or the agreement fallback
+    annotator_judgments: np.ndarray  # (n_annotators,) labels each has given: the evidence
 
 
 def agreement_competence(proba: np.ndarray, task: np.ndarray, annotator: np.ndarray,
@@ -118,7 +119,8 @@ def agreement_competence(proba: np.ndarray, task: np.ndarray, annotator: np.ndar
 def plan_next(proba: np.ndarray, *, task: np.ndarray, annotator: np.ndarray,
               label: np.ndarray, competence: np.ndarray, annotator_names: np.ndarray,
               n: int, strategy: str, max_judgments: int | None = None,
-              n_annotators: int = 10, random_state: int | None = None) -> NextPlan:
+              n_annotators: int = 10, random_state: int | None = None,
+              min_annotator_judgments: int = 0) -> NextPlan:
     """The ``n`` tasks whose next crowd label helps most, in long format (one entry per
     judgment: ``task``, ``annotator`` index, ``label`` class index or −1 for a judgment that
     counts as asked but not as a label, e.g. an ignored value).
@@ -127,7 +129,10 @@ def plan_next(proba: np.ndarray, *, task: np.ndarray, annotator: np.ndarray,
     agreement with the posterior. A task's next label comes from its best annotator not yet
     asked (ties by name): that one's competence, clipped to [0.5, 0.99], is the accuracy
     ``expected-change`` assumes. Only tasks with fewer than ``max_judgments`` labels are
-    candidates when given."""
+    candidates when given. Only annotators with at least ``min_annotator_judgments`` labels
+    are proposed (a competence from a handful of labels is a guess: on RF10 the top three by
+    a graded fit's competence have 15–25 judgments); a task whose every such annotator has
+    judged it assumes a coin-flip accuracy of 0.5."""
     p = np.asarray(proba, dtype=np.float64)
     n_tasks, n_ann = p.shape[0], int(annotator_names.shape[0])
     task = np.asarray(task, dtype=np.int64)
@@ -139,7 +144,10 @@ def plan_next(proba: np.ndarray, *, task: np.ndarray, annotator: np.ndarray,
         fallback = agreement_competence(p, task, annotator, label, n_ann)
         competence[missing] = fallback[missing]
     counts = np.bincount(task[label >= 0], minlength=n_tasks)
-    ranked = np.lexsort((annotator_names, -competence))  # best first, ties by name
+    evidence = np.bincount(annotator[label >= 0], minlength=n_ann)
+    proposed = evidence >= min_annotator_judgments
+    # best first, ties by name; annotators with too little evidence after all the others
+    ranked = np.lexsort((annotator_names, -competence, ~proposed))
     rank_of = np.empty(n_ann, dtype=np.int64)
     rank_of[ranked] = np.arange(n_ann)
     # per task, the best annotator not yet asked: the smallest rank its judges do not hold
@@ -152,8 +160,10 @@ def plan_next(proba: np.ndarray, *, task: np.ndarray, annotator: np.ndarray,
     if gaps.size:  # the first gap of each task (np.unique keeps the first index per task)
         gap_tasks, first = np.unique(pair_task[gaps], return_index=True)
         first_free[gap_tasks] = within[gaps[first]]
-    best = (np.where(first_free < n_ann, competence[ranked[np.minimum(first_free, n_ann - 1)]],
-                     0.5) if n_ann else np.full(n_tasks, 0.5))
+    n_proposed = int(proposed.sum())
+    best = (np.where(first_free < n_proposed,
+                     competence[ranked[np.minimum(first_free, n_ann - 1)]], 0.5)
+            if n_proposed else np.full(n_tasks, 0.5))
     best = np.clip(best, 0.5, 0.99)
     eligible = None if max_judgments is None else counts < max_judgments
     order = rejudge_order(p, strategy=strategy, eligible=eligible, accuracy=best,
@@ -163,11 +173,11 @@ def plan_next(proba: np.ndarray, *, task: np.ndarray, annotator: np.ndarray,
     of_chosen = np.isin(task, order)
     for t, a in zip(task[of_chosen].tolist(), annotator[of_chosen].tolist(), strict=True):
         asked_by.setdefault(t, set()).add(a)
-    best_first = ranked.tolist()
+    best_first = ranked[:n_proposed].tolist()
     annotators = []
     for i in order.tolist():
         done = asked_by.get(i, set())
         annotators.append(np.fromiter(
             islice((a for a in best_first if a not in done), n_annotators), dtype=np.int64))
     return NextPlan(order, entropy(p[order]), gain, flip, tv, counts[order], annotators,
-                    competence)
+                    competence, evidence)

@@ -9,7 +9,7 @@ still have unjudged pooled documents (what a topic cannot use goes to the others
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -73,13 +73,16 @@ def allocate(budget: int, capacity: Mapping[str, int], offset: int = 0) -> dict[
 
 def plan_round(*, strategy: str, pools: Mapping[str, TopicPool],
                states: Mapping[str, TopicState], labels: Mapping[str, Mapping[int, float]],
-               budget: int, rng: np.random.Generator, round_no: int = 0
-               ) -> dict[str, list[Pick]]:
+               budget: int, rng: np.random.Generator, round_no: int = 0,
+               skip: Collection[str] = ()) -> dict[str, list[Pick]]:
     """The next round's picks per topic; ``states`` are updated in place. ``labels`` are the
-    relevance values known so far per topic and doc index (missing: not judged yet)."""
+    relevance values known so far per topic and doc index (missing: not judged yet). Topics in
+    ``skip`` (e.g. at their target recall) take no draws this round: their π stay as they
+    are, and the budget goes to the others."""
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}; valid: {', '.join(STRATEGIES)}")
-    capacity = {t: pool.n_docs - len(set(states[t].docs)) for t, pool in pools.items()}
+    capacity = {t: 0 if t in skip else pool.n_docs - len(set(states[t].docs))
+                for t, pool in pools.items()}
     share = allocate(budget, capacity, offset=round_no)
     out: dict[str, list[Pick]] = {}
     for topic, n in share.items():

@@ -241,6 +241,28 @@ def test_graded_fits_on_the_pages_and_in_the_agreement(client, graded_file) -> N
         next(x for x in listed if x["annotator"] == who)["extra"]["spread"])
     assert spread[binary["id"]] is None and spread[nominal["id"]] is None
     assert f"{spread[ordinal['id']]:.3f}" in page
+    # gold accuracy across fits: the exact grade for a graded fit, relevance for every fit
+    # (a graded fit's relevance agreement is the binary fit's gold accuracy: same judgments)
+    rows = client.get(f"{API}/aggregations/{ordinal['id']}/annotators",
+                      params={"limit": 100}).json()["data"]
+    judged_gold = [x for x in rows if x["n_gold"]]
+    assert any(x["extra"]["gold_relevance_accuracy"] > x["gold_accuracy"] for x in judged_gold)
+    for row in judged_gold:
+        across = {h["aggregation_id"]: h for h in client.get(
+            f"{API}/collections/graded/annotators/{row['annotator']}").json()["data"]}
+        assert across[ordinal["id"]]["graded"] and not across[binary["id"]]["graded"]
+        assert across[ordinal["id"]]["gold_accuracy"] == pytest.approx(row["gold_accuracy"])
+        for graded_fit in (ordinal, nominal):
+            assert across[graded_fit["id"]]["gold_relevance_accuracy"] == pytest.approx(
+                across[binary["id"]]["gold_accuracy"])
+        assert across[binary["id"]]["gold_relevance_accuracy"] == pytest.approx(
+            across[binary["id"]]["gold_accuracy"])
+    best = max(judged_gold, key=lambda x: x["extra"]["gold_relevance_accuracy"]
+               - x["gold_accuracy"])
+    page = client.get(f"/ui/collections/graded/annotators/{best['annotator']}").text
+    assert "gold accuracy (relevance)</th>" in page and "gold accuracy (grade)</th>" in page
+    assert f'{best["extra"]["gold_relevance_accuracy"]:.3f}' in page
+    assert f'{best["gold_accuracy"]:.3f}' in page
 
     comparison = client.get("/ui/collections/graded/comparison").text
     assert f"{e['kappa']:.3f}" in comparison and f"{e['mae']:.3f}" in comparison

@@ -3,8 +3,10 @@ re-judging endpoint GET /aggregations/{a}/next."""
 
 from __future__ import annotations
 
+import collections
 import math
 import re
+import time
 
 import pytest
 
@@ -78,6 +80,38 @@ def test_sampling_rounds_and_estimates(client) -> None:
     assert all(r["variance"] is None or r["variance"] >= 0 for r in result["results"])
     ap = overall[("good", "AP")]
     assert ap["low"] <= ap["value"] <= ap["high"]
+    # when to stop: r relevant among the judged sample, R̂ the HT estimate (≥ r), per topic and
+    # summed over topics; the two rules against the target recall
+    stopping = result["stopping"]
+    sampled_pairs = {(p["topic"], p["doc"]) for p in body["pairs"] + forced.json()["pairs"]}
+    for check in stopping["topics"]:
+        found = sum(1 for t, d in sampled_pairs if t == check["topic"] and d in RELEVANT)
+        n_rel = next(r for r in result["results"] if r["run"] is None
+                     and r["topic"] == check["topic"] and r["measure"] == "n_relevant")
+        assert check["found"] == found and check["estimate"] == pytest.approx(n_rel["value"])
+        assert check["estimate"] >= check["found"]
+        assert check["residual"] == pytest.approx(check["estimate"] - found)
+        assert check["optimistic"] == (found / 0.9 >= check["estimate"] - 1e-9)
+        assert check["conservative"] <= check["optimistic"]
+    total = stopping["overall"]
+    assert total["found"] == sum(c["found"] for c in stopping["topics"])
+    assert total["estimate"] == pytest.approx(overall[(None, "n_relevant")]["value"])
+    assert total["sd"] ** 2 == pytest.approx(overall[(None, "n_relevant")]["variance"])
+    lenient = client.get(f"{API}/samplings/{sid}/estimates",
+                         params={"target_recall": 0.05}).json()["stopping"]
+    assert lenient["target_recall"] == 0.05 and lenient["topics_stopping"]["optimistic"] >= (
+        stopping["topics_stopping"]["optimistic"])
+    for bad in (0, 1.5, "x"):
+        response = client.get(f"{API}/samplings/{sid}/estimates", params={"target_recall": bad})
+        assert response.status_code == 422, bad
+    page = client.get(f"/ui/samplings/{sid}", params={"target_recall": 0.8}).text
+    assert 'id="stopping-topics"' in page and 'name="target_recall"' in page
+    at_80 = client.get(f"{API}/samplings/{sid}/estimates",
+                       params={"target_recall": 0.8}).json()["stopping"]
+    assert f'<b>{at_80["overall"]["estimated_recall"]:.3f}</b>estimated recall' in page
+    stops = at_80["topics_stopping"]
+    assert f'<b>{stops["conservative"]} / 2</b>topics at the target' in page
+    assert f'optimistic: {stops["optimistic"]})' in page
     # every interval holds its estimate and stays in the measure's range
     for r in result["results"]:
         if r["low"] is None:
@@ -94,6 +128,31 @@ def test_sampling_rounds_and_estimates(client) -> None:
     assert listed["count"] == 1 and listed["data"][0]["n_rounds"] == 3
     rounds = client.get(f"{API}/samplings/{sid}/rounds").json()
     assert rounds["count"] == 3 and [r["number"] for r in rounds["data"]] == [1, 2, 3]
+    # which pairs the crowd has judged: the first two rounds, not the third yet
+    assert [r["judged"] for r in rounds["data"]] == [6, 6, 0]
+    assert all(p["judged"] == (r["number"] < 3) for r in rounds["data"] for p in r["pairs"])
+    latest = client.get(f"{API}/samplings/{sid}/rounds", params={"round": -1}).json()["data"]
+    assert [r["number"] for r in latest] == [3] and latest[0]["pairs"] == rounds["data"][2]["pairs"]
+    tsv = client.get(f"{API}/samplings/{sid}/rounds", params={"round": -1, "format": "tsv"})
+    assert tsv.status_code == 200 and tsv.headers["content-type"].startswith(
+        "text/tab-separated-values")
+    assert 'filename="sampling-' in tsv.headers["content-disposition"]
+    lines = [line.split("\t") for line in tsv.text.splitlines()]
+    assert lines[0] == ["round", "topic", "doc", "inclusion", "selection", "source_run", "judged"]
+    assert [(r[1], r[2], float(r[3]), r[6]) for r in lines[1:]] == [
+        (p["topic"], p["doc"], pytest.approx(p["inclusion"], rel=1e-5), "0")
+        for p in latest[0]["pairs"]]
+    every = client.get(f"{API}/samplings/{sid}/rounds", params={"format": "tsv"}).text
+    assert len(every.splitlines()) == 1 + 18
+    assert client.get(f"{API}/samplings/{sid}/rounds", params={"round": 7}).json()["count"] == 0
+    assert client.get(f"{API}/samplings/{sid}/rounds", params={"round": -2}).status_code == 422
+    judge(client, latest[0]["pairs"][:2])  # the crowd's first answers to the latest round
+    assert client.get(f"{API}/samplings/{sid}/rounds",
+                      params={"round": 3}).json()["data"][0]["judged"] == 2
+    page = client.get(f"/ui/samplings/{sid}").text
+    assert 'id="latest-round-tsv"' in page and 'rounds?round=-1&amp;format=tsv' in page
+    assert re.search(r'>3</a></td><td class="num">6</td><td class="num">6</td>'
+                     r'<td class="num">2</td>', page)
 
 
 def test_depth_pooling_of_everything_gives_the_exact_measures(client) -> None:
@@ -110,8 +169,72 @@ def test_depth_pooling_of_everything_gives_the_exact_measures(client) -> None:
         row = next(r for r in result["results"] if r["run"] == run and r["topic"] == "all"
                    and r["measure"] == "AP")
         assert row["value"] == pytest.approx(truth["AP"]) and row["variance"] == 0.0
+    # everything judged: every relevant document found, nothing missing, both rules stop
+    stopping = result["stopping"]
+    assert stopping["target_recall"] == 0.9
+    assert [s["topic"] for s in stopping["topics"]] == list(TOPICS)
+    for check in stopping["topics"] + [stopping["overall"]]:
+        assert check["estimated_recall"] == 1.0 and check["residual"] == 0.0
+        assert check["optimistic"] and check["conservative"] and check["sd"] == 0.0
+    assert stopping["overall"]["found"] == 2 * len(RELEVANT)
+    assert stopping["topics_stopping"] == {"optimistic": 2, "conservative": 2}
     exhausted = client.post(f"{API}/samplings/{sid}/rounds")
     assert exhausted.status_code == 409 and exhausted.json()["code"] == "pool_exhausted"
+
+
+def test_a_round_can_skip_the_topics_at_the_target_recall(client) -> None:
+    """Thesis chapter 3 per round: with ``stop``, the topics whose judged sample reached the
+    target recall by that rule take no draws and the budget goes to the others; when none is
+    left, 409 ``target_reached``; without ``stop`` the round draws as before."""
+    setup_collection(client)
+    sid = client.post(f"{API}/collections/pool/samplings",
+                      json={"budget_per_round": 6, "strategy": "depth"}).json()["id"]
+    first = client.post(f"{API}/samplings/{sid}/rounds").json()
+    assert first["stop_rule"] is None and first["stopped"] is None
+    t1 = [p for p in first["pairs"] if p["topic"] == "t1"]
+    assert t1 and any(p["doc"] in RELEVANT for p in t1)
+    judge(client, t1)  # t1 has relevant documents found; t2 nothing judged yet
+    checks = {c["topic"]: c for c in client.get(f"{API}/samplings/{sid}/estimates").json()[
+        "stopping"]["topics"]}
+    assert checks["t1"]["conservative"] and not checks["t2"]["optimistic"]
+
+    second = client.post(f"{API}/samplings/{sid}/rounds",
+                         params={"stop": "conservative", "target_recall": 0.9})
+    assert second.status_code == 201, second.text
+    body = second.json()
+    assert body["stopped"] == ["t1"] and body["stop_rule"] == "conservative"
+    assert body["target_recall"] == 0.9 and body["drawn"] == 6
+    assert {p["topic"] for p in body["pairs"]} == {"t2"}  # the whole budget to t2
+    assert "1 topic at a recall of 0.9 (conservative) skipped" in body["note"]
+    listed = client.get(f"{API}/samplings/{sid}/rounds", params={"round": 2}).json()["data"][0]
+    assert listed["stopped"] == ["t1"] and listed["note"] == body["note"]
+
+    judge(client, first["pairs"] + body["pairs"])  # now t2 has found some as well
+    blocked = client.post(f"{API}/samplings/{sid}/rounds", params={"stop": "optimistic"})
+    assert blocked.status_code == 409 and blocked.json()["code"] == "target_reached"
+    assert blocked.json()["stopped"] == 2
+    assert client.get(f"{API}/samplings/{sid}/rounds").json()["count"] == 2  # nothing stored
+    for bad in ({"stop": "eager"}, {"stop": "optimistic", "target_recall": 0}):
+        assert client.post(f"{API}/samplings/{sid}/rounds", params=bad).status_code == 422
+    third = client.post(f"{API}/samplings/{sid}/rounds")  # without a rule: both topics
+    assert third.status_code == 201 and {p["topic"] for p in third.json()["pairs"]} == set(TOPICS)
+
+    # the page's form: the same rule and target (both topics at the target now: refused, and
+    # shown on the page; without a rule the round is drawn)
+    judge(client, third.json()["pairs"])
+    page = client.get(f"/ui/samplings/{sid}").text
+    assert 'id="round-stop"' in page
+    token = re.search(r'name="csrf_token" value="([^"]+)"', page)
+    assert token is not None
+    form = {"csrf_token": token.group(1), "stop": "optimistic", "target_recall": "0.9"}
+    refused = client.post(f"/ui/samplings/{sid}/rounds", data=form, follow_redirects=False)
+    assert refused.status_code == 409 and "target_reached" in refused.text
+    bad = client.post(f"/ui/samplings/{sid}/rounds", follow_redirects=False,
+                      data={**form, "target_recall": "2"})
+    assert bad.status_code == 422 and "invalid_body" in bad.text
+    drawn = client.post(f"/ui/samplings/{sid}/rounds", data={**form, "stop": ""},
+                        follow_redirects=False)
+    assert drawn.status_code == 303 and "round+4" in drawn.headers["location"]
 
 
 def test_pairs_judged_before_the_sampling_are_round_zero(client) -> None:
@@ -197,6 +320,18 @@ def test_next_tasks_to_rejudge(client) -> None:
     assert not asked & set(names) and set(names) == {"w2", "w5"}
     competence = [a["competence"] for a in first["annotators"]]
     assert competence == sorted(competence, reverse=True)
+    # each with the evidence behind the competence; those with too little left out
+    assert {a["annotator"]: a["n_judgments"] for a in first["annotators"]} == {"w2": 8, "w5": 1}
+    sure = client.get(f"{API}/aggregations/{fit['id']}/next",
+                      params={"n": 4, "strategy": "uncertainty",
+                              "min_annotator_judgments": 2}).json()["data"]
+    assert [t["doc"] for t in sure] == [t["doc"] for t in body["data"]]
+    assert [a["annotator"] for a in sure[0]["annotators"]] == ["w2"]
+    assert all("w5" not in {a["annotator"] for a in t["annotators"]} for t in sure)
+    page = client.get(f"/ui/aggregations/{fit['id']}/next",
+                      params={"n": 4, "min_annotator_judgments": 2}).text
+    assert ">w5</a>" not in page and ">w2</a>" in page
+    assert f'({sure[0]["annotators"][0]["competence"]:.2f} · 8)' in page
 
     limited = client.get(f"{API}/aggregations/{fit['id']}/next",
                          params={"n": 20, "strategy": "expected-change",
@@ -231,6 +366,55 @@ def test_next_tasks_to_rejudge(client) -> None:
         assert page.status_code == 422 and 'id="form-error"' in page.text, bad_params
 
 
+def test_next_counts_the_judgments_that_arrive_after_it_was_asked(client) -> None:
+    """/next keeps the fit's posterior and the judgments it read; judgments that arrive later
+    (a repeated one, a new annotator, a task the fit never saw, an ignored value) count at the
+    next request exactly as in a fresh read, for the API and the page alike."""
+    from app.sampling.inputs import NextInputs
+
+    create_collection(client, name="later", labels=[0, 1], relevant_from=1, ignore=[-2])
+    judgments = [{"topic": "t1", "doc": doc, "annotator": f"w{j}", "label": lab}
+                 for i, doc in enumerate(DOCS)
+                 for j, lab in enumerate([1, 1, 1] if i < 6 else [1, 0])]
+    assert client.post(f"{API}/collections/later/judgments",
+                       json={"judgments": judgments}).status_code == 201
+    fit = client.post(f"{API}/collections/later/aggregations", json={"method": "mv"}).json()
+    assert wait_for(client, fit["id"])["status"] == "succeeded"
+    url = f"{API}/aggregations/{fit['id']}/next"
+    params = {"n": 12, "strategy": "uncertainty"}
+
+    def listed() -> dict[str, dict]:
+        return {t["doc"]: t for t in client.get(url, params=params).json()["data"]}
+
+    before = listed()
+    assert before["d6"]["n_judgments"] == 2
+    assert [a["annotator"] for a in before["d6"]["annotators"]] == ["w2"]
+    later = [{"topic": "t1", "doc": "d6", "annotator": "w2", "label": 1},
+             {"topic": "t1", "doc": "d6", "annotator": "w2", "label": 1},  # again: counts again
+             {"topic": "t1", "doc": "d7", "annotator": "w-new", "label": 0},
+             {"topic": "t1", "doc": "d8", "annotator": "w-unsure", "label": -2},
+             {"topic": "t1", "doc": "d-unfitted", "annotator": "w-new", "label": 1}]
+    assert client.post(f"{API}/collections/later/judgments",
+                       json={"judgments": later}).status_code == 201
+    after = listed()
+    assert "d-unfitted" not in after  # not in the fit: nothing to plan for it
+    assert after["d6"]["n_judgments"] == 4  # w0, w1 and w2 twice: the new ones are left
+    assert {a["annotator"] for a in after["d6"]["annotators"]} == {"w-new", "w-unsure"}
+    assert after["d7"]["n_judgments"] == 3
+    assert "w-new" not in {a["annotator"] for a in after["d7"]["annotators"]}
+    assert "w-new" in {a["annotator"] for a in after["d9"]["annotators"]}
+    assert after["d8"]["n_judgments"] == 2  # asked, but no label to count
+    assert "w-unsure" not in {a["annotator"] for a in after["d8"]["annotators"]}
+    page = client.get(f"/ui/aggregations/{fit['id']}/next", params=params)
+    assert re.findall(r'/tasks/\d+">([^<]+)</a>', page.text) == list(after)
+
+    client.app.state.next_inputs = NextInputs()  # nothing kept: everything read again
+    assert listed() == after
+    tsv = client.get(url, params={**params, "format": "tsv"}).text
+    client.app.state.next_inputs = NextInputs(max_fits=0, max_collections=0)
+    assert client.get(url, params={**params, "format": "tsv"}).text == tsv
+
+
 def test_cli_next_lists_what_the_service_lists(client, tmp_path) -> None:
     """``crowdqrels next FILE`` and ``GET /next?format=tsv`` on the same judgments (with a
     repeated judgment and an ignored value) write the same list, byte for byte, for every
@@ -252,15 +436,21 @@ def test_cli_next_lists_what_the_service_lists(client, tmp_path) -> None:
     fit = client.post(f"{API}/collections/offline/aggregations",
                       json={"method": "ds"}).json()
     assert wait_for(client, fit["id"])["status"] == "succeeded"
-    for strategy, cap in (("uncertainty", None), ("expected-change", 3), ("random", None)):
+    labels_of = collections.Counter(x.split("\t")[2] for x in lines[1:]
+                                    if x.split("\t")[3] != "-2")
+    middle = sorted(labels_of.values())[len(labels_of) // 2]  # about half the annotators
+    assert min(labels_of.values()) < middle
+    for strategy, cap, fewest in (("uncertainty", None, 0), ("expected-change", 3, 0),
+                                  ("random", None, 0), ("expected-change", None, middle)):
         params = {"n": 40, "strategy": strategy, "seed": 5, "annotators": 3, "format": "tsv",
-                  **({"max_judgments": cap} if cap else {})}
+                  "min_annotator_judgments": fewest, **({"max_judgments": cap} if cap else {})}
         served = client.get(f"{API}/aggregations/{fit['id']}/next", params=params).text
-        out = tmp_path / f"{strategy}.tsv"
+        out = tmp_path / f"{strategy}-{fewest}.tsv"
         args = ["next", str(path), "--method", "ds", "-n", "40", "--strategy", strategy,
-                "--seed", "5", "--annotators", "3", "--output", str(out)]
+                "--seed", "5", "--annotators", "3", "--output", str(out),
+                "--min-annotator-judgments", str(fewest)]
         assert cli(args + (["--max-judgments", str(cap)] if cap else [])) == 0
-        assert out.read_text() == served, strategy
+        assert out.read_text() == served, (strategy, fewest)
     assert len(served.splitlines()) == 41
     # every task: the repeat counts as a judgment; the ignored value's annotator counts as asked
     every = {(t["topic"], t["doc"]): t for t in client.get(
@@ -271,3 +461,82 @@ def test_cli_next_lists_what_the_service_lists(client, tmp_path) -> None:
     asked = every[(other[0], other[1])]
     assert "w-unsure" not in {a["annotator"] for a in asked["annotators"]}
     assert "w-unsure" in {a["annotator"] for a in every[(topic, doc)]["annotators"]}
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+def test_next_keeps_up_with_concurrent_ingestion(database_url) -> None:
+    """Writers post to the fitted collection (and to another, interleaving the id sequence)
+    while readers poll /next, so the server's kept judgments are extended again and again
+    mid-ingestion; afterwards its list equals a fresh read of the database, judgment for
+    judgment: nothing missed, nothing counted twice."""
+    import random
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    import httpx
+
+    from app.aggregations.tables import Aggregation
+    from app.core.db import get_sessionmaker
+    from app.sampling.inputs import NextInputs
+    from app.sampling.rejudging import next_tasks
+    from tests.auth.test_idempotency import start_server
+
+    server, base = start_server(database_url)
+    try:
+        http = httpx.Client(base_url=base, timeout=120)
+        for name in ("busy", "other"):
+            assert http.post(f"{API}/collections", json={
+                "name": name, "labels": [0, 1], "relevant_from": 1,
+                "ignore": [-2]}).status_code == 201
+        first = [{"topic": "t", "doc": f"d{i}", "annotator": f"w{i % 7}", "label": i % 2}
+                 for i in range(200)]
+        assert http.post(f"{API}/collections/busy/judgments",
+                         json={"judgments": first}).status_code == 201
+        fit = http.post(f"{API}/collections/busy/aggregations", json={"method": "ds"}).json()
+        deadline = time.monotonic() + 120
+        while http.get(f"{API}/aggregations/{fit['id']}").json()["status"] != "succeeded":
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        url = f"{API}/aggregations/{fit['id']}/next"
+        writing = threading.Event()
+        writing.set()
+
+        def write(seed: int) -> int:
+            rnd = random.Random(seed)
+            name = "other" if seed == 3 else "busy"
+            with httpx.Client(base_url=base, timeout=120) as own:
+                for _ in range(30):
+                    batch = [{"topic": "t", "doc": f"d{rnd.randrange(220)}",
+                              "annotator": f"w{rnd.randrange(30)}",
+                              "label": rnd.choice([0, 1, -2])} for _ in range(rnd.randrange(1, 40))]
+                    response = own.post(f"{API}/collections/{name}/judgments",
+                                        json={"judgments": batch})
+                    assert response.status_code == 201, response.text
+            return seed
+
+        def read(_: int) -> int:
+            polls = 0
+            with httpx.Client(base_url=base, timeout=120) as own:
+                while writing.is_set():
+                    assert own.get(url, params={"n": 20}).status_code == 200
+                    polls += 1
+            return polls
+
+        with ThreadPoolExecutor(6) as pool:
+            readers = [pool.submit(read, i) for i in range(2)]
+            list(pool.map(write, range(4)))
+            writing.clear()
+            assert all(r.result() > 0 for r in readers)
+        params = {"n": 10_000, "annotators": 1000}
+        served = http.get(url, params=params).json()["data"]
+        http.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    with get_sessionmaker(database_url)() as session:
+        fresh = next_tasks(session, aggregation=session.get(Aggregation, fit["id"]), n=10_000,
+                           strategy="uncertainty", n_annotators=1000,
+                           inputs=NextInputs(max_fits=0, max_collections=0))["data"]
+    assert len(served) == 200 and served == fresh
+    assert sum(t["n_judgments"] for t in served) > 200  # the writers' judgments are in it

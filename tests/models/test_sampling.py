@@ -185,6 +185,25 @@ def test_rounds_never_resample_a_document_and_active_reweights_runs() -> None:
     assert not np.allclose(states["t1"].p_rounds[0], states["t1"].p_rounds[-1])
 
 
+def test_a_skipped_topic_takes_no_draws_and_keeps_its_inclusion_probabilities() -> None:
+    """A topic at its target recall sits rounds out: no picks, no round in its design (its π
+    unchanged), and the budget goes to the other topics."""
+    _, pool, relevant = synthetic_topic()
+    pools = {"t1": pool, "t2": pool}
+    states = {t: TopicState() for t in pools}
+    labels: dict[str, dict[int, float]] = {t: {} for t in pools}
+    rng = np.random.default_rng(0)
+    plan_round(strategy="active", pools=pools, states=states, labels=labels, budget=10,
+               rng=rng)
+    before = inclusion("active", states["t1"], pool.n_docs)[0]
+    picks = plan_round(strategy="active", pools=pools, states=states, labels=labels, budget=10,
+                       rng=rng, round_no=1, skip={"t1"})
+    assert set(picks) == {"t2"} and len(picks["t2"]) == 10
+    assert len(states["t1"].p_rounds) == 1 and len(states["t2"].p_rounds) == 2
+    assert np.array_equal(inclusion("active", states["t1"], pool.n_docs)[0], before)
+    assert len(states["t1"].docs) == 5 and len(states["t2"].docs) == 15
+
+
 def test_rejudge_order_on_a_hand_built_posterior() -> None:
     proba = np.array([[0.9, 0.1], [0.5, 0.5], [0.3, 0.7], [0.55, 0.45], [1.0, 0.0]])
     assert rejudge_order(proba, strategy="uncertainty").tolist() == [1, 3, 2, 0, 4]
@@ -226,11 +245,15 @@ def test_plan_next_against_a_plain_loop() -> None:
     competence = np.round(rng.uniform(0.3, 0.95, n_ann), 1)  # ties, broken by name
     competence[[2, 7]] = np.nan  # no competence in the fit: agreement with the posterior
     names = np.array([f"w{j:02d}" for j in range(n_ann)])
-    for strategy, cap in (("uncertainty", None), ("expected-change", None),
-                          ("expected-change", 6), ("random", 8)):
+    evidence = np.bincount(annotator[label >= 0], minlength=n_ann)
+    least = int(np.sort(evidence)[n_ann // 2])  # about half the annotators proposed
+    for strategy, cap, fewest in (("uncertainty", None, 0), ("expected-change", None, 0),
+                                  ("expected-change", 6, 0), ("random", 8, 0),
+                                  ("expected-change", None, least), ("uncertainty", 6, least)):
         plan = plan_next(proba, task=task, annotator=annotator, label=label,
                          competence=competence, annotator_names=names, n=25,
-                         strategy=strategy, max_judgments=cap, n_annotators=4, random_state=1)
+                         strategy=strategy, max_judgments=cap, n_annotators=4, random_state=1,
+                         min_annotator_judgments=fewest)
         # the reference: every quantity by a loop
         used = label >= 0
         full = competence.copy()
@@ -239,7 +262,11 @@ def test_plan_next_against_a_plain_loop() -> None:
                 seen = proba[task[used & (annotator == j)], label[used & (annotator == j)]]
                 full[j] = (seen.sum() + 0.5) / (seen.size + 1)
         assert np.allclose(plan.competence, full)
-        ranked = sorted(range(n_ann), key=lambda j: (-full[j], names[j]))
+        assert plan.annotator_judgments.tolist() == [
+            int(np.sum(used & (annotator == j))) for j in range(n_ann)]
+        ranked = sorted((j for j in range(n_ann) if np.sum(used & (annotator == j)) >= fewest),
+                        key=lambda j: (-full[j], names[j]))
+        assert fewest == 0 or 0 < len(ranked) < n_ann
         counts = np.bincount(task[used], minlength=n_tasks)
         best = np.empty(n_tasks)
         free_of = []
@@ -318,3 +345,25 @@ def test_simulator_caps_judgments_per_task_until_every_task_has_k(small_data) ->
     points = simulate(small_data, make=lambda s: DawidSkene(), batch=60, seeds=[1],
                       strategies=["uncertainty"], max_judgments=2)
     assert points[-1].judgments == small_data.n_judgments
+
+
+def test_stopping_rules_on_hand_numbers() -> None:
+    """Thesis §3.3.5: optimistic stops when r / ρ ≥ R̂, conservative when r / ρ ≥ R̂ + sd."""
+    from models.sampling.stopping import stopping_check
+
+    check = stopping_check(18, 19.5, 4.0, 0.9)  # r / ρ = 20 ≥ 19.5, but < 19.5 + 2
+    assert check.optimistic and not check.conservative
+    assert check.estimated_recall == pytest.approx(18 / 19.5) and check.residual == 1.5
+    assert check.sd == 2.0
+    assert stopping_check(18, 19.5, 0.25, 0.9).conservative  # 20 ≥ 19.5 + 0.5
+    assert not stopping_check(18, 21, 0.0, 0.9).optimistic  # 20 < 21
+    assert stopping_check(9, 10, 0.0, 0.9).conservative  # r / ρ = R̂ exactly: reached
+    unknown = stopping_check(18, 19.5, None, 0.9)  # no variance: never conservative
+    assert unknown.optimistic and not unknown.conservative and unknown.sd is None
+    nothing = stopping_check(0, 0.0, 0.0, 0.9)  # nothing relevant seen: no evidence to stop
+    assert nothing.estimated_recall is None and nothing.residual == 0.0
+    assert not nothing.optimistic and not nothing.conservative
+    assert stopping_check(5, 4.9999999, 0.0, 1.0).estimate == 5  # R̂ ≥ r
+    for bad in (0.0, 1.2, -0.1):
+        with pytest.raises(ValueError):
+            stopping_check(1, 2, 1, bad)

@@ -246,6 +246,15 @@ def test_api_docs_and_charts_load_from_the_app(client) -> None:
     plotly = client.get("/ui/static/plotly.min.js")
     assert b"plotly.js" in plotly.content[:2000]
     assert "max-age" in plotly.headers["cache-control"]
+    # cached for a day, so linked by content: a new script or stylesheet gets a new address
+    import hashlib
+    from importlib.metadata import version
+
+    page = client.get("/ui/").text
+    for name in ("app.js", "app.css"):
+        body = client.get(f"/ui/static/{name}").content
+        assert f'/ui/static/{name}?v={hashlib.sha256(body).hexdigest()[:12]}"' in page, name
+    assert f'/ui/static/plotly.min.js?v={version("plotly")}"' in page
 
 
 def test_pages_follow_the_api_access_rules(settings, synthetic) -> None:
@@ -321,3 +330,23 @@ def test_collection_page_counts_new_judgments_like_the_api(client) -> None:
     page = histograms(client.get("/ui/collections/tally").text)
     assert page == api()
     assert page[0] == {"1": 2, "2": 1, "3": 1} and page[2] == {"0": 3, "1": 3, "2": 1}
+
+
+def test_a_heavy_tail_of_judgments_gets_doubling_bins() -> None:
+    """RF10's annotators judged from 1 to about 6,000 tasks: one bar per count on a linear axis
+    puts every bar that matters in the first pixels; doubling bins keep each annotator once."""
+    from app.ui.charts import integer_histogram
+
+    counts = {1: 300, 2: 100, 3: 50, 5: 20, 7: 1, 8: 4, 100: 3, 5999: 1}
+    fig = integer_histogram(counts, title="Judgments per annotator", x="judgments")
+    assert fig is not None
+    bars = dict(zip(fig["data"][0]["x"], fig["data"][0]["y"], strict=True))
+    assert list(bars)[:4] == ["1", "2–3", "4–7", "8–15"] and list(bars)[-1] == "4096–8191"
+    assert (bars["1"], bars["2–3"], bars["4–7"], bars["8–15"], bars["64–127"],
+            bars["4096–8191"]) == (300, 150, 21, 4, 3, 1)
+    assert sum(bars.values()) == sum(counts.values())
+    assert fig["layout"]["xaxis"]["type"] == "category"
+    small = integer_histogram({0: 1, 3: 2, 40: 1}, title="t", x="judgments")
+    assert small is not None and small["data"][0]["x"] == [0, 3, 40]  # a bar per count
+    zero = integer_histogram({0: 2, 41: 1}, title="t", x="judgments")
+    assert zero is not None and zero["data"][0]["x"][:3] == ["0", "1", "2–3"]
