@@ -165,6 +165,19 @@ def load(driver, url: str) -> None:  # type: ignore[no-untyped-def]
     wait_until(lambda: driver.execute_script("return document.readyState") == "complete")
 
 
+def message_text(driver, element_id: str = "message") -> str:  # type: ignore[no-untyped-def]
+    """The text of a server-rendered message, read in one script call: a page that reloads when a
+    job it follows finishes replaces the element between a find and a read (a stale element).
+    Wait for the expected words, not for the element: the previous page's message is there until
+    the form's answer replaces the page."""
+    try:
+        return driver.execute_script(
+            "const e = document.getElementById(arguments[0]); return e ? e.textContent : ''",
+            element_id) or ""
+    except Exception:  # the page reloads under us
+        return ""
+
+
 def row_status(driver, selector: str) -> str | None:  # type: ignore[no-untyped-def]
     """The data-status of the first row ``selector`` finds (None while the page reloads)."""
     try:
@@ -248,16 +261,15 @@ def test_dashboard_in_a_browser(server: str, browser, tmp_path: Path) -> None:  
     bad.write_text("topic\tdoc\tannotator\tlabel\nq1\td1\tnew1\t1\nq1\td2\tnew1\t9\n")
     driver.find_element("id", "judgments-file").send_keys(str(bad))
     driver.find_element("css selector", "#judgments-form button").click()
-    error = wait_until(lambda: driver.find_elements("id", "form-error"), what="the error")
-    assert "line 3" in error[0].text and "label_out_of_scale" in error[0].text
+    error = wait_until(lambda: message_text(driver, "form-error"), what="the error")
+    assert "line 3" in error and "label_out_of_scale" in error
     # The refused upload answers 422, which the browser logs; nothing else may be there.
     assert all("status of 422" in e for e in js_errors(driver))
     good = tmp_path / "good.tsv"
     good.write_text("topic\tdoc\tannotator\tlabel\nq1\td1\tnew1\t1\nq1\td2\tnew1\t0\n")
     driver.find_element("id", "judgments-file").send_keys(str(good))
     driver.find_element("css selector", "#judgments-form button").click()
-    message = wait_until(lambda: driver.find_elements("id", "message"), what="the message")
-    assert "stored 2 judgments" in message[0].text
+    wait_until(lambda: "stored 2 judgments" in message_text(driver), what="the message")
 
     # Start a fit from the form and watch the page until it shows it succeeded.
     from selenium.webdriver.support.ui import Select
@@ -265,8 +277,7 @@ def test_dashboard_in_a_browser(server: str, browser, tmp_path: Path) -> None:  
     Select(driver.find_element("id", "fit-method")).select_by_value("ds")
     assert '"n_iter": 100' in driver.find_element("id", "fit-params").get_attribute("value")
     driver.find_element("css selector", "#fit-form button").click()
-    wait_until(lambda: driver.find_elements("id", "message"), what="the fit queued")
-    assert "fit #3 (ds) queued" in driver.find_element("id", "message").text
+    wait_until(lambda: "fit #3 (ds) queued" in message_text(driver), what="the fit queued")
 
     wait_until(lambda: row_status(driver, "#fits tr[data-aggregation='3']") == "succeeded",
                timeout=120, what="the fit to succeed")
@@ -284,8 +295,8 @@ def test_dashboard_in_a_browser(server: str, browser, tmp_path: Path) -> None:  
     driver.find_element("css selector", "#evaluation-form input[name='samples']").clear()
     driver.find_element("css selector", "#evaluation-form input[name='samples']").send_keys("200")
     driver.find_element("css selector", "#evaluation-form button").click()
-    message = wait_until(lambda: driver.find_elements("id", "message"), what="evaluation queued")
-    assert "evaluation #1 of 3 runs on fit #3 queued" in message[0].text
+    wait_until(lambda: "evaluation #1 of 3 runs on fit #3 queued" in message_text(driver),
+               what="evaluation queued")
 
     wait_until(lambda: row_status(driver, "#evaluations tr[data-status]") == "succeeded",
                timeout=120, what="the evaluation to succeed")
@@ -311,13 +322,11 @@ def test_dashboard_in_a_browser(server: str, browser, tmp_path: Path) -> None:  
     budget.clear()
     budget.send_keys("20")
     driver.find_element("css selector", "#sampling-form button").click()
-    message = wait_until(lambda: driver.find_elements("id", "message"), what="sampling created")
-    assert "sampling #1 (active)" in message[0].text
+    wait_until(lambda: "sampling #1 (active)" in message_text(driver), what="sampling created")
     driver.find_element("css selector", "#samplings a[href='/ui/samplings/1']").click()
     wait_until(lambda: driver.find_elements("id", "round-form"), what="the sampling page")
     driver.find_element("css selector", "#round-form button").click()
-    message = wait_until(lambda: driver.find_elements("id", "message"), what="a round")
-    assert "pairs to judge" in message[0].text
+    wait_until(lambda: "pairs to judge" in message_text(driver), what="a round")
     charts_rendered(driver, 1)
     driver.save_screenshot(str(shots / "sampling.png"))
     assert js_errors(driver) == []
