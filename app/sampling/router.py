@@ -18,10 +18,12 @@ from app.sampling.schemas import (
     Estimates,
     NextTasks,
     RoundPublic,
+    RoundRequest,
     RoundsPublic,
     SamplingCreate,
     SamplingPublic,
     SamplingsPublic,
+    StoppingTarget,
 )
 from app.sampling.tables import Sampling
 
@@ -99,10 +101,8 @@ def get_sampling(session: SessionDep, sampling: SamplingDep) -> SamplingPublic:
 
 @router.post("/{s}/rounds", status_code=201, response_model=RoundPublic,
              dependencies=[require_scope("admin")])
-def draw_round(session: SessionDep, sampling: SamplingDep, force: bool = False,
-               stop: Literal["optimistic", "conservative"] | None = None,
-               target_recall: Annotated[float, Query(gt=0, le=1)] = service.TARGET_RECALL,
-               ) -> RoundPublic:
+def draw_round(session: SessionDep, sampling: SamplingDep,
+               params: Annotated[RoundRequest, Query()]) -> RoundPublic:
     """Draw the next round: the (topic, doc) pairs to send to the crowd with their inclusion
     probabilities. 409 ``round_not_judged`` while the previous round has no judgments yet
     (``force=true`` draws anyway); ``short`` when the pool had fewer pairs left than the budget.
@@ -110,7 +110,8 @@ def draw_round(session: SessionDep, sampling: SamplingDep, force: bool = False,
     (thesis chapter 3, as in the estimates' ``stopping``) take no draws, and the budget goes to
     the others (``stopped`` lists them); 409 ``target_reached`` when none is left."""
     return RoundPublic.model_validate(service.draw_round(
-        session, sampling=sampling, force=force, stop_rule=stop, target_recall=target_recall))
+        session, sampling=sampling, force=params.force, stop_rule=params.stop,
+        target_recall=params.target_recall))
 
 
 @router.get("/{s}/rounds", response_model=RoundsPublic, dependencies=[require_scope("read")],
@@ -135,8 +136,7 @@ def list_rounds(session: SessionDep, sampling: SamplingDep,
 
 @router.get("/{s}/estimates", response_model=Estimates, dependencies=[require_scope("read")])
 def estimates(session: SessionDep, sampling: SamplingDep,
-              target_recall: Annotated[float, Query(gt=0, le=1)] = service.TARGET_RECALL,
-              ) -> Estimates:
+              query: Annotated[StoppingTarget, Query()]) -> Estimates:
     """Horvitz–Thompson estimates per run and topic and overall (topic "all"): n_relevant,
     P@5/10/20, recall and AP, each with its variance and a normal 95 % interval; and
     ``stopping``: per topic and overall, the relevant documents found (r), the estimated
@@ -144,4 +144,4 @@ def estimates(session: SessionDep, sampling: SamplingDep,
     whether to stop at ``target_recall`` (optimistic: r / target ≥ R̂; conservative:
     r / target ≥ R̂ + sd; thesis chapter 3)."""
     return Estimates.model_validate(service.estimates(session, sampling=sampling,
-                                                      target_recall=target_recall))
+                                                      target_recall=query.target_recall))

@@ -6,12 +6,32 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from models.sampling.sampler import STRATEGIES
+from models.sampling.stopping import STOP_RULES, TARGET_RECALL
 
 Strategy = Literal["active", "stratified", "uniform", "depth", "mtf"]
 assert set(STRATEGIES) == {"active", "stratified", "uniform", "depth", "mtf"}
 
 
 MAX_INT32 = 2**31 - 1  # the columns that store these are INTEGER
+StopRule = Literal["optimistic", "conservative"]
+assert set(STOP_RULES) == {"optimistic", "conservative"}
+
+
+class StoppingTarget(BaseModel):
+    """The query of GET /samplings/{s}/estimates and of the sampling page."""
+
+    target_recall: float = Field(TARGET_RECALL, gt=0, le=1, description=(
+        "the recall a topic's judged sample must reach by the stopping rule (thesis chapter 3)"))
+
+
+class RoundRequest(StoppingTarget):
+    """How to draw the next round: the query of POST /samplings/{s}/rounds and the fields of
+    the sampling page's form, validated here for both."""
+
+    force: bool = Field(False, description="draw even if the previous round has no judgments "
+                        "yet")
+    stop: StopRule | None = Field(None, description="skip the topics that have reached "
+                                  "target_recall by this rule; their budget goes to the others")
 
 
 class SamplingCreate(BaseModel):

@@ -58,6 +58,7 @@ from models.sampling.rejudge import STRATEGIES
 HERE = FilePath(__file__).resolve().parent
 templates = Jinja2Templates(directory=HERE / "templates")
 router = APIRouter(tags=["dashboard"], include_in_schema=False)
+HOME_LIMIT = 200  # collections on the home page (each row counts its judgments)
 PAGE_SIZE = 50
 Page = Annotated[int, Query(ge=1, le=1_000_000)]
 
@@ -115,10 +116,13 @@ def home() -> RedirectResponse:
 @router.get(HOME, response_class=HTMLResponse, dependencies=[require_scope("read")])
 def collections_page(request: Request, session: SessionDep,
                      principal: PrincipalDep) -> HTMLResponse:
-    rows, _ = collections_service.list_collections(session, limit=1000, offset=0)
+    """The collections the caller may see (the first HOME_LIMIT of them, by id), with counts."""
+    rows, total = collections_service.list_collections(session, limit=HOME_LIMIT, offset=0,
+                                                       only=principal.collections)
     items = [{"collection": c, **collections_service.collection_overview(session, collection=c)}
-             for c in rows if principal.can_see(c.id)]
-    return render(request, "collections.html", {"items": items, "title": "Collections"})
+             for c in rows]
+    return render(request, "collections.html", {"items": items, "total": total,
+                                                "title": "Collections"})
 
 
 @functools.cache

@@ -25,7 +25,7 @@ from app.evaluations.router import public as evaluation_public
 from app.evaluations.schemas import EvaluationCreate
 from app.sampling import service as sampling_service
 from app.sampling.router import SamplingDep
-from app.sampling.schemas import SamplingCreate
+from app.sampling.schemas import RoundRequest, SamplingCreate, StoppingTarget, StopRule
 from app.ui import charts
 from app.ui.router import CheckedForm, done, figures, form_error, render, whole_number
 
@@ -185,12 +185,14 @@ def _sampling_context(session: Any, sampling: Any, measure: str | None,
 @router.get("/ui/samplings/{s}", response_class=HTMLResponse,
             dependencies=[require_scope("read")])
 def sampling_page(request: Request, session: SessionDep, sampling: SamplingDep,
-                  measure: Measure = None,
-                  target_recall: Annotated[float, Query(gt=0, le=1)] = (
-                      sampling_service.TARGET_RECALL),
+                  target: Annotated[StoppingTarget, Query()], measure: Measure = None,
+                  stop: StopRule | None = None,
                   msg: Annotated[str | None, Query(max_length=500)] = None) -> HTMLResponse:
+    """``target_recall`` sets the stopping check's target; ``stop`` (and the target) fill the
+    draw form, so that the page after a draw offers the same rule again."""
     return render(request, "sampling.html", {
-        **_sampling_context(session, sampling, measure, target_recall), "message": msg})
+        **_sampling_context(session, sampling, measure, target.target_recall),
+        "draw": {"stop": stop or "", "target_recall": target.target_recall}, "message": msg})
 
 
 @router.post("/ui/samplings/{s}/rounds", response_class=HTMLResponse,
@@ -198,29 +200,33 @@ def sampling_page(request: Request, session: SessionDep, sampling: SamplingDep,
 async def draw_round(request: Request, session: SessionDep, sampling: SamplingDep) -> Response:
     """The API's POST /samplings/{s}/rounds, from the sampling page's button."""
     form = await request.form()
+    # What the form sent, shown again in the form when the draw is refused.
+    draw = {"stop": str(form.get("stop") or ""),
+            "target_recall": str(form.get("target_recall") or "").strip()}
+    target_recall = sampling_service.TARGET_RECALL  # the stopping check's, until the form's holds
     try:
-        stop = str(form.get("stop") or "") or None
-        target = str(form.get("target_recall") or "").strip()
         try:
-            target_recall = float(target) if target else sampling_service.TARGET_RECALL
-        except ValueError:
-            raise InvalidInput(f"target_recall must be a number, not {target!r}",
-                               code="invalid_body") from None
-        if not 0 < target_recall <= 1:
-            raise InvalidInput("target_recall must be in (0, 1]", code="invalid_body")
+            params = RoundRequest(force=form.get("force") in ("on", "true", "1"),
+                                  stop=draw["stop"] or None,
+                                  target_recall=draw["target_recall"] or target_recall)
+        except ValidationError as exc:
+            raise _invalid(exc) from None
+        target_recall = params.target_recall
         drawn = await run_in_threadpool(sampling_service.draw_round, session,
-                                        sampling=sampling,
-                                        force=form.get("force") in ("on", "true", "1"),
-                                        stop_rule=stop, target_recall=target_recall)
+                                        sampling=sampling, force=params.force,
+                                        stop_rule=params.stop, target_recall=target_recall)
     except DomainError as exc:
         session.rollback()
-        context = await run_in_threadpool(_sampling_context, session, sampling, None)
-        return render(request, "sampling.html", {**context, "error": exc.body()},
+        context = await run_in_threadpool(_sampling_context, session, sampling, None,
+                                          target_recall)
+        return render(request, "sampling.html", {**context, "draw": draw, "error": exc.body()},
                       status_code=exc.status_code)
     skipped = len(drawn["stopped"] or [])
     message = (f"round {drawn['number']}: {drawn['drawn']} pairs to judge"
                + (f"; {skipped} topic{'' if skipped == 1 else 's'} at a recall of "
                   f"{drawn['target_recall']} ({drawn['stop_rule']}) skipped" if skipped else "")
                + (" (short: the pool ran out)" if drawn["short"] and not skipped else ""))
-    return RedirectResponse(f"/ui/samplings/{sampling.id}?{urlencode({'msg': message})}",
-                            status_code=303)
+    query = {"msg": message}
+    if params.stop:
+        query.update(stop=params.stop, target_recall=str(params.target_recall))
+    return RedirectResponse(f"/ui/samplings/{sampling.id}?{urlencode(query)}", status_code=303)

@@ -26,6 +26,9 @@ from dataclasses import dataclass
 from models.sampling.design import TopicPool
 from models.sampling.sampler import TopicState, estimate
 
+TARGET_RECALL = 0.9  # the default target: the middle of the thesis' 0.8, 0.9, 1.0 (chapter 3)
+STOP_RULES = ("optimistic", "conservative")
+
 
 @dataclass(frozen=True)
 class StoppingCheck:

@@ -226,15 +226,36 @@ def test_a_round_can_skip_the_topics_at_the_target_recall(client) -> None:
     assert 'id="round-stop"' in page
     token = re.search(r'name="csrf_token" value="([^"]+)"', page)
     assert token is not None
-    form = {"csrf_token": token.group(1), "stop": "optimistic", "target_recall": "0.9"}
+    form = {"csrf_token": token.group(1), "stop": "optimistic", "target_recall": "0.85"}
     refused = client.post(f"/ui/samplings/{sid}/rounds", data=form, follow_redirects=False)
     assert refused.status_code == 409 and "target_reached" in refused.text
-    bad = client.post(f"/ui/samplings/{sid}/rounds", follow_redirects=False,
-                      data={**form, "target_recall": "2"})
-    assert bad.status_code == 422 and "invalid_body" in bad.text
+    # the refused form keeps what was sent: the rule and the target (also the stopping check's)
+    assert '<option value="optimistic" selected>' in refused.text
+    assert 'id="round-target" min="0.01" max="1" step="0.01" value="0.85"' in refused.text
+    assert "0.85" in refused.text.split('id="stopping-form"')[1].split("</form>")[0]
+    for value, words in (("2", "less than or equal to 1"), ("x", "valid number")):
+        bad = client.post(f"/ui/samplings/{sid}/rounds", follow_redirects=False,
+                          data={**form, "target_recall": value})
+        assert bad.status_code == 422 and "invalid_body" in bad.text
+        assert "target_recall: Input should be" in bad.text and words in bad.text
+        assert f'step="0.01" value="{value}"' in bad.text
+    assert client.get(f"{API}/samplings/{sid}/rounds").json()["count"] == 3  # nothing drawn
     drawn = client.post(f"/ui/samplings/{sid}/rounds", data={**form, "stop": ""},
                         follow_redirects=False)
     assert drawn.status_code == 303 and "round+4" in drawn.headers["location"]
+    assert "stop=" not in drawn.headers["location"]
+    # a round drawn with a rule (a new sampling: nothing found yet, so no topic stops): the
+    # page after it offers the same rule and target again
+    setup_collection(client, name="pool2")
+    fresh = client.post(f"{API}/collections/pool2/samplings",
+                        json={"budget_per_round": 4, "strategy": "uniform"}).json()["id"]
+    ruled = client.post(f"/ui/samplings/{fresh}/rounds", follow_redirects=False,
+                        data={**form, "stop": "conservative", "target_recall": "0.95"})
+    assert ruled.status_code == 303 and "stop=conservative" in ruled.headers["location"]
+    after = client.get(ruled.headers["location"]).text
+    assert "round 1: 4 pairs to judge" in after
+    assert '<option value="conservative" selected>' in after
+    assert 'id="round-target" min="0.01" max="1" step="0.01" value="0.95"' in after
 
 
 def test_pairs_judged_before_the_sampling_are_round_zero(client) -> None:

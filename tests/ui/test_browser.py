@@ -133,9 +133,16 @@ def browser() -> Iterator[object]:
 
 
 def wait_until(predicate, timeout: float = 20, what: str = "condition"):  # type: ignore[no-untyped-def]
+    """``predicate()`` until it is truthy. An element gone stale or not there yet while a page
+    reloads (a page that follows a job reloads itself when the job ends) counts as not yet."""
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+
     deadline = time.monotonic() + timeout
     while True:
-        value = predicate()
+        try:
+            value = predicate()
+        except (StaleElementReferenceException, NoSuchElementException):
+            value = None
         if value:
             return value
         if time.monotonic() > deadline:

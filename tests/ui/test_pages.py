@@ -300,6 +300,39 @@ def test_pages_follow_the_api_access_rules(settings, synthetic) -> None:
         assert client.get(f"{API}/collections/crowd/aggregations").json()["count"] == 1
 
 
+def test_home_lists_the_collections_a_limited_key_may_see(settings, monkeypatch) -> None:
+    """The home page asks for the caller's collections, then takes the first HOME_LIMIT: a key
+    limited to a later collection sees it (taking the first ones and then filtering showed it
+    none), and a longer list says how many there are and where the rest is."""
+    from fastapi import Request
+    from fastapi.testclient import TestClient
+
+    import app.ui.router as ui_router
+    from app.auth.principal import Principal
+    from app.main import create_app
+
+    app = create_app(settings)
+    caller: dict[str, Principal | None] = {"principal": None}
+
+    @app.middleware("http")
+    async def as_caller(request: Request, call_next):  # type: ignore[no-untyped-def]
+        request.state.principal = caller["principal"]
+        return await call_next(request)
+
+    monkeypatch.setattr(ui_router, "HOME_LIMIT", 2)
+    with TestClient(app) as client:
+        ids = {name: create_collection(client, name=name)["id"] for name in ("h1", "h2", "h3")}
+        page = client.get("/ui/").text
+        assert "/ui/collections/h1" in page and "/ui/collections/h2" in page
+        assert "/ui/collections/h3" not in page
+        assert 'id="collections-more"' in page and "The first 2 of 3 collections" in page
+        caller["principal"] = Principal(name="third", scope="read",
+                                        collections=frozenset({ids["h3"]}))
+        page = client.get("/ui/").text
+        assert "/ui/collections/h3" in page and "/ui/collections/h1" not in page
+        assert 'id="collections-more"' not in page
+
+
 def test_collection_page_counts_new_judgments_like_the_api(client) -> None:
     """The page keeps a tally of the judgments and adds only the new ones: after more
     judgments (new and known tasks and annotators, another label) it shows the API's
