@@ -77,7 +77,11 @@ def _count(session: Session, table: type, collection_id: int, *where: object) ->
     return session.scalar(query) or 0
 
 
-def collection_counts(session: Session, *, collection: Collection) -> CollectionCounts:
+def collection_counts(session: Session, *, collection: Collection,
+                      judgments: int | None = None) -> CollectionCounts:
+    """Rows per table. ``judgments``: the judgments counted already (a ``JudgmentTally``), so
+    that the largest table is not counted again: a COUNT over it takes ~0.2 s at 5 million
+    judgments on PostgreSQL, a tally moving forward a few milliseconds."""
     cid = collection.id
     scale = collection.labels
     return CollectionCounts(
@@ -85,7 +89,7 @@ def collection_counts(session: Session, *, collection: Collection) -> Collection
         documents=_count(session, Document, cid),
         tasks=_count(session, Task, cid),
         annotators=_count(session, Annotator, cid),
-        judgments=_count(session, Judgment, cid),
+        judgments=_count(session, Judgment, cid) if judgments is None else judgments,
         tasks_with_gold=_count(session, Task, cid, Task.gold.in_(scale)),
         tasks_with_unjudgeable_gold=_count(session, Task, cid, Task.gold.in_(collection.ignore))
         if collection.ignore else 0,
@@ -143,6 +147,12 @@ class JudgmentTally:
                     counter[int(key)] += int(n)
             self.latest = upto
 
+    @property
+    def judgments(self) -> int:
+        """How many judgments the tally has counted (every judgment has one label)."""
+        with self.lock:
+            return sum(self.labels.values())
+
     def stats(self, counts: CollectionCounts) -> CollectionStats:
         with self.lock:
             per_task = Counter(self.per_task.values())
@@ -153,6 +163,10 @@ class JudgmentTally:
                                label_distribution=labels)
 
 
+def tally_key(collection_id: int) -> tuple[str, int]:
+    return ("judgment_tally", collection_id)
+
+
 def advance_tally(session: Session, *, collection: Collection,
                   cache: Any = None) -> JudgmentTally:
     """The collection's ``JudgmentTally``, moved forward to its latest judgment. With ``cache``
@@ -161,7 +175,7 @@ def advance_tally(session: Session, *, collection: Collection,
     latest = session.scalar(select(func.max(Judgment.id))
                             .where(Judgment.collection_id == collection.id))
     tally = (JudgmentTally(collection.id) if cache is None else
-             cache.memo(("judgment_tally", collection.id), lambda: JudgmentTally(collection.id)))
+             cache.memo(tally_key(collection.id), lambda: JudgmentTally(collection.id)))
     tally.advance(session, latest)
     return tally
 
@@ -170,12 +184,21 @@ def collection_stats(session: Session, *, collection: Collection,
                      cache: Any = None) -> CollectionStats:
     """Counts and the judgments' distributions (``cache``: as for ``advance_tally``)."""
     tally = advance_tally(session, collection=collection, cache=cache)
-    return tally.stats(collection_counts(session, collection=collection))
+    return tally.stats(collection_counts(session, collection=collection,
+                                         judgments=tally.judgments))
 
 
-def collection_overview(session: Session, *, collection: Collection) -> dict[str, object]:
-    """Counts and the time of the latest judgment (the collections page)."""
+def collection_overview(session: Session, *, collection: Collection,
+                        cache: Any = None) -> dict[str, object]:
+    """Counts and the time of the latest judgment (the collections page). With ``cache``, a
+    collection whose tally is kept there (the dashboard warms the most recent ones) takes its
+    judgments count from the tally moved forward; the others are counted (building a tally is
+    three GROUP BYs: not for a list of every collection)."""
     # Every judgment arrives in a batch (a small table): its latest batch's time.
     last = session.scalar(select(func.max(Batch.received_at))
                           .where(Batch.collection_id == collection.id))
-    return {"counts": collection_counts(session, collection=collection), "last_judgment_at": last}
+    judgments = None
+    if cache is not None and cache.memoized(tally_key(collection.id)):
+        judgments = advance_tally(session, collection=collection, cache=cache).judgments
+    return {"counts": collection_counts(session, collection=collection, judgments=judgments),
+            "last_judgment_at": last}

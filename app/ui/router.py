@@ -119,7 +119,9 @@ def collections_page(request: Request, session: SessionDep,
     """The collections the caller may see (the first HOME_LIMIT of them, by id), with counts."""
     rows, total = collections_service.list_collections(session, limit=HOME_LIMIT, offset=0,
                                                        only=principal.collections)
-    items = [{"collection": c, **collections_service.collection_overview(session, collection=c)}
+    cache = get_listing_cache(request)
+    items = [{"collection": c, **collections_service.collection_overview(session, collection=c,
+                                                                         cache=cache)}
              for c in rows]
     return render(request, "collections.html", {"items": items, "total": total,
                                                 "title": "Collections"})

@@ -333,16 +333,21 @@ def test_home_lists_the_collections_a_limited_key_may_see(settings, monkeypatch)
         assert 'id="collections-more"' not in page
 
 
-def test_collection_page_counts_new_judgments_like_the_api(client) -> None:
+def test_collection_page_counts_new_judgments_like_the_api(client, settings) -> None:
     """The page keeps a tally of the judgments and adds only the new ones: after more
-    judgments (new and known tasks and annotators, another label) it shows the API's
-    freshly counted distributions."""
+    judgments (new and known tasks and annotators, another label; some through another
+    process, which this one's warmer does not hear of) it shows the API's freshly counted
+    distributions and judgments count, and so does the home page."""
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+
     create_collection(client, name="tally", labels=[0, 1, 2], relevant_from=1, ignore=[])
 
-    def post(rows: list[tuple[str, str, str, int]]) -> None:
+    def post(rows: list[tuple[str, str, str, int]], via=client) -> None:  # type: ignore[no-untyped-def]
         body = {"judgments": [{"topic": t, "doc": d, "annotator": a, "label": y}
                               for t, d, a, y in rows]}
-        assert client.post(f"{API}/collections/tally/judgments", json=body).status_code == 201
+        assert via.post(f"{API}/collections/tally/judgments", json=body).status_code == 201
 
     def histograms(page: str) -> tuple[dict, dict, dict]:
         figs = figures(page)
@@ -356,13 +361,33 @@ def test_collection_page_counts_new_judgments_like_the_api(client) -> None:
                 {str(k): v for k, v in stats["judgments_per_annotator"]["histogram"].items()},
                 {str(k): v for k, v in stats["label_distribution"].items()})
 
+    def judgments_shown() -> tuple[int, int, int]:
+        """The judgments count on the collection page (from its tally), on the home page (from
+        the same tally once the collection page kept it) and the API's (a COUNT). The home page
+        first: it moves the kept tally forward itself."""
+        row = re.search(r'/ui/collections/tally">tally</a>.*?</tr>', client.get("/ui/").text,
+                        re.S)
+        card = re.search(r"<b>([\d,]+)</b>judgments", client.get("/ui/collections/tally").text)
+        assert card is not None and row is not None
+        cells = re.findall(r'<td class="num">([\d,]+)</td>', row.group(0))
+        counted = client.get(f"{API}/collections/tally").json()["counts"]["judgments"]
+        return int(card.group(1).replace(",", "")), int(cells[3].replace(",", "")), counted
+
     post([("t1", "d1", "w1", 1), ("t1", "d1", "w2", 0), ("t1", "d2", "w1", 0)])
     assert histograms(client.get("/ui/collections/tally").text) == api()
-    post([("t1", "d2", "w3", 2), ("t2", "d9", "w3", 1), ("t1", "d1", "w1", 1)])
+    assert judgments_shown() == (3, 3, 3)
+    with TestClient(create_app(settings)) as other:  # another API process
+        post([("t1", "d2", "w3", 2), ("t2", "d9", "w3", 1), ("t1", "d1", "w1", 1)], via=other)
+    assert judgments_shown() == (6, 6, 6)
     post([("t3", "d3", "w4", 0)])
     page = histograms(client.get("/ui/collections/tally").text)
     assert page == api()
     assert page[0] == {"1": 2, "2": 1, "3": 1} and page[2] == {"0": 3, "1": 3, "2": 1}
+    assert judgments_shown() == (7, 7, 7)
+    from app.collections.service import tally_key
+
+    assert client.app.state.listing_cache.memoized(tally_key(  # the home page used the tally
+        client.get(f"{API}/collections/tally").json()["id"]))
 
 
 def test_a_heavy_tail_of_judgments_gets_doubling_bins() -> None:

@@ -13,6 +13,7 @@ from fastapi.testclient import TestClient
 
 from app.aggregations.listing import ListingCache
 from app.collections import service as collections_service
+from app.collections.service import tally_key
 from app.collections.tables import Collection
 from app.core.db import get_sessionmaker
 from app.main import create_app
@@ -53,8 +54,8 @@ def test_ingestion_moves_the_tally_forward_off_the_request_path(client, settings
     assert app.state.warmer.wait_idle(30)
     truth = recount(settings.database_url, "crowd")
     cache = app.state.listing_cache
-    assert cache.memoized(("judgment_tally", truth["id"]))
-    tally = cache.memo(("judgment_tally", truth["id"]), lambda: pytest.fail("not warmed"))
+    assert cache.memoized(tally_key(truth["id"]))
+    tally = cache.memo(tally_key(truth["id"]), lambda: pytest.fail("not warmed"))
     assert sum(tally.per_task.values()) == 360
 
     # More judgments through the JSON API: the warmed tally follows them.
@@ -82,7 +83,7 @@ def test_a_fresh_process_warms_recent_collections_and_fits(client, settings, war
     with TestClient(create_app(warm_settings)) as fresh:
         # Serving starts once the start-up warm-up is done (CROWDQRELS_WARM_STARTUP_S).
         cache = fresh.app.state.listing_cache
-        assert cache.memoized(("judgment_tally", cid))
+        assert cache.memoized(tally_key(cid))
         assert cache.memoized(page_key(a))
         page = fresh.get(f"/ui/aggregations/{a}")
         assert page.status_code == 200 and "Competence" in page.text
@@ -102,7 +103,7 @@ def test_an_upload_through_the_form_warms_too(client, settings, synthetic) -> No
     client.app.state.warmer.wait_idle(30)
     cid = recount(settings.database_url, "crowd")["id"]
     cache = client.app.state.listing_cache
-    tally = cache.memo(("judgment_tally", cid), lambda: pytest.fail("not warmed"))
+    tally = cache.memo(tally_key(cid), lambda: pytest.fail("not warmed"))
     before = tally.latest
     page = client.get("/ui/collections/crowd")
     csrf = re.search(r'name="csrf_token" value="([^"]+)"', page.text).group(1)
