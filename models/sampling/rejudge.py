@@ -105,15 +105,19 @@ class NextPlan:
 
 
 def agreement_competence(proba: np.ndarray, task: np.ndarray, annotator: np.ndarray,
-                         label: np.ndarray, n_annotators: int) -> np.ndarray:
-    """Each annotator's expected agreement with the posterior, (Σ_a P(T_i = y_a) + ½) / (n + 1)
-    (shrunk towards chance by one pseudo-judgment); ``label`` is a class index, −1 for a
-    judgment outside the fit's classes (left out)."""
+                         label: np.ndarray, n_annotators: int,
+                         prior: float | None = 0.5) -> np.ndarray:
+    """Each annotator's expected agreement with the posterior, (Σ_a P(T_i = y_a) + prior) /
+    (n + 1): shrunk towards ``prior`` by one pseudo-judgment (chance, ½, by default; None: the
+    mean agreement over every judgment, 0.5 without any). ``label`` is a class index, −1 for a
+    judgment outside the fit's classes (left out). Model-agnostic: MV, DS, MACE alike."""
     used = label >= 0
     agree = np.asarray(proba)[task[used], label[used]]
+    if prior is None:
+        prior = float(agree.mean()) if agree.size else 0.5
     n = np.bincount(annotator[used], minlength=n_annotators).astype(np.float64)
     total = np.bincount(annotator[used], weights=agree, minlength=n_annotators)
-    return (total + 0.5) / (n + 1.0)
+    return (total + prior) / (n + 1.0)
 
 
 def plan_next(proba: np.ndarray, *, task: np.ndarray, annotator: np.ndarray,

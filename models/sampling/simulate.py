@@ -19,7 +19,7 @@ import numpy as np
 
 from models.base import Aggregator
 from models.data import UNKNOWN, AnnotationData
-from models.sampling.rejudge import rejudge_order
+from models.sampling.rejudge import agreement_competence, rejudge_order
 
 
 @dataclass(frozen=True)
@@ -33,16 +33,6 @@ class CurvePoint:
     skipped: int  # tasks ranked above the chosen ones with no hidden judgment left, so far
     seconds: float  # time of this point's fit
     map_rmse: float = float("nan")  # RMSE of the runs' MAP against all judgments (with runs)
-
-
-def annotator_accuracy(data: AnnotationData, proba: np.ndarray) -> np.ndarray:
-    """Each annotator's expected agreement with the posterior, Σ_a P(T_i = y_a) / n_j, shrunk
-    towards the mean by one pseudo-judgment (model-agnostic: MV, DS, MACE alike)."""
-    agree = proba[data.task, data.label]
-    n = np.bincount(data.annotator, minlength=data.n_annotators).astype(np.float64)
-    total = np.bincount(data.annotator, weights=agree, minlength=data.n_annotators)
-    mean = float(agree.mean()) if agree.size else 0.5
-    return (total + mean) / (n + 1.0)
 
 
 def subset(data: AnnotationData, keep: np.ndarray) -> AnnotationData:
@@ -150,7 +140,9 @@ def _reveal_round(data: AnnotationData, revealed: np.ndarray, model: Aggregator,
     """Reveal ``batch`` hidden judgments chosen by ``strategy``; returns the tasks skipped."""
     proba = model.proba_
     seen = subset(data, np.flatnonzero(revealed))
-    accuracy = annotator_accuracy(seen, proba)
+    # who is asked next: agreement with the posterior, shrunk towards the mean agreement
+    accuracy = agreement_competence(proba, seen.task, seen.annotator, seen.label,
+                                    seen.n_annotators, prior=None)
     need = batch
     skipped = 0
     while need > 0:
