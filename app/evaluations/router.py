@@ -9,6 +9,7 @@ from starlette.concurrency import run_in_threadpool
 from app.aggregations import downloads
 from app.api.deps import CollectionDep, RunnerDep, SessionDep, id_path
 from app.auth.deps import PrincipalDep, require_scope
+from app.auth.idempotency import IdempotencyDep
 from app.core.errors import InvalidInput
 from app.evaluations import service
 from app.evaluations.schemas import (
@@ -50,13 +51,17 @@ def public(evaluation: Evaluation, *, with_results: bool = False) -> EvaluationP
 
 @collection_router.post("/evaluations", status_code=202, response_model=EvaluationPublic,
                         dependencies=[require_scope("admin")])
-def create_evaluation(session: SessionDep, runner: RunnerDep, collection: CollectionDep,
-                      body: EvaluationCreate) -> EvaluationPublic:
+def create_evaluation(session: SessionDep, runner: RunnerDep, idempotency: IdempotencyDep,
+                      collection: CollectionDep, body: EvaluationCreate) -> Any:
     """Score the collection's runs on an aggregation's qrels ("gold", or a union /
-    intersection of sources), with ``samples`` draws of the qrels from the posterior: a job."""
-    evaluation = service.create_evaluation(session, runner=runner, collection=collection,
-                                           spec=body)
-    return public(evaluation)
+    intersection of sources), with ``samples`` draws of the qrels from the posterior: a job.
+    With an ``Idempotency-Key`` a retry returns the same evaluation instead of a second job."""
+
+    def work() -> EvaluationPublic:
+        return public(service.create_evaluation(session, runner=runner, collection=collection,
+                                                spec=body))
+
+    return idempotency.run(session, body=body.model_dump_json(), status_code=202, work=work)
 
 
 @collection_router.get("/evaluations", response_model=EvaluationsPublic,

@@ -3,7 +3,7 @@ from the collection's runs with Horvitz–Thompson estimates."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import PlainTextResponse
@@ -11,6 +11,7 @@ from fastapi.responses import PlainTextResponse
 from app.aggregations.router import AggregationDep
 from app.api.deps import CollectionDep, SessionDep, id_path
 from app.auth.deps import PrincipalDep, require_scope
+from app.auth.idempotency import IdempotencyDep
 from app.sampling import service
 from app.sampling.inputs import NextInputs
 from app.sampling.rejudging import next_tasks, next_tasks_tsv
@@ -81,10 +82,16 @@ def next_to_judge(request: Request, session: SessionDep, aggregation: Aggregatio
 
 @collection_router.post("/samplings", status_code=201, response_model=SamplingPublic,
                         dependencies=[require_scope("admin")])
-def create_sampling(session: SessionDep, collection: CollectionDep,
-                    body: SamplingCreate) -> SamplingPublic:
-    sampling = service.create_sampling(session, collection=collection, spec=body)
-    return SamplingPublic.model_validate(service.sampling_public(session, sampling))
+def create_sampling(session: SessionDep, idempotency: IdempotencyDep, collection: CollectionDep,
+                    body: SamplingCreate) -> Any:
+    """Create a sampling over the pool of the collection's runs; with an ``Idempotency-Key`` a
+    retry returns the same sampling."""
+
+    def work() -> SamplingPublic:
+        sampling = service.create_sampling(session, collection=collection, spec=body)
+        return SamplingPublic.model_validate(service.sampling_public(session, sampling))
+
+    return idempotency.run(session, body=body.model_dump_json(), status_code=201, work=work)
 
 
 @collection_router.get("/samplings", response_model=SamplingsPublic,
@@ -101,17 +108,22 @@ def get_sampling(session: SessionDep, sampling: SamplingDep) -> SamplingPublic:
 
 @router.post("/{s}/rounds", status_code=201, response_model=RoundPublic,
              dependencies=[require_scope("admin")])
-def draw_round(session: SessionDep, sampling: SamplingDep,
-               params: Annotated[RoundRequest, Query()]) -> RoundPublic:
+def draw_round(session: SessionDep, idempotency: IdempotencyDep, sampling: SamplingDep,
+               params: Annotated[RoundRequest, Query()]) -> Any:
     """Draw the next round: the (topic, doc) pairs to send to the crowd with their inclusion
     probabilities. 409 ``round_not_judged`` while the previous round has no judgments yet
     (``force=true`` draws anyway); ``short`` when the pool had fewer pairs left than the budget.
     ``stop``: the topics whose judged sample has reached ``target_recall`` by that rule
     (thesis chapter 3, as in the estimates' ``stopping``) take no draws, and the budget goes to
-    the others (``stopped`` lists them); 409 ``target_reached`` when none is left."""
-    return RoundPublic.model_validate(service.draw_round(
-        session, sampling=sampling, force=params.force, stop_rule=params.stop,
-        target_recall=params.target_recall))
+    the others (``stopped`` lists them); 409 ``target_reached`` when none is left. With an
+    ``Idempotency-Key`` a retry returns the same round instead of drawing another."""
+
+    def work() -> RoundPublic:
+        return RoundPublic.model_validate(service.draw_round(
+            session, sampling=sampling, force=params.force, stop_rule=params.stop,
+            target_recall=params.target_recall))
+
+    return idempotency.run(session, body=b"", status_code=201, work=work)
 
 
 @router.get("/{s}/rounds", response_model=RoundsPublic, dependencies=[require_scope("read")],

@@ -93,6 +93,52 @@ def test_retries_store_nothing(client, database_url) -> None:
                        headers=key).headers.get(REPLAYED_HEADER) is None
 
 
+def test_retries_of_samplings_rounds_and_evaluations(client) -> None:
+    """A sampling, a round and an evaluation started again with the same key are the first
+    ones: no second sampling, no second round (the retry of a round is not refused as a draw
+    before the last round was judged), no second evaluation job."""
+    from tests.api.test_sampling import judge, setup_collection
+
+    setup_collection(client)
+    spec = {"budget_per_round": 4, "strategy": "active", "seed": 3}
+    key = {"Idempotency-Key": "sampling-1"}
+    created = client.post(f"{API}/collections/pool/samplings", json=spec, headers=key)
+    again = client.post(f"{API}/collections/pool/samplings", json=spec, headers=key)
+    assert created.status_code == again.status_code == 201
+    assert again.json() == created.json() and again.headers[REPLAYED_HEADER] == "true"
+    assert client.get(f"{API}/collections/pool/samplings").json()["count"] == 1
+    other = client.post(f"{API}/collections/pool/samplings", json={**spec, "seed": 4},
+                        headers=key)
+    assert other.status_code == 422 and other.json()["code"] == "idempotency_key_reused"
+
+    sid = created.json()["id"]
+    rounds = f"{API}/samplings/{sid}/rounds"
+    first = client.post(rounds, headers={"Idempotency-Key": "round-1"})
+    retry = client.post(rounds, headers={"Idempotency-Key": "round-1"})
+    assert first.status_code == retry.status_code == 201 and retry.json() == first.json()
+    assert client.get(rounds).json()["count"] == 1
+    # A new key is a new draw: refused (nothing judged yet), and the refusal keeps no key.
+    refused = client.post(rounds, headers={"Idempotency-Key": "round-2"})
+    assert refused.status_code == 409 and refused.json()["code"] == "round_not_judged"
+    judge(client, first.json()["pairs"])
+    second = client.post(rounds, headers={"Idempotency-Key": "round-2"})
+    assert second.status_code == 201 and second.json()["number"] == 2
+    forced = client.post(f"{rounds}?force=true", headers={"Idempotency-Key": "round-2"})
+    assert forced.status_code == 422  # the same key with another query: another request
+    assert client.get(rounds).json()["count"] == 2
+
+    fit = client.post(f"{API}/collections/pool/aggregations", json={"method": "mv"}).json()
+    wait_for(client, fit["id"])
+    body = {"aggregation": fit["id"], "measures": ["P@5"], "samples": 10}
+    evaluation = client.post(f"{API}/collections/pool/evaluations", json=body,
+                             headers={"Idempotency-Key": "evaluation-1"})
+    repeat = client.post(f"{API}/collections/pool/evaluations", json=body,
+                         headers={"Idempotency-Key": "evaluation-1"})
+    assert evaluation.status_code == repeat.status_code == 202
+    assert repeat.json()["id"] == evaluation.json()["id"]
+    assert client.get(f"{API}/collections/pool/evaluations").json()["count"] == 1
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
