@@ -283,7 +283,12 @@ def test_dashboard_in_a_browser(server: str, browser, tmp_path: Path) -> None:  
 
     Select(driver.find_element("id", "fit-method")).select_by_value("ds")
     assert '"n_iter": 100' in driver.find_element("id", "fit-params").get_attribute("value")
-    driver.find_element("css selector", "#fit-form button").click()
+    # Sent once: a second submit of the same form (a double click) is cancelled by the page.
+    second_cancelled = driver.execute_script(
+        "const f = document.getElementById('fit-form');"
+        "f.querySelector('button').click();"
+        "return !f.dispatchEvent(new Event('submit', {cancelable: true}));")
+    assert second_cancelled
     wait_until(lambda: "fit #3 (ds) queued" in message_text(driver), what="the fit queued")
 
     wait_until(lambda: row_status(driver, "#fits tr[data-aggregation='3']") == "succeeded",

@@ -164,7 +164,30 @@
     });
   }
 
+  // A form that starts something (a fit, an upload, a round) is sent once: a double click or a
+  // second Enter would start it twice. Its buttons stay disabled until the answer replaces the
+  // page; coming back to the page through the history enables them again.
+  function submitOnce() {
+    Array.prototype.forEach.call(document.querySelectorAll("form[method=post]"), function (form) {
+      form.addEventListener("submit", function (event) {
+        if (form.dataset.sent) { event.preventDefault(); return; }
+        form.dataset.sent = "1";
+        window.setTimeout(function () {  // after the browser has read the form
+          Array.prototype.forEach.call(form.querySelectorAll("button"), function (b) { b.disabled = true; });
+        }, 0);
+      });
+    });
+    window.addEventListener("pageshow", function (event) {
+      if (!event.persisted) { return; }
+      Array.prototype.forEach.call(document.querySelectorAll("form[data-sent]"), function (form) {
+        delete form.dataset.sent;
+        Array.prototype.forEach.call(form.querySelectorAll("button"), function (b) { b.disabled = false; });
+      });
+    });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
+    submitOnce();
     drawFigures();
     annotatorTable();
     fitForm();
