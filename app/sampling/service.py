@@ -30,7 +30,6 @@ from models.sampling.stopping import TARGET_RECALL, check_topic, found_relevant,
 
 LABEL_METHODS = ("mv", "ds", "mace")
 CUTOFFS = (5, 10, 20)
-__all__ = ["TARGET_RECALL"]  # the default target, for the API, the pages and the CLI
 
 
 def sampling_not_found(sampling_id: int) -> NotFound:

@@ -28,6 +28,7 @@ from app.sampling.router import SamplingDep
 from app.sampling.schemas import RoundRequest, SamplingCreate, StoppingTarget, StopRule
 from app.ui import charts
 from app.ui.router import CheckedForm, done, figures, form_error, render, whole_number
+from models.sampling.stopping import TARGET_RECALL
 
 router = APIRouter(tags=["dashboard"], include_in_schema=False)
 Measure = Annotated[str | None, Query(max_length=100)]
@@ -144,7 +145,7 @@ async def start_sampling(request: Request, session: SessionDep,
 
 
 def _sampling_context(session: Any, sampling: Any, measure: str | None,
-                      target_recall: float = sampling_service.TARGET_RECALL) -> dict[str, Any]:
+                      target_recall: float = TARGET_RECALL) -> dict[str, Any]:
     collection = session.get(Collection, sampling.collection_id)
     rounds = sampling_service.list_rounds(session, sampling=sampling)
     estimates = sampling_service.estimates(session, sampling=sampling,
@@ -203,7 +204,7 @@ async def draw_round(request: Request, session: SessionDep, sampling: SamplingDe
     # What the form sent, shown again in the form when the draw is refused.
     draw = {"stop": str(form.get("stop") or ""),
             "target_recall": str(form.get("target_recall") or "").strip()}
-    target_recall = sampling_service.TARGET_RECALL  # the stopping check's, until the form's holds
+    target_recall = TARGET_RECALL  # the stopping check's, until the form's holds
     try:
         try:
             params = RoundRequest(force=form.get("force") in ("on", "true", "1"),
