@@ -257,10 +257,10 @@ def test_api_docs_and_charts_load_from_the_app(client) -> None:
     assert f'/ui/static/plotly.min.js?v={version("plotly")}"' in page
 
 
-def test_pages_follow_the_api_access_rules(settings, synthetic) -> None:
-    """A caller limited to other collections sees none of this one; a read key cannot post."""
+def app_as_caller(settings):  # type: ignore[no-untyped-def]
+    """An application whose every request is made by ``caller["principal"]`` (None: as access
+    control decides), to set in the test."""
     from fastapi import Request
-    from fastapi.testclient import TestClient
 
     from app.auth.principal import Principal
     from app.main import create_app
@@ -273,6 +273,16 @@ def test_pages_follow_the_api_access_rules(settings, synthetic) -> None:
         request.state.principal = caller["principal"]
         return await call_next(request)
 
+    return app, caller
+
+
+def test_pages_follow_the_api_access_rules(settings, synthetic) -> None:
+    """A caller limited to other collections sees none of this one; a read key cannot post."""
+    from fastapi.testclient import TestClient
+
+    from app.auth.principal import Principal
+
+    app, caller = app_as_caller(settings)
     with TestClient(app) as client:
         a = seed(client, synthetic)
         csrf = token(client.get("/ui/collections/crowd").text)
@@ -304,21 +314,12 @@ def test_home_lists_the_collections_a_limited_key_may_see(settings, monkeypatch)
     """The home page asks for the caller's collections, then takes the first HOME_LIMIT: a key
     limited to a later collection sees it (taking the first ones and then filtering showed it
     none), and a longer list says how many there are and where the rest is."""
-    from fastapi import Request
     from fastapi.testclient import TestClient
 
     import app.ui.router as ui_router
     from app.auth.principal import Principal
-    from app.main import create_app
 
-    app = create_app(settings)
-    caller: dict[str, Principal | None] = {"principal": None}
-
-    @app.middleware("http")
-    async def as_caller(request: Request, call_next):  # type: ignore[no-untyped-def]
-        request.state.principal = caller["principal"]
-        return await call_next(request)
-
+    app, caller = app_as_caller(settings)
     monkeypatch.setattr(ui_router, "HOME_LIMIT", 2)
     with TestClient(app) as client:
         ids = {name: create_collection(client, name=name)["id"] for name in ("h1", "h2", "h3")}
