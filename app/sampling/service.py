@@ -26,7 +26,13 @@ from app.sampling.schemas import SamplingCreate
 from app.sampling.tables import SampledPair, Sampling, SamplingRound
 from models.sampling.design import TopicPool, build_pools, inclusion_first
 from models.sampling.sampler import SAMPLING, TopicState, estimate, plan_round
-from models.sampling.stopping import TARGET_RECALL, check_topic, found_relevant, stopping_check
+from models.sampling.stopping import (
+    STOP_RULES,
+    TARGET_RECALL,
+    check_topic,
+    found_relevant,
+    stopping_check,
+)
 
 LABEL_METHODS = ("mv", "ds", "mace")
 CUTOFFS = (5, 10, 20)
@@ -176,9 +182,6 @@ def _known(pools: Mapping[str, TopicPool], labels: Mapping[tuple[str, str], floa
         if i < pool.n_docs and pool.docs[i] == doc:
             out[topic][i] = value
     return out
-
-
-STOP_RULES = ("optimistic", "conservative")
 
 
 def topics_at_target(strategy: str, pools: Mapping[str, TopicPool],
