@@ -249,7 +249,8 @@ def _next(args: argparse.Namespace) -> int:
                      annotator_names=names, n=args.n, strategy=args.strategy,
                      max_judgments=args.max_judgments, n_annotators=args.annotators,
                      random_state=args.seed,
-                     min_annotator_judgments=args.min_annotator_judgments)
+                     min_annotator_judgments=args.min_annotator_judgments,
+                     per_annotator=args.per_annotator)
     relevant = relevant_index(data.classes, args.relevant_from, graded=args.graded)
     labels = data.classes[np.asarray(model.labels_)[order]]
     result = {"method": args.method, "strategy": args.strategy, "data": plan_rows(
@@ -325,6 +326,9 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:  # type: ignor
                            help="annotators to suggest per task (default 10)")
     following.add_argument("--min-annotator-judgments", type=int, default=0, metavar="M",
                            help="suggest only annotators with at least M labels (default 0)")
+    following.add_argument("--per-annotator", type=_positive, metavar="C",
+                           help="assign at most C of the listed tasks to one annotator "
+                                "(default: each task to its best annotator)")
     following.add_argument("--seed", type=int, help="random_state of the method and of the "
                                                     "random strategy")
     following.add_argument("--format", choices=("tsv", "json"), default="tsv")

@@ -21,10 +21,12 @@ from models.sampling.rejudge import NextPlan, plan_next
 def next_tasks(session: Session, *, aggregation: Aggregation, n: int, strategy: str,
                max_judgments: int | None = None, n_annotators: int = 10,
                seed: int | None = None, inputs: NextInputs | None = None,
-               min_annotator_judgments: int = 0) -> dict[str, Any]:
+               min_annotator_judgments: int = 0,
+               per_annotator: int | None = None) -> dict[str, Any]:
     """The ``n`` tasks to judge next (only tasks with fewer than ``max_judgments`` judgments when
     given), each with the annotators not yet asked who have given at least
-    ``min_annotator_judgments`` labels. Judgments and annotators are the collection's current
+    ``min_annotator_judgments`` labels, and the one it goes to (at most ``per_annotator`` tasks
+    each when given). Judgments and annotators are the collection's current
     ones (including those that arrived after the fit); an annotator's competence is the fit's
     (``competence`` column) or, for models without one, their expected agreement with the
     fitted posterior. ``inputs``: the application's cache of what this reads (none: everything
@@ -65,7 +67,8 @@ def next_tasks(session: Session, *, aggregation: Aggregation, n: int, strategy: 
                      label=label, competence=competence, annotator_names=external, n=n,
                      strategy=strategy, max_judgments=max_judgments,
                      n_annotators=n_annotators, random_state=seed,
-                     min_annotator_judgments=min_annotator_judgments)
+                     min_annotator_judgments=min_annotator_judgments,
+                     per_annotator=per_annotator)
     data = plan_rows(plan, proba=proba, topics=fit.topics, docs=fit.docs, labels=fit.labels,
                      p_relevant=fit.p_relevant, annotator_names=external, task_ids=task_ids)
     return {"aggregation_id": aggregation.id, "strategy": strategy, "data": data,
@@ -92,18 +95,21 @@ def plan_rows(plan: NextPlan, *, proba: np.ndarray, topics: Sequence[str], docs:
                             "competence": float(plan.competence[a]),
                             "n_judgments": int(plan.annotator_judgments[a])}
                            for a in plan.annotators[rank].tolist()],
+            "assigned": (None if plan.assigned[rank] < 0
+                         else str(annotator_names[plan.assigned[rank]])),
         })
         data.append(row)
     return data
 
 
 TSV_COLUMNS = ("rank", "topic", "doc", "n_judgments", "uncertainty", "p_label_change",
-               "expected_change", "annotators")
+               "expected_change", "annotators", "assigned")
 
 
 def next_tasks_tsv(result: dict[str, Any]) -> str:
     """``next_tasks`` as a tab-separated list to hand to a crowd platform: one task per line,
-    best first, its scores and the annotators to ask (comma-separated, best first)."""
+    best first, its scores, the annotators to ask (comma-separated, best first) and the one it
+    goes to (empty: nobody)."""
     out = io.StringIO()
     writer = csv.writer(out, delimiter="\t", lineterminator="\n")
     writer.writerow(TSV_COLUMNS)
@@ -111,5 +117,6 @@ def next_tasks_tsv(result: dict[str, Any]) -> str:
         writer.writerow((rank, t["topic"], t["doc"], t["n_judgments"],
                          f"{t['uncertainty']:.6g}", f"{t['p_label_change']:.6g}",
                          f"{t['expected_change']:.6g}",
-                         ",".join(a["annotator"] for a in t["annotators"])))
+                         ",".join(a["annotator"] for a in t["annotators"]),
+                         t["assigned"] or ""))
     return out.getvalue()

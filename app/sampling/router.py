@@ -59,6 +59,9 @@ def next_to_judge(request: Request, session: SessionDep, aggregation: Aggregatio
                   max_judgments: Annotated[int | None, Query(ge=1)] = None,
                   annotators: Annotated[int, Query(ge=0, le=1000)] = 10,
                   min_annotator_judgments: Annotated[int, Query(ge=0)] = 0,
+                  per_annotator: Annotated[int | None, Query(ge=1, le=10_000, description=(
+                      "at most this many of the listed tasks go to one annotator "
+                      "(assigned); none: each task to its best annotator"))] = None,
                   seed: int | None = None,
                   format: Literal["json", "tsv"] = "json") -> NextTasks | PlainTextResponse:
     """The ``n`` tasks whose next crowd label is expected to help most (``uncertainty``: highest
@@ -66,13 +69,15 @@ def next_to_judge(request: Request, session: SessionDep, aggregation: Aggregatio
     tasks with fewer than ``max_judgments`` judgments when given; for each, up to
     ``annotators`` annotators not yet asked, best first by competence, each with the labels they
     have given (only those with at least ``min_annotator_judgments``: a competence from a handful
-    of labels is a guess). ``format=tsv``: one task
-    per line (rank, topic, doc, judgments, scores, the annotators to ask), for a crowd
-    platform."""
+    of labels is a guess). ``assigned``: who each task goes to, in the list's order, at most
+    ``per_annotator`` tasks each (the best annotators would otherwise get every task).
+    ``format=tsv``: one task per line (rank, topic, doc, judgments, scores, the annotators to
+    ask, the one assigned), for a crowd platform."""
     result = next_tasks(session, aggregation=aggregation, n=n, strategy=strategy,
                         max_judgments=max_judgments, n_annotators=annotators, seed=seed,
                         inputs=get_next_inputs(request),
-                        min_annotator_judgments=min_annotator_judgments)
+                        min_annotator_judgments=min_annotator_judgments,
+                        per_annotator=per_annotator)
     if format == "tsv":
         return PlainTextResponse(next_tasks_tsv(result), media_type="text/tab-separated-values",
                                  headers={"content-disposition": 'attachment; filename='

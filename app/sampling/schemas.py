@@ -170,6 +170,9 @@ class NextTask(BaseModel):
     expected_change: float
     n_judgments: int
     annotators: list[NextAnnotator]
+    assigned: str | None = Field(description="who this task goes to: its best annotator not "
+                                 "yet asked with fewer than per_annotator tasks of this list "
+                                 "(null: nobody)")
 
 
 class NextTasks(BaseModel):

@@ -388,13 +388,15 @@ def next_page(request: Request, session: SessionDep, aggregation: AggregationDep
               n: Annotated[int, Query(ge=1, le=10_000)] = 20,
               strategy: Annotated[str, Query()] = "uncertainty",
               max_judgments: Annotated[str, Query()] = "",
-              min_annotator_judgments: Annotated[str, Query()] = "") -> HTMLResponse:
+              min_annotator_judgments: Annotated[str, Query()] = "",
+              per_annotator: Annotated[str, Query()] = "") -> HTMLResponse:
     """The tasks to judge next (``GET /api/v1/aggregations/{a}/next``) as a table, with the same
     list as TSV for a crowd platform."""
     collection = session.get(Collection, aggregation.collection_id)
     query: dict[str, Any] = {"n": n, "strategy": strategy,
                              "max_judgments": max_judgments.strip() or None,
-                             "min_annotator_judgments": min_annotator_judgments.strip() or None}
+                             "min_annotator_judgments": min_annotator_judgments.strip() or None,
+                             "per_annotator": per_annotator.strip() or None}
     context: dict[str, Any] = {"aggregation": public(aggregation), "collection": collection,
                                "title": f"Judge next: fit #{aggregation.id}",
                                "strategies": NEXT_STRATEGIES, "query": query, "tasks": []}
@@ -409,10 +411,14 @@ def next_page(request: Request, session: SessionDep, aggregation: AggregationDep
         query["min_annotator_judgments"] = whole_number(query, "min_annotator_judgments", None)
         if query["min_annotator_judgments"] is not None and query["min_annotator_judgments"] < 0:
             raise InvalidInput("min_annotator_judgments must be at least 0", code="invalid_body")
+        query["per_annotator"] = whole_number(query, "per_annotator", None)
+        if query["per_annotator"] is not None and not 1 <= query["per_annotator"] <= 10_000:
+            raise InvalidInput("per_annotator must be from 1 to 10000", code="invalid_body")
         result = next_tasks(session, aggregation=aggregation, n=n, strategy=strategy,
                             max_judgments=query["max_judgments"], n_annotators=10,
                             inputs=get_next_inputs(request),
-                            min_annotator_judgments=query["min_annotator_judgments"] or 0)
+                            min_annotator_judgments=query["min_annotator_judgments"] or 0,
+                            per_annotator=query["per_annotator"])
     except DomainError as exc:  # the API's error on the page (a fit not succeeded: 409)
         context["error"] = exc.body()
         status = exc.status_code

@@ -91,7 +91,8 @@ def rejudge_order(proba: np.ndarray, *, strategy: str, eligible: np.ndarray | No
 @dataclass(frozen=True)
 class NextPlan:
     """What ``plan_next`` chose: ``order`` (task indices, best first) with each one's scores,
-    its judgments so far and the annotators to ask (annotator indices, best first)."""
+    its judgments so far, the annotators to ask (annotator indices, best first) and the one it
+    goes to (``assigned``; −1: nobody left to ask, or everyone left has their share)."""
 
     order: np.ndarray
     uncertainty: np.ndarray
@@ -102,6 +103,7 @@ class NextPlan:
     annotators: list[np.ndarray]
     competence: np.ndarray  # (n_annotators,) as used: the fit's, or the agreement fallback
     annotator_judgments: np.ndarray  # (n_annotators,) labels each has given: the evidence
+    assigned: np.ndarray  # (n,) per chosen task, its annotator index, or −1
 
 
 def agreement_competence(proba: np.ndarray, task: np.ndarray, annotator: np.ndarray,
@@ -124,7 +126,8 @@ def plan_next(proba: np.ndarray, *, task: np.ndarray, annotator: np.ndarray,
               label: np.ndarray, competence: np.ndarray, annotator_names: np.ndarray,
               n: int, strategy: str, max_judgments: int | None = None,
               n_annotators: int = 10, random_state: int | None = None,
-              min_annotator_judgments: int = 0) -> NextPlan:
+              min_annotator_judgments: int = 0,
+              per_annotator: int | None = None) -> NextPlan:
     """The ``n`` tasks whose next crowd label helps most, in long format (one entry per
     judgment: ``task``, ``annotator`` index, ``label`` class index or −1 for a judgment that
     counts as asked but not as a label, e.g. an ignored value).
@@ -136,7 +139,14 @@ def plan_next(proba: np.ndarray, *, task: np.ndarray, annotator: np.ndarray,
     candidates when given. Only annotators with at least ``min_annotator_judgments`` labels
     are proposed (a competence from a handful of labels is a guess: on RF10 the top three by
     a graded fit's competence have 15–25 judgments); a task whose every such annotator has
-    judged it assumes a coin-flip accuracy of 0.5."""
+    judged it assumes a coin-flip accuracy of 0.5.
+
+    ``assigned``: who each chosen task goes to, in the list's order — its best annotator not
+    yet asked who has fewer than ``per_annotator`` tasks of this list already (no limit: the
+    first of its ``annotators``). Best first, every task would go to the same few annotators
+    (on RF10 the top three of every task's list are the same); a crowd platform gives a
+    worker a share. The order of the tasks does not depend on it: ``expected-change`` assumes
+    each task's best annotator."""
     p = np.asarray(proba, dtype=np.float64)
     n_tasks, n_ann = p.shape[0], int(annotator_names.shape[0])
     task = np.asarray(task, dtype=np.int64)
@@ -183,5 +193,31 @@ def plan_next(proba: np.ndarray, *, task: np.ndarray, annotator: np.ndarray,
         done = asked_by.get(i, set())
         annotators.append(np.fromiter(
             islice((a for a in best_first if a not in done), n_annotators), dtype=np.int64))
+    assigned = assign(order, asked_by, best_first, per_annotator)
     return NextPlan(order, entropy(p[order]), gain, flip, tv, counts[order], annotators,
-                    competence, evidence)
+                    competence, evidence, assigned)
+
+
+def assign(order: np.ndarray, asked_by: dict[int, set[int]], best_first: list[int],
+           per_annotator: int | None) -> np.ndarray:
+    """Greedy, in ``order``: each task to the first of ``best_first`` who has not judged it
+    and has fewer than ``per_annotator`` tasks so far (None: no limit); −1 when nobody is."""
+    if per_annotator is not None and per_annotator < 1:
+        raise ValueError(f"per_annotator must be at least 1, got {per_annotator}")
+    load: dict[int, int] = {}
+    full: set[int] = set()
+    first_open = 0  # every annotator before it is full: the walk starts here
+    out = np.full(order.shape[0], -1, dtype=np.int64)
+    for rank, i in enumerate(order.tolist()):
+        done = asked_by.get(i, set())
+        while first_open < len(best_first) and best_first[first_open] in full:
+            first_open += 1
+        for a in islice(best_first, first_open, None):
+            if a in done or a in full:
+                continue
+            out[rank] = a
+            load[a] = load.get(a, 0) + 1
+            if per_annotator is not None and load[a] >= per_annotator:
+                full.add(a)
+            break
+    return out

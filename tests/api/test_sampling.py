@@ -354,6 +354,27 @@ def test_next_tasks_to_rejudge(client) -> None:
     assert ">w5</a>" not in page and ">w2</a>" in page
     assert f'({sure[0]["annotators"][0]["competence"]:.2f} · 8)' in page
 
+    # who each task goes to: without a limit its best annotator not yet asked (w2 everywhere
+    # it may); with one task each, w2 takes the first, w5 the next, then nobody is left
+    assert [t["assigned"] for t in body["data"]] == [
+        t["annotators"][0]["annotator"] for t in body["data"]]
+    shared = client.get(f"{API}/aggregations/{fit['id']}/next",
+                        params={"n": 4, "per_annotator": 1}).json()["data"]
+    assert [t["doc"] for t in shared] == [t["doc"] for t in body["data"]]  # the same order
+    assert [t["assigned"] for t in shared] == ["w2", "w5", None, None]
+    tsv = client.get(f"{API}/aggregations/{fit['id']}/next",
+                     params={"n": 4, "per_annotator": 1, "format": "tsv"}).text.splitlines()
+    assert tsv[0].endswith("\tannotators\tassigned")
+    assert [line.split("\t")[-1] for line in tsv[1:]] == ["w2", "w5", "", ""]
+    assert client.get(f"{API}/aggregations/{fit['id']}/next",
+                      params={"per_annotator": 0}).status_code == 422
+    page = client.get(f"/ui/aggregations/{fit['id']}/next",
+                      params={"n": 4, "per_annotator": 1}).text
+    assert 'name="per_annotator" min="1" max="10000" value="1"' in page
+    assert page.count('<td class="assigned"><a ') == 2 and "per_annotator=1" in page
+    bad = client.get(f"/ui/aggregations/{fit['id']}/next", params={"per_annotator": "0"})
+    assert bad.status_code == 422 and "per_annotator must be from 1" in bad.text
+
     limited = client.get(f"{API}/aggregations/{fit['id']}/next",
                          params={"n": 20, "strategy": "expected-change",
                                  "max_judgments": 3}).json()
@@ -375,8 +396,8 @@ def test_next_tasks_to_rejudge(client) -> None:
     assert lines[0][:3] == ["rank", "topic", "doc"] and len(lines) == 13
     assert [(r[1], r[2], int(r[3])) for r in lines[1:]] == [
         (t["topic"], t["doc"], t["n_judgments"]) for t in listed]
-    assert [r[-1] for r in lines[1:]] == [
-        ",".join(a["annotator"] for a in t["annotators"]) for t in listed]
+    assert [r[-2:] for r in lines[1:]] == [
+        [",".join(a["annotator"] for a in t["annotators"]), t["assigned"] or ""] for t in listed]
     page = client.get(f"/ui/aggregations/{fit['id']}/next", params=params)
     assert page.status_code == 200
     docs = re.findall(r'/tasks/\d+">([^<]+)</a>', page.text)
@@ -461,16 +482,22 @@ def test_cli_next_lists_what_the_service_lists(client, tmp_path) -> None:
                                     if x.split("\t")[3] != "-2")
     middle = sorted(labels_of.values())[len(labels_of) // 2]  # about half the annotators
     assert min(labels_of.values()) < middle
-    for strategy, cap, fewest in (("uncertainty", None, 0), ("expected-change", 3, 0),
-                                  ("random", None, 0), ("expected-change", None, middle)):
+    for strategy, cap, fewest, share in (
+            ("uncertainty", None, 0, None), ("expected-change", 3, 0, 2),
+            ("random", None, 0, None), ("expected-change", None, middle, 1)):
         params = {"n": 40, "strategy": strategy, "seed": 5, "annotators": 3, "format": "tsv",
-                  "min_annotator_judgments": fewest, **({"max_judgments": cap} if cap else {})}
+                  "min_annotator_judgments": fewest, **({"max_judgments": cap} if cap else {}),
+                  **({"per_annotator": share} if share else {})}
         served = client.get(f"{API}/aggregations/{fit['id']}/next", params=params).text
         out = tmp_path / f"{strategy}-{fewest}.tsv"
         args = ["next", str(path), "--method", "ds", "-n", "40", "--strategy", strategy,
                 "--seed", "5", "--annotators", "3", "--output", str(out),
                 "--min-annotator-judgments", str(fewest)]
-        assert cli(args + (["--max-judgments", str(cap)] if cap else [])) == 0
+        assert cli(args + (["--max-judgments", str(cap)] if cap else [])
+                   + (["--per-annotator", str(share)] if share else [])) == 0
+        assigned = collections.Counter(line.split("\t")[-1] for line in served.splitlines()[1:])
+        assigned.pop("", None)  # nobody left with a share: those tasks go to nobody
+        assert share is None or max(assigned.values(), default=0) <= share
         assert out.read_text() == served, (strategy, fewest)
     assert len(served.splitlines()) == 41
     # every task: the repeat counts as a judgment; the ignored value's annotator counts as asked

@@ -21,7 +21,7 @@ from models.sampling.design import (
 )
 from models.sampling.estimators import estimate_topic, true_measures
 from models.sampling.pooling import depth_next, mtf_next
-from models.sampling.rejudge import entropy, expected_change, plan_next, rejudge_order
+from models.sampling.rejudge import assign, entropy, expected_change, plan_next, rejudge_order
 from models.sampling.sampler import TopicState, allocate, estimate, inclusion, plan_round
 from models.sampling.simulate import simulate, subset
 from models.synthetic import generate
@@ -247,13 +247,14 @@ def test_plan_next_against_a_plain_loop() -> None:
     names = np.array([f"w{j:02d}" for j in range(n_ann)])
     evidence = np.bincount(annotator[label >= 0], minlength=n_ann)
     least = int(np.sort(evidence)[n_ann // 2])  # about half the annotators proposed
-    for strategy, cap, fewest in (("uncertainty", None, 0), ("expected-change", None, 0),
-                                  ("expected-change", 6, 0), ("random", 8, 0),
-                                  ("expected-change", None, least), ("uncertainty", 6, least)):
+    for strategy, cap, fewest, share in (
+            ("uncertainty", None, 0, None), ("expected-change", None, 0, 2),
+            ("expected-change", 6, 0, 1), ("random", 8, 0, None),
+            ("expected-change", None, least, 3), ("uncertainty", 6, least, 1)):
         plan = plan_next(proba, task=task, annotator=annotator, label=label,
                          competence=competence, annotator_names=names, n=25,
                          strategy=strategy, max_judgments=cap, n_annotators=4, random_state=1,
-                         min_annotator_judgments=fewest)
+                         min_annotator_judgments=fewest, per_annotator=share)
         # the reference: every quantity by a loop
         used = label >= 0
         full = competence.copy()
@@ -280,6 +281,17 @@ def test_plan_next_against_a_plain_loop() -> None:
         assert plan.order.tolist() == order.tolist()
         assert plan.n_judgments.tolist() == counts[order].tolist()
         assert [a.tolist() for a in plan.annotators] == [free_of[i][:4] for i in order]
+        # who each task goes to: its best free annotator who has not had their share yet
+        load: dict[int, int] = {}
+        goes_to = []
+        for i in order:
+            open_ = [j for j in free_of[i] if share is None or load.get(j, 0) < share]
+            goes_to.append(open_[0] if open_ else -1)
+            if open_:
+                load[open_[0]] = load.get(open_[0], 0) + 1
+        assert plan.assigned.tolist() == goes_to
+        assert share is None or max(load.values()) <= share
+        assert share != 1 or len(set(goes_to) - {-1}) == sum(g >= 0 for g in goes_to)
         gain, flip, tv = expected_change(proba[order], np.clip(best[order], 0.5, 0.99))
         assert np.allclose(plan.expected_gain, gain) and np.allclose(plan.p_label_change, flip)
         assert np.allclose(plan.uncertainty, entropy(proba[order]))
@@ -288,8 +300,22 @@ def test_plan_next_against_a_plain_loop() -> None:
                          annotator=np.arange(n_ann), label=np.zeros(n_ann, dtype=np.int64),
                          competence=competence, annotator_names=names, n=1,
                          strategy="expected-change")
-    assert everyone.annotators[0].size == 0
+    assert everyone.annotators[0].size == 0 and everyone.assigned.tolist() == [-1]
     assert np.allclose(everyone.expected_gain, expected_change(proba[:1], 0.5)[0])
+
+
+def test_assignment_by_hand() -> None:
+    """Three annotators, A > B > C; A has judged task 1. One task each: task 0 to A, task 1 to
+    B (A judged it), task 2 to C (A and B have their share), task 3 to nobody. Without a limit
+    every task goes to its best annotator not yet asked."""
+    order = np.array([0, 1, 2, 3])
+    asked = {1: {0}}
+    assert assign(order, asked, [0, 1, 2], 1).tolist() == [0, 1, 2, -1]
+    assert assign(order, asked, [0, 1, 2], 2).tolist() == [0, 1, 0, 1]
+    assert assign(order, asked, [0, 1, 2], None).tolist() == [0, 1, 0, 0]
+    assert assign(order, {}, [], None).tolist() == [-1, -1, -1, -1]
+    with pytest.raises(ValueError, match="per_annotator"):
+        assign(order, asked, [0, 1, 2], 0)
 
 
 def test_warm_start_reaches_the_cold_fit(small_data) -> None:
