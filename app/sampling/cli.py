@@ -24,6 +24,13 @@ def _positive(text: str) -> int:
     return value
 
 
+def _seed(text: str) -> int:
+    value = int(text)
+    if not 0 <= value <= 2**32 - 1:  # what numpy's generators and the API accept
+        raise argparse.ArgumentTypeError("must be a whole number from 0 to 2**32 - 1")
+    return value
+
+
 def _simulate(args: argparse.Namespace) -> int:
     import numpy as np
 
@@ -329,7 +336,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:  # type: ignor
     following.add_argument("--per-annotator", type=_positive, metavar="C",
                            help="assign at most C of the listed tasks to one annotator "
                                 "(default: each task to its best annotator)")
-    following.add_argument("--seed", type=int, help="random_state of the method and of the "
+    following.add_argument("--seed", type=_seed, help="random_state of the method and of the "
                                                     "random strategy")
     following.add_argument("--format", choices=("tsv", "json"), default="tsv")
     following.add_argument("--output", help="write here (default: standard output)")

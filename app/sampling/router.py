@@ -62,7 +62,8 @@ def next_to_judge(request: Request, session: SessionDep, aggregation: Aggregatio
                   per_annotator: Annotated[int | None, Query(ge=1, le=10_000, description=(
                       "at most this many of the listed tasks go to one annotator "
                       "(assigned); none: each task to its best annotator"))] = None,
-                  seed: int | None = None,
+                  seed: Annotated[int | None, Query(ge=0, le=2**32 - 1, description=(
+                      "random_state of the random strategy"))] = None,
                   format: Literal["json", "tsv"] = "json") -> NextTasks | PlainTextResponse:
     """The ``n`` tasks whose next crowd label is expected to help most (``uncertainty``: highest
     posterior entropy; ``expected-change``: most likely to change the label; ``random``), only

@@ -366,8 +366,10 @@ def test_next_tasks_to_rejudge(client) -> None:
                      params={"n": 4, "per_annotator": 1, "format": "tsv"}).text.splitlines()
     assert tsv[0].endswith("\tannotators\tassigned")
     assert [line.split("\t")[-1] for line in tsv[1:]] == ["w2", "w5", "", ""]
-    assert client.get(f"{API}/aggregations/{fit['id']}/next",
-                      params={"per_annotator": 0}).status_code == 422
+    for bad in ({"per_annotator": 0}, {"strategy": "random", "seed": -1},
+                {"seed": 2**32}):  # a negative seed was a 500 (schemathesis found it)
+        assert client.get(f"{API}/aggregations/{fit['id']}/next",
+                          params=bad).status_code == 422, bad
     page = client.get(f"/ui/aggregations/{fit['id']}/next",
                       params={"n": 4, "per_annotator": 1}).text
     assert 'name="per_annotator" min="1" max="10000" value="1"' in page
@@ -500,6 +502,9 @@ def test_cli_next_lists_what_the_service_lists(client, tmp_path) -> None:
         assert share is None or max(assigned.values(), default=0) <= share
         assert out.read_text() == served, (strategy, fewest)
     assert len(served.splitlines()) == 41
+    with pytest.raises(SystemExit) as refused:  # argparse: exit 2, as for the other arguments
+        cli(["next", str(path), "--method", "ds", "--strategy", "random", "--seed", "-5"])
+    assert refused.value.code == 2
     # every task: the repeat counts as a judgment; the ignored value's annotator counts as asked
     every = {(t["topic"], t["doc"]): t for t in client.get(
         f"{API}/aggregations/{fit['id']}/next",
