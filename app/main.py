@@ -13,6 +13,7 @@ from app.aggregations.router import collection_router as collection_aggregations
 from app.aggregations.router import router as aggregations_router
 from app.api.health import router as health_router
 from app.api.limits import BodySizeLimit
+from app.api.nul import RefuseNul
 from app.api.openapi import install as install_openapi
 from app.auth.keys import KeyVerifier
 from app.auth.middleware import AuthMiddleware
@@ -91,6 +92,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.listing_cache = ListingCache()
     app.state.next_inputs = NextInputs()
     app.state.warmer = None  # set while the lifespan runs
+    app.add_middleware(RefuseNul)  # inside BodySizeLimit, which counts the body it reads
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     app.state.key_verifier = KeyVerifier(settings.database_url, cache_s=settings.key_cache_s)
     app.add_middleware(AuthMiddleware, settings=settings, verifier=app.state.key_verifier)

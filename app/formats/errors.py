@@ -19,15 +19,23 @@ class FileFormatError(ValueError):
 
 
 def decode_text(raw: bytes | str) -> str:
-    """UTF-8 text without a byte-order mark; refuse other encodings with a clear error."""
+    """UTF-8 text without a byte-order mark; refuse other encodings, and a NUL character (no
+    text here may hold one: PostgreSQL cannot store it), with a clear error naming the line."""
     if isinstance(raw, str):
-        return raw.removeprefix("\ufeff")
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise FileFormatError(
-            f"file is not UTF-8 text (byte {exc.start})", code="invalid_encoding"
-        ) from exc
+        text = raw.removeprefix("\ufeff")
+    else:
+        try:
+            text = raw.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise FileFormatError(
+                f"file is not UTF-8 text (byte {exc.start})", code="invalid_encoding"
+            ) from exc
+    nul = text.find("\x00")
+    if nul >= 0:
+        line = len((text[:nul] + "x").splitlines())  # as the parsers count lines
+        raise FileFormatError(f"line {line}: a NUL character (U+0000) is not text",
+                              code="invalid_encoding", line=line)
+    return text
 
 
 def delimited_rows(raw: bytes | str) -> tuple[int, Iterator[list[str]]]:

@@ -141,3 +141,66 @@ def test_bad_gold_file(client, text, code, line) -> None:
     assert response.json()["code"] == code
     assert response.json().get("line") == line
     assert counts(client) == EMPTY_COUNTS
+
+
+# PostgreSQL's text cannot hold U+0000: a NUL anywhere in a request was a 500 there (schemathesis
+# found it in a query filter) and a stored value on SQLite. Both databases now answer the same 422
+# and store nothing.
+NUL_JUDGMENT = {"topic": "t", "doc": "d1", "annotator": "w1", "label": 1}
+
+
+@pytest.mark.parametrize(("method", "path", "kwargs", "where"), [
+    ("post", "/collections/rf10/judgments",
+     {"json": {"judgments": [NUL_JUDGMENT, {**NUL_JUDGMENT, "doc": "d\x002"}]}},
+     "request body"),
+    ("post", "/collections", {"json": {"name": "other", "labels": [0, 1],
+                                       "description": "a\x00b"}}, "request body"),
+    ("post", "/collections/rf10/judgments",  # the escape split between two chunks of a stream
+     {"chunks": [b'{"judgments": [{"topic": "t\\u00', b'00", "doc": "d", "annotator": '
+                 b'"w", "label": 1}]}'], "headers": {"content-type": "application/json"}},
+     "request body"),
+    ("get", "/collections/rf10/judgments?annotator=w%001", {}, "query string"),
+    ("get", "/aggregations/1/tasks?topic=4%005", {}, "query string"),
+    ("get", "/collections/rf%0010", {}, "path"),
+])
+def test_nul_in_a_request_is_422_and_stores_nothing(client, method, path, kwargs, where) -> None:
+    create_collection(client)
+    if "chunks" in kwargs:  # a streamed body, sent chunk by chunk
+        kwargs = {"content": iter(kwargs["chunks"]), "headers": kwargs["headers"]}
+    response = getattr(client, method)(f"{API}{path}", **kwargs)
+    assert response.status_code == 422, response.text
+    assert response.json()["code"] == "invalid_text"
+    assert f"the {where} contains a NUL" in response.json()["detail"]
+    assert counts(client) == EMPTY_COUNTS
+    assert [c["name"] for c in client.get(f"{API}/collections").json()["data"]] == ["rf10"]
+
+
+def test_nul_in_a_file_names_its_line_and_stores_nothing(client) -> None:
+    create_collection(client)
+    response = upload(client, HEADER + GOOD + "20002\tw3\td\x002\t-1\t1\n")
+    assert response.status_code == 422, response.text
+    assert response.json() == {"code": "invalid_encoding", "line": 4,
+                               "detail": "line 4: a NUL character (U+0000) is not text"}
+    response = client.put(f"{API}/collections/rf10/gold", content=b"t 0 d 1\nt 0 d\x00 1\n",
+                          headers={"content-type": "text/plain"})
+    assert (response.status_code, response.json()["line"]) == (422, 2)
+    assert counts(client) == EMPTY_COUNTS
+
+
+def test_an_escaped_backslash_before_u0000_is_text(client) -> None:
+    # JSON "a\\u0000" is the six characters \u0000 after "a", not a NUL: accepted, stored as sent
+    create_collection(client)
+    body = b'{"judgments": [{"topic": "t", "doc": "a\\\\u0000", "annotator": "w", "label": 1}]}'
+    response = client.post(f"{API}/collections/rf10/judgments", content=body,
+                           headers={"content-type": "application/json"})
+    assert response.status_code == 201, response.text
+    rows = client.get(f"{API}/collections/rf10/judgments").json()["data"]
+    assert [r["doc"] for r in rows] == ["a\\u0000"]
+
+
+def test_nul_in_a_dashboard_form_is_422(client) -> None:
+    create_collection(client)
+    response = client.post("/ui/collections/rf10/aggregations", content=b"method=mv&params=%00",
+                           headers={"content-type": "application/x-www-form-urlencoded"})
+    assert response.status_code == 422
+    assert response.json()["code"] == "invalid_text"

@@ -1,0 +1,106 @@
+"""Refuse a NUL character in a request's path, query string or JSON / form body with 422.
+
+PostgreSQL's text columns cannot hold U+0000 (psycopg refuses the value), so a NUL that reached a
+query or an insert was a 500 there and a stored value on SQLite. No name, label or filter here
+has a use for it: it is refused at the door, the same on both databases, before anything is read
+or written. Uploaded files are checked where they are decoded (``app.formats.errors.decode_text``),
+which can name the line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+CODE = "invalid_text"
+# a JSON string escape \u0000 that is not itself escaped (\\u0000 is a backslash, then "u0000")
+_JSON_NUL = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")
+
+
+def _kind(scope: Scope) -> str | None:
+    """Which body to scan: ``json``, ``form`` (URL-encoded) or None (files are checked later)."""
+    for name, value in scope.get("headers", []):
+        if name == b"content-type":
+            media = value.split(b";", 1)[0].strip().lower()
+            if media == b"application/json" or media.endswith(b"+json"):
+                return "json"
+            if media == b"application/x-www-form-urlencoded":
+                return "form"
+            return None
+    return None
+
+
+def _may_hold_nul(part: bytes, kind: str) -> bool:
+    """Whether a piece of a ``json`` or ``form`` body may be part of a NUL: a NUL byte, or the
+    text of its escape (JSON ``u0000``, whether escaped or not: only the whole body can tell;
+    form ``%00``, always a NUL: a literal "%00" is sent as %2500)."""
+    return b"\x00" in part or (b"u0000" if kind == "json" else b"%00") in part
+
+
+def has_nul(body: bytes, kind: str) -> bool:
+    """Whether a whole ``json`` or ``form`` body holds a NUL."""
+    if not _may_hold_nul(body, kind):
+        return False
+    return b"\x00" in body or kind == "form" or _JSON_NUL.search(body) is not None
+
+
+class RefuseNul:
+    """Pure ASGI middleware: the path, the query string and a JSON or form body are checked
+    before the route runs."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        query = scope.get("query_string", b"")
+        if "\x00" in scope["path"]:
+            await _reject(send, "the path")
+            return
+        if b"%00" in query or b"\x00" in query:
+            await _reject(send, "the query string")
+            return
+        kind = _kind(scope)
+        if kind is None:
+            await self.app(scope, receive, send)
+            return
+
+        # Read the body first (FastAPI reads a JSON or form body whole before the endpoint runs,
+        # and turns an error raised while reading into its own 400), then hand the same messages
+        # on. BodySizeLimit, outside, has already counted them.
+        messages: list[Message] = []
+        candidate = False  # a chunk, or two neighbours, hold a NUL or the text of its escape
+        previous = b""
+        while True:
+            message = await receive()
+            messages.append(message)
+            if message["type"] != "http.request":
+                break
+            chunk = message.get("body", b"")
+            seam = previous[-4:] + chunk[:4]  # an escape split between two chunks
+            candidate = candidate or _may_hold_nul(chunk, kind) or _may_hold_nul(seam, kind)
+            previous = chunk
+            if not message.get("more_body", False):
+                break
+        if candidate and has_nul(b"".join(m.get("body", b"") for m in messages), kind):
+            await _reject(send, "the request body")
+            return
+
+        async def replay() -> Message:
+            return messages.pop(0) if messages else await receive()
+
+        await self.app(scope, replay, send)
+
+
+async def _reject(send: Send, where: str) -> None:
+    body = json.dumps({"code": CODE,
+                       "detail": f"{where} contains a NUL character (U+0000), which no text "
+                                 "here may hold"}).encode()
+    await send({"type": "http.response.start", "status": 422,
+                "headers": [(b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
