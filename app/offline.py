@@ -354,8 +354,13 @@ def _synth(args: argparse.Namespace) -> int:
         print("crowdqrels synth: error: --grades must be at least 2 and --bias-sd >= 0",
               file=sys.stderr)
         return 2
+    if not 1 <= args.topics <= args.tasks or not args.topic_concentration > 0:
+        print("crowdqrels synth: error: --topics must be from 1 to --tasks and "
+              "--topic-concentration > 0", file=sys.stderr)
+        return 2
     data = generate(args.tasks, args.annotators, noise_level=NOISE_LEVELS[args.noise],
                     redundancy=args.redundancy, grades=args.grades, bias_sd=args.bias_sd,
+                    topics=args.topics, topic_concentration=args.topic_concentration,
                     random_state=args.seed)
     paths = data.write(Path(args.outdir))
     for name, path in paths.items():
@@ -425,4 +430,10 @@ def add_offline_commands(subparsers: argparse._SubParsersAction) -> None:  # typ
                        help="number of grades K (default 2: binary Algorithm 10); labels 0..K-1")
     synth.add_argument("--bias-sd", type=float, default=0.0,
                        help="standard deviation of planted annotator biases (default 0: none)")
+    synth.add_argument("--topics", type=int, default=1,
+                       help="split the tasks into this many topics, each with its own grade mix "
+                            "(default 1: grades uniform, as in Algorithm 10); writes topics.tsv")
+    synth.add_argument("--topic-concentration", type=float, default=1.0, metavar="A",
+                       help="each topic's grade mix ~ Dirichlet(A, ..., A) (default 1; small: "
+                            "topics of mostly one grade)")
     synth.set_defaults(func=_synth)

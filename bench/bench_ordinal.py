@@ -3,10 +3,12 @@ RF10 graded (NIST grades).
 
     python bench/bench_ordinal.py synthetic [--grades 3] [--seeds 3] [--tasks 500]
                                             [--noise 0-2,2-4,4-8,8-12] [--bias-sd 0.5]
+                                            [--topics 1 --topic-concentration 1]
                                             [--methods 'mv;ds;ordinal-ds;ordinal-gp']
     python bench/bench_ordinal.py rf10 [--methods 'mv;mace;ds;ordinal-ds;ordinal-gp']
                                        [--held-out 5 --seeds 5]
-    python bench/bench_ordinal.py speed [--tasks 200000] [--annotators 10000]
+    python bench/bench_ordinal.py speed [--tasks 200000] [--annotators 10000] [--topics 1]
+                                        [--methods 'ds;ordinal-ds']
     python bench/bench_ordinal.py likelihood rf10|synthetic [--methods 'ds;ordinal-ds']
                                             [--folds 5] [--noise 2-4,8-12 --seeds 2]
 
@@ -73,7 +75,8 @@ def synthetic(args: argparse.Namespace) -> None:
         for seed in range(args.seeds):
             synth = generate(args.tasks, args.annotators, noise_level=NOISE_LEVELS[noise],
                              redundancy=args.redundancy, grades=args.grades,
-                             bias_sd=args.bias_sd, random_state=seed)
+                             bias_sd=args.bias_sd, topics=args.topics,
+                             topic_concentration=args.topic_concentration, random_state=seed)
             data = synth.to_annotation_data(with_features=True)
             for method in methods:
                 scores, seconds = _fit_score(method, data, seed)
@@ -177,11 +180,13 @@ def likelihood(args: argparse.Namespace) -> None:
 
 def speed(args: argparse.Namespace) -> None:
     synth = generate(args.tasks, args.annotators, noise_level=NOISE_LEVELS["0-2"], redundancy=5,
-                     grades=3, bias_sd=0.5, random_state=0)
+                     grades=3, bias_sd=0.5, topics=args.topics, random_state=0)
     data = synth.to_annotation_data(with_features=False)
-    print(f"{data.n_tasks} tasks, {data.n_annotators} annotators, {data.n_judgments} judgments")
-    for method in ("ds", "ordinal-ds"):
-        model = make_aggregator(method, {})
+    print(f"{data.n_tasks} tasks, {data.n_annotators} annotators, {data.n_judgments} judgments, "
+          f"{args.topics} topic(s)")
+    for method in args.methods.split(";"):
+        name, params = _spec(method)
+        model = make_aggregator(name, params)
         start = time.perf_counter()
         model.fit(data)
         seconds = time.perf_counter() - start
@@ -200,6 +205,9 @@ def main() -> None:
     syn.add_argument("--annotators", type=int, default=50)
     syn.add_argument("--redundancy", type=int, default=5)
     syn.add_argument("--bias-sd", type=float, default=0.5)
+    syn.add_argument("--topics", type=int, default=1,
+                     help="topics with their own grade mixes (crowdqrels synth --topics)")
+    syn.add_argument("--topic-concentration", type=float, default=1.0)
     syn.add_argument("--noise", default="0-2,2-4,4-8,8-12")
     syn.add_argument("--methods", default="mv;ds;ordinal-ds;ordinal-gp",
                      help='";"-separated; a method may carry params: ordinal-ds{"learn_gaps":true}')
@@ -223,6 +231,8 @@ def main() -> None:
     fast = sub.add_parser("speed")
     fast.add_argument("--tasks", type=int, default=200000)
     fast.add_argument("--annotators", type=int, default=10000)
+    fast.add_argument("--topics", type=int, default=1)
+    fast.add_argument("--methods", default="ds;ordinal-ds")
     fast.set_defaults(func=speed)
     args = parser.parse_args()
     args.func(args)

@@ -13,6 +13,13 @@ the grade whose cell of the midpoints c_t + 1 holds c_{t_i} + b_j + ε: spacing 
 as between the binary classes, so the noise levels keep their meaning. ``bias_sd`` plants a
 per-annotator bias b_j ~ N(0, bias_sd²) (leniency > 0); 0 (the default) draws none, and K = 2
 with no bias is Algorithm 10 draw for draw.
+
+Topics (``topics`` T > 1, ``crowdqrels synth --topics T``): a test collection's topics differ in
+how many of their documents are relevant (RF10's 100 topics: from 16 % to 100 % of a topic's
+NIST-graded documents). The tasks are split into T topics of near-equal size (in order), each
+topic g has its own grade mix ρ_g ~ Dirichlet(``topic_concentration`` · 1_K), and a task's true
+grade is drawn from its topic's mix instead of uniformly (small concentrations: topics of mostly
+one grade; large: every topic near uniform). T = 1 (the default) is the draw above, unchanged.
 """
 
 from __future__ import annotations
@@ -44,6 +51,23 @@ class SyntheticData:
     annotator_noise: np.ndarray  # (n_annotators,) σ_j²
     annotator_bias: np.ndarray | None = None  # (n_annotators,) b_j, when planted
     n_grades: int = 2
+    topic: np.ndarray | None = None  # (n_tasks,) topic index, when there are several
+    topic_mix: np.ndarray | None = None  # (n_topics, K) each topic's planted grade mix ρ_g
+
+    @property
+    def topic_names(self) -> list[str]:
+        """The topics' ids: ``t0`` … ``t9``, or zero-padded (``t00`` … ``t11``) so that their
+        order as text is their order (a loader sorts tasks by topic id)."""
+        n = 0 if self.topic_mix is None else self.topic_mix.shape[0]
+        width = len(str(max(n - 1, 0)))
+        return [f"t{g:0{width}d}" for g in range(n)]
+
+    @property
+    def topic_ids(self) -> np.ndarray:
+        """Each task's topic: ``synth`` with one topic, its topic's id with several."""
+        if self.topic is None:
+            return np.full(self.truth.shape[0], TOPIC)
+        return np.array(self.topic_names)[self.topic]
 
     @property
     def doc_ids(self) -> np.ndarray:
@@ -55,12 +79,11 @@ class SyntheticData:
 
     def to_annotation_data(self, *, with_features: bool = True) -> AnnotationData:
         """AnnotationData with gold = truth and (optionally) the 2-D features attached."""
-        n = self.truth.shape[0]
         return AnnotationData(
             task=self.task.astype(np.int64),
             annotator=self.annotator.astype(np.int64),
             label=self.label.astype(np.int64),
-            topic_ids=np.full(n, TOPIC),
+            topic_ids=self.topic_ids,
             doc_ids=self.doc_ids,
             annotator_ids=self.annotator_ids,
             classes=np.arange(self.n_grades),
@@ -69,9 +92,11 @@ class SyntheticData:
         )
 
     def write(self, directory: Path) -> dict[str, Path]:
-        """Write judgments.tsv, features.tsv, gold.qrels, annotators.tsv and tasks.tsv."""
+        """Write judgments.tsv, features.tsv, gold.qrels, annotators.tsv and tasks.tsv (and, with
+        several topics, topics.tsv: each topic's planted grade mix)."""
         directory.mkdir(parents=True, exist_ok=True)
         docs = self.doc_ids
+        topics = self.topic_ids
         anns = self.annotator_ids
         paths = {
             "judgments": directory / "judgments.tsv",
@@ -84,15 +109,15 @@ class SyntheticData:
             f.write("topic\tdoc\tannotator\tlabel\n")
             for t, a, y in zip(self.task.tolist(), self.annotator.tolist(),
                                self.label.tolist(), strict=True):
-                f.write(f"{TOPIC}\t{docs[t]}\t{anns[a]}\t{y}\n")
+                f.write(f"{topics[t]}\t{docs[t]}\t{anns[a]}\t{y}\n")
         with paths["features"].open("w") as f:
             f.write("topic\tdoc\t" + "\t".join(f"f{k + 1}" for k in range(self.features.shape[1])))
             f.write("\n")
             for i, row in enumerate(self.features.tolist()):
-                f.write(f"{TOPIC}\t{docs[i]}\t" + "\t".join(f"{v:.6f}" for v in row) + "\n")
+                f.write(f"{topics[i]}\t{docs[i]}\t" + "\t".join(f"{v:.6f}" for v in row) + "\n")
         with paths["gold"].open("w") as f:
             for i, y in enumerate(self.truth.tolist()):
-                f.write(f"{TOPIC} 0 {docs[i]} {y}\n")
+                f.write(f"{topics[i]} 0 {docs[i]} {y}\n")
         with paths["annotators"].open("w") as f:
             bias = self.annotator_bias
             f.write("annotator\tnoise_variance" + ("\tbias" if bias is not None else "") + "\n")
@@ -103,7 +128,16 @@ class SyntheticData:
             f.write("topic\tdoc\ttruth\tnoise_variance\n")
             for i, (y, v) in enumerate(zip(self.truth.tolist(), self.task_noise.tolist(),
                                            strict=True)):
-                f.write(f"{TOPIC}\t{docs[i]}\t{y}\t{v:.6f}\n")
+                f.write(f"{topics[i]}\t{docs[i]}\t{y}\t{v:.6f}\n")
+        if self.topic_mix is not None:
+            paths["topics"] = directory / "topics.tsv"
+            with paths["topics"].open("w") as f:
+                f.write("topic\ttasks\t" + "\t".join(f"p_{k}" for k in range(self.n_grades))
+                        + "\n")
+                sizes = np.bincount(self.topic, minlength=self.topic_mix.shape[0])
+                for name, size, mix in zip(self.topic_names, sizes.tolist(),
+                                           self.topic_mix.tolist(), strict=True):
+                    f.write(f"{name}\t{size}\t" + "\t".join(f"{v:.6f}" for v in mix) + "\n")
         return paths
 
 
@@ -116,10 +150,13 @@ def generate(
     alpha: float = 1.5,
     grades: int = 2,
     bias_sd: float = 0.0,
+    topics: int = 1,
+    topic_concentration: float = 1.0,
     random_state: int | None = None,
 ) -> SyntheticData:
-    """Draw one data set of Algorithm 10 (graded with ``grades`` > 2, biased with ``bias_sd`` > 0);
-    deterministic for a given ``random_state``."""
+    """Draw one data set of Algorithm 10 (graded with ``grades`` > 2, biased with ``bias_sd`` > 0,
+    on ``topics`` topics with their own grade mixes when > 1); deterministic for a given
+    ``random_state``."""
     if not 1 <= redundancy <= n_annotators:
         raise ValueError("redundancy must be between 1 and the number of annotators")
     low, high = noise_level
@@ -129,8 +166,19 @@ def generate(
         raise ValueError("grades must be at least 2")
     if bias_sd < 0:
         raise ValueError("bias_sd must be >= 0")
+    if not 1 <= topics <= n_tasks:
+        raise ValueError("topics must be between 1 and the number of tasks")
+    if not topic_concentration > 0:
+        raise ValueError("topic_concentration must be > 0")
     rng = np.random.default_rng(random_state)
-    truth = rng.integers(0, grades, size=n_tasks)
+    topic = mix = None
+    if topics == 1:
+        truth = rng.integers(0, grades, size=n_tasks)
+    else:
+        topic = np.arange(n_tasks) * topics // n_tasks  # near-equal blocks, in order
+        mix = rng.dirichlet(np.full(grades, topic_concentration), size=topics)
+        below = np.cumsum(mix, axis=1)[:, :-1]  # P(grade <= k) for k < K − 1, per topic
+        truth = (rng.random(n_tasks)[:, None] >= below[topic]).sum(axis=1)
     share = truth / (grades - 1)
     means = np.column_stack([share, 1.0 - share])
     features = means + rng.standard_normal((n_tasks, 2))
@@ -151,7 +199,7 @@ def generate(
     cuts = 2.0 * np.arange(grades - 1) - (grades - 2)  # midpoints between locations (0 binary)
     label = np.searchsorted(cuts, z, side="left").astype(np.int64)
     return SyntheticData(task, annotator, label, features, truth, task_noise, annotator_noise,
-                         bias, grades)
+                         bias, grades, topic, mix)
 
 
 def _distinct_power_law(

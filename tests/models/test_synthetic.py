@@ -43,3 +43,33 @@ def test_written_files_load_back(tmp_path) -> None:  # type: ignore[no-untyped-d
     assert data.features is not None
     np.testing.assert_allclose(data.features, s.features[order], atol=1e-6)
     np.testing.assert_array_equal(data.counts(), direct.counts()[order])
+
+
+def test_topics_plant_their_own_grade_mixes(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    one = generate(400, 20, grades=3, random_state=3)
+    same = generate(400, 20, grades=3, topics=1, topic_concentration=0.2, random_state=3)
+    np.testing.assert_array_equal(one.label, same.label)  # one topic: Algorithm 10 unchanged
+    assert one.topic is None and set(one.topic_ids) == {"synth"}
+
+    s = generate(6000, 50, grades=3, topics=6, topic_concentration=0.5, random_state=4)
+    again = generate(6000, 50, grades=3, topics=6, topic_concentration=0.5, random_state=4)
+    np.testing.assert_array_equal(s.label, again.label)
+    assert s.topic_mix is not None and s.topic_mix.shape == (6, 3)
+    np.testing.assert_allclose(s.topic_mix.sum(axis=1), 1.0)
+    assert s.topic is not None and np.bincount(s.topic).tolist() == [1000] * 6
+    for g in range(6):  # each topic's grades follow its own mix (1,000 tasks: within 0.05)
+        seen = np.bincount(s.truth[s.topic == g], minlength=3) / 1000
+        np.testing.assert_allclose(seen, s.topic_mix[g], atol=0.05)
+    assert np.ptp(s.topic_mix[:, 0]) > 0.3  # concentration 0.5: the topics differ
+
+    paths = s.write(tmp_path)
+    data = load_annotation_data(paths["judgments"].read_bytes(),
+                                gold_qrels=paths["gold"].read_bytes(), graded=True)
+    assert sorted(set(data.topic_ids)) == [f"t{g}" for g in range(6)]
+    loaded = dict(zip(data.doc_ids.tolist(), zip(data.topic_ids.tolist(), data.gold.tolist(),
+                                                 strict=True), strict=True))
+    assert loaded == dict(zip(s.doc_ids.tolist(), zip(s.topic_ids.tolist(), s.truth.tolist(),
+                                                      strict=True), strict=True))
+    rows = paths["topics"].read_text().splitlines()
+    assert rows[0] == "topic\ttasks\tp_0\tp_1\tp_2" and len(rows) == 7
+    assert rows[1].split("\t")[:2] == ["t0", "1000"]
