@@ -195,10 +195,12 @@ class _Judgments:
 
 
 def _e_step(
-    idx: _Judgments, prior: np.ndarray, confusion: np.ndarray
+    idx: _Judgments, prior: np.ndarray, confusion: np.ndarray,
+    log_prior_rows: np.ndarray | None = None,
 ) -> tuple[float, np.ndarray]:
     """The posterior over true labels, class-major (K, n_tasks), and the marginal
-    log-likelihood; ``prior`` is (K,) or one row per task (n_tasks, K).
+    log-likelihood; ``prior`` is (K,), or ``log_prior_rows`` the log prior of every task,
+    class-major (K, n_tasks) (a prior per topic: its log is taken per topic, not per task).
 
     Log space: a task's likelihood is a product over its judgments, which underflows.
     Class-major so that the max and sum over the K classes run along contiguous rows (numpy's
@@ -206,8 +208,7 @@ def _e_step(
     the fit transposes once, at the end.
     """
     log_joint = idx.log_likelihoods(np.log(confusion))
-    log_prior = np.log(prior)
-    log_joint += log_prior[:, None] if log_prior.ndim == 1 else log_prior.T
+    log_joint += np.log(prior)[:, None] if log_prior_rows is None else log_prior_rows
     if idx.impossible is not None:
         log_joint[idx.impossible] = -np.inf  # a gold label: only its own class is possible
     top = log_joint.max(axis=0)

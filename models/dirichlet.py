@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.special import digamma, gammaln
@@ -72,6 +72,21 @@ class ClassPrior:
     nu0: np.ndarray  # (K,)
     judged: np.ndarray
     empirical: bool
+    # the judged tasks' groups, or all of them (no mask to apply each iteration)
+    _judged_groups: np.ndarray = field(init=False, repr=False)
+    _all_judged: bool = field(init=False, repr=False)
+
+    # where each group's run starts when the groups are sorted and every task is judged (tasks
+    # are sorted by topic: the counts are then sums over contiguous runs), else None
+    _starts: np.ndarray | None = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._all_judged = bool(np.all(self.judged))
+        self._judged_groups = self.group if self._all_judged else self.group[self.judged]
+        g = self.group
+        runs = (self._all_judged and g.size > 0 and bool(np.all(g[1:] >= g[:-1]))
+                and np.unique(g).size == self.n_groups)
+        self._starts = np.searchsorted(g, np.arange(self.n_groups)) if runs else None
 
     @classmethod
     def build(cls, data: AnnotationData, by: str, class_prior: float, judged: np.ndarray,
@@ -90,9 +105,13 @@ class ClassPrior:
     def posterior(self, proba: np.ndarray) -> np.ndarray:
         """ν per group (G, K): ν₀ (re-fitted first when empirical) plus the group's expected
         class counts under ``proba``."""
-        k = proba.shape[1]
-        counts = np.stack([np.bincount(self.group[self.judged], weights=proba[self.judged, c],
-                                       minlength=self.n_groups) for c in range(k)], axis=1)
+        rows = proba.T  # contiguous rows when the caller's posterior is class-major (K, n_tasks)
+        if self._starts is not None:
+            counts = np.add.reduceat(rows, self._starts, axis=1).T
+        else:
+            counts = np.stack([np.bincount(
+                self._judged_groups, weights=row if self._all_judged else row[self.judged],
+                minlength=self.n_groups) for row in rows], axis=1)
         if self.empirical:
             self.nu0 = polya_fixed_point(counts, self.nu0)
         return counts + self.nu0
@@ -110,10 +129,12 @@ class ClassPrior:
         """The collection-wide class prior: mean of the groups' posterior means."""
         return (nu / nu.sum(axis=1, keepdims=True)).mean(axis=0)
 
-    def posterior_mean(self, proba: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The point estimate an EM model uses: (E[κ_g] per group (G, K), E[κ_{g(i)}] per task
-        (n_tasks, K)), E[κ_g] = (c_g + ν₀) / (n_g + Σ ν₀) with c_g the group's expected class
-        counts."""
+    def posterior_mean(self, proba: np.ndarray) -> np.ndarray:
+        """The point estimate an EM model uses, E[κ_g] per group (G, K):
+        E[κ_g] = (c_g + ν₀) / (n_g + Σ ν₀) with c_g the group's expected class counts."""
         nu = self.posterior(proba)
-        mean = nu / nu.sum(axis=1, keepdims=True)
-        return mean, mean[self.group]
+        return nu / nu.sum(axis=1, keepdims=True)
+
+    def per_task_rows(self, values: np.ndarray) -> np.ndarray:
+        """Per-group values (G, K) for each task, class-major (K, n_tasks)."""
+        return np.take(values.T, self.group, axis=1)

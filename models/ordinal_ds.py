@@ -32,11 +32,15 @@ b_j ~ N(0, ``bias_prior_sd``²), log s_j ~ N(log ``spread_prior``, 1), γ ~ N(0,
 ``spam_prior`` (0 disables the spam part) and ``spam_strength`` pseudo-judgments. They keep
 annotators with few judgments near the population and pin the cut points' location.
 
-``class_prior_by="topic"``: one class prior ρ_g per topic instead of one for the collection
-(relevance rates and grade mixes differ widely between topics), each the posterior mean
-(c_g + ν₀) / (n_g + Σ ν₀) of the topic's expected grade counts c_g under a Dirichlet ν₀ that is
-type-II maximum likelihood over the topics (``models.dirichlet``, as IBCC's empirical per-topic
-prior). With ``use_gold`` the clamped tasks enter c_g, so gold teaches each topic its grade mix.
+``class_prior_by="topic"`` (the default): one class prior ρ_g per topic instead of one for the
+collection (relevance rates and grade mixes differ widely between a test collection's topics),
+each the posterior mean (c_g + ν₀) / (n_g + Σ ν₀) of the topic's expected grade counts c_g under
+a Dirichlet ν₀ that is type-II maximum likelihood over the topics (``models.dirichlet``, as IBCC's
+empirical per-topic prior): topics alike give a large ν₀ and priors near the collection's. One
+topic is the collection prior. With ``use_gold`` the clamped tasks enter c_g, so gold teaches
+each topic its grade mix. ``"collection"``: one prior for all tasks (the default before
+2026-11-24; docs/models.md, "Topics whose grade mixes differ", has the measurements that moved
+it).
 """
 
 from __future__ import annotations
@@ -376,7 +380,7 @@ class OrdinalDawidSkene(Aggregator):
         learn_cutpoints: bool = False,
         learn_gaps: bool = False,
         use_gold: bool = False,
-        class_prior_by: str = "collection",
+        class_prior_by: str = "topic",
     ) -> None:
         if n_iter < 0 or m_step_iterations < 1:
             raise ValueError("n_iter must be >= 0 and m_step_iterations >= 1")
@@ -427,14 +431,17 @@ class OrdinalDawidSkene(Aggregator):
         # posterior (a BLAS pass; a mean over a (n_tasks, K) array loops over rows of K)
         self._judged_share = idx.judged / max(int(idx.judged.sum()), 1)
         # one class prior per topic (posterior mean under a Dirichlet whose ν₀ is type-II ML over
-        # the topics), or None: one for the collection, the judged tasks' mean posterior
-        self._topic_prior = (ClassPrior.build(data, "topic", 1.0, idx.judged, empirical=True)
-                             if self.class_prior_by == "topic" else None)
+        # the topics), or None: one for the collection, the judged tasks' mean posterior (also
+        # with a single topic, whose prior is the collection's)
+        topics = (ClassPrior.build(data, "topic", 1.0, idx.judged, empirical=True)
+                  if self.class_prior_by == "topic" else None)
+        self._topic_prior = topics if topics is not None and topics.n_groups > 1 else None
+        self._log_prior_rows: np.ndarray | None = None  # per task, with the per-topic prior
         history: list[float] = []
         self.n_iter_ = 0
         for it in range(self.n_iter):
             prior, confusion = self._m_step(idx, post)
-            ll, post = _e_step(idx, prior, confusion)
+            ll, post = _e_step(idx, prior, confusion, self._log_prior_rows)
             objective = ll + self._log_prior()
             history.append(objective)
             self.n_iter_ = it + 1
@@ -443,8 +450,9 @@ class OrdinalDawidSkene(Aggregator):
                 break
         prior, confusion = self._m_step(idx, post)
         del self._judged_share  # per-task scratch of the fit
+        self._log_prior_rows = None  # per-task scratch as well
         # the collection's prior (for competence and the info); per topic as well when asked
-        self.prior_ = prior if prior.ndim == 1 else self._collection_prior
+        self.prior_ = prior
         self.topic_prior_ = self._topic_means if self._topic_prior is not None else None
         self.confusion_ = confusion
         self.proba_ = np.ascontiguousarray(post.T)
@@ -673,10 +681,10 @@ class OrdinalDawidSkene(Aggregator):
         confusion = np.clip(ordinal + spam, _EPS, None)
         confusion /= confusion.sum(axis=1, keepdims=True)
         if self._topic_prior is not None:
-            # per task its topic's prior (n_tasks, K); the E step adds its log row by row
-            self._collection_prior = prior
-            self._topic_means, prior = self._topic_prior.posterior_mean(post.T)
-            prior = np.clip(prior, _EPS, None)
+            # each topic's prior; the E step adds its log, per task and class-major
+            self._topic_means = self._topic_prior.posterior_mean(post.T)
+            self._log_prior_rows = self._topic_prior.per_task_rows(
+                np.log(np.clip(self._topic_means, _EPS, None)))
         return prior, np.ascontiguousarray(np.moveaxis(confusion, -1, 0))  # (J, K, K)
 
     def _update_spam(self, counts: np.ndarray) -> None:
@@ -735,8 +743,9 @@ class OrdinalDawidSkene(Aggregator):
                 "n_iter": self.n_iter_,
                 "prior": self.prior_.tolist(),
                 "cutpoints": self._cuts(np.zeros_like(self._theta), self._shared)[0].tolist(),
+                # the prior used: per topic, or the collection's (so chosen, or a single topic)
+                "class_prior_by": "collection" if self._topic_prior is None else "topic",
                 **({} if self._topic_prior is None else {
-                    "class_prior_by": "topic",
                     # ν₀: the Dirichlet over the topics' class priors, type-II ML
                     "topic_prior_dirichlet": self._topic_prior.nu0.tolist()}),
             },

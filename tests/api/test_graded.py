@@ -18,7 +18,7 @@ SEED = 11
 @pytest.fixture(scope="module")
 def graded_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     directory = tmp_path_factory.mktemp("graded")
-    generate(120, 15, noise_level=(0.0, 2.0), redundancy=4, grades=3, bias_sd=0.5,
+    generate(120, 15, noise_level=(0.0, 2.0), redundancy=4, grades=3, bias_sd=0.5, topics=3,
              random_state=SEED).write(directory)
     return directory
 
@@ -56,6 +56,7 @@ def test_ordinal_ds_graded_end_to_end(client, graded_file, tmp_path, capsys) -> 
     ingest(client, graded_file)
     done = fit(client, "ordinal-ds")
     a = done["id"]
+    assert done["info"]["class_prior_by"] == "topic"  # the default: three topics, three priors
     assert done["classes"] == [0, 1, 2]
     evaluation = done["evaluation"]
     assert {"accuracy", "mae", "kappa", "binary_accuracy"} <= set(evaluation)
@@ -94,6 +95,9 @@ def test_ordinal_ds_graded_end_to_end(client, graded_file, tmp_path, capsys) -> 
     assert [r["kappa"] for r in graded] == sorted((r["kappa"] for r in graded), reverse=True)
 
     # A class prior per topic with the gold clamped: the fit says so and is scored held out.
+    one = fit(client, "ordinal-ds", params={"class_prior_by": "collection"})
+    assert one["info"]["class_prior_by"] == "collection"
+    assert "topic_prior_dirichlet" not in one["info"]
     topic = fit(client, "ordinal-ds", params={"class_prior_by": "topic", "use_gold": True})
     assert topic["info"]["class_prior_by"] == "topic"
     assert len(topic["info"]["topic_prior_dirichlet"]) == 3
