@@ -75,7 +75,6 @@ class ClassPrior:
     # the judged tasks' groups, or all of them (no mask to apply each iteration)
     _judged_groups: np.ndarray = field(init=False, repr=False)
     _all_judged: bool = field(init=False, repr=False)
-
     # where each group's run starts when the groups are sorted and every task is judged (tasks
     # are sorted by topic: the counts are then sums over contiguous runs), else None
     _starts: np.ndarray | None = field(init=False, repr=False)
