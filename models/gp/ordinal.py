@@ -34,8 +34,9 @@ from scipy.special import ndtri
 
 from models.base import AggregationResult, ProgressCallback, no_progress
 from models.data import AnnotationData
+from models.dirichlet import GROUPINGS
 from models.gp.constants import DEFAULT_QUADRATURE_POINTS
-from models.gp.model import _CrowdGP, _mean_function, build_kernel
+from models.gp.model import _CrowdGP, _mean_function, build_kernel, topic_intercepts
 from models.ordinal_ds import check_ordinal_scale, grade_columns
 
 # TensorFlow and GPflow load inside fit() (models.gp.ordinal_likelihood): importing this module,
@@ -76,6 +77,7 @@ class OrdinalGP(_CrowdGP):
         n_quadrature: int = DEFAULT_QUADRATURE_POINTS,
         random_state: int | None = None,
         readout_noise: float = 0.0,
+        class_prior_by: str = "collection",
     ) -> None:
         super().__init__(
             kernel=kernel, feature_groups=feature_groups, mean_function=mean_function,
@@ -94,6 +96,10 @@ class OrdinalGP(_CrowdGP):
         self.spam_prior = spam_prior
         self.spam_strength = spam_strength
         self.readout_noise = readout_noise
+        if class_prior_by not in GROUPINGS:
+            raise ValueError(
+                f"class_prior_by must be one of {', '.join(GROUPINGS)}, got {class_prior_by!r}")
+        self.class_prior_by = class_prior_by
 
     def fit(self, data: AnnotationData, progress: ProgressCallback = no_progress) -> Self:
         import gpflow
@@ -122,6 +128,9 @@ class OrdinalGP(_CrowdGP):
             if data.n_tasks > self.full_gp_max_tasks:
                 inducing = kmeans_inducing(X, self.n_inducing, rng)
             mean = _mean_function(self.mean_function, X.shape[1])
+        elif self.class_prior_by == "topic":  # LK's per-topic intercepts, without features
+            X, kernel, inducing = topic_intercepts(data.topic_ids)
+            self.info_["class_prior_by"] = "topic"
         core = OrdinalCrowdGPCore(
             n_tasks=data.n_tasks, task=data.task, annotator=data.annotator, label=data.label,
             likelihood=likelihood, features=X, kernel=kernel, inducing=inducing,
@@ -177,6 +186,10 @@ class OrdinalGP(_CrowdGP):
             objective_history=list(self.objective_history_),
             info=dict(self.info_),
         )
+
+    def _class_prior_by(self) -> str:
+        """The per-topic intercepts stand in for the GP over features when there are none."""
+        return self.class_prior_by if self.fallback_ is not None else "collection"
 
     def predict_proba(self, features: np.ndarray) -> np.ndarray:
         """(n, K) P(T = k) for new tasks from their features alone."""

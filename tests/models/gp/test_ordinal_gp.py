@@ -162,3 +162,22 @@ def test_small_synthetic_fit_recovers_biases_and_beats_majority() -> None:
     assert scores.kappa > majority.kappa
     assert synth.annotator_bias is not None
     assert pearsonr(model.annotator_bias_, synth.annotator_bias)[0] > 0.8
+
+
+def test_topic_intercepts_without_features() -> None:
+    """Without features, class_prior_by="topic" gives each topic an intercept (LK's): on topics
+    whose grade mixes differ (crowdqrels synth --topics) it calls more grades right than one
+    prior for the collection."""
+    synth = generate(300, 25, noise_level=(2.0, 4.0), redundancy=3, grades=3, bias_sd=0.3,
+                     topics=6, topic_concentration=0.5, random_state=2)
+    data = synth.to_annotation_data(with_features=False)
+    fast = {"n_iter": 5, "m_step_iterations": 5, "random_state": 0}
+    plain = OrdinalGP(**fast).fit(data)
+    topical = OrdinalGP(class_prior_by="topic", **fast).fit(data)
+    exact = [np.mean(m.labels_ == synth.truth) for m in (plain, topical)]
+    assert exact[1] > exact[0] + 0.04, exact  # 0.770 against 0.687
+    info = topical.result(data).info
+    assert info["class_prior_by"] == "topic" and info["topic_variance"] > 0.05
+    assert "class_prior_by" not in plain.info_ and "topic_variance" not in plain.info_
+    with pytest.raises(ValueError, match="class_prior_by"):
+        OrdinalGP(class_prior_by="document")
