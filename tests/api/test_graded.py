@@ -57,6 +57,7 @@ def test_ordinal_ds_graded_end_to_end(client, graded_file, tmp_path, capsys) -> 
     done = fit(client, "ordinal-ds")
     a = done["id"]
     assert done["info"]["class_prior_by"] == "topic"  # the default: three topics, three priors
+    assert 'id="class-prior"' in client.get(f"/ui/aggregations/{a}").text  # the page says so
     assert done["classes"] == [0, 1, 2]
     evaluation = done["evaluation"]
     assert {"accuracy", "mae", "kappa", "binary_accuracy"} <= set(evaluation)
@@ -97,6 +98,7 @@ def test_ordinal_ds_graded_end_to_end(client, graded_file, tmp_path, capsys) -> 
     # A class prior per topic with the gold clamped: the fit says so and is scored held out.
     one = fit(client, "ordinal-ds", params={"class_prior_by": "collection"})
     assert one["info"]["class_prior_by"] == "collection"
+    assert 'id="class-prior"' not in client.get(f"/ui/aggregations/{one['id']}").text
     assert "topic_prior_dirichlet" not in one["info"]
     topic = fit(client, "ordinal-ds", params={"class_prior_by": "topic", "use_gold": True})
     assert topic["info"]["class_prior_by"] == "topic"
