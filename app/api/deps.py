@@ -13,10 +13,10 @@ from app.collections import service as collections_service
 from app.collections.tables import Collection
 from app.core.config import Settings
 from app.core.db import get_sessionmaker
+from app.core.integers import MAX_INT
 from app.jobs.runner import JobRunner
 
-# The largest integer the databases store (BIGINT): the bound of ids and offsets in requests.
-MAX_INT = 2**63 - 1
+__all__ = ["MAX_INT"]  # the routers take the ids' and offsets' bound from here as well
 
 
 def id_path(what: str) -> Any:

@@ -4,6 +4,8 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from app.core.integers import Int32
+
 
 class CollectionCreate(BaseModel):
     # Python's re for the name's look-ahead (not all digits), which the schema states too.
@@ -13,9 +15,10 @@ class CollectionCreate(BaseModel):
                       pattern=r"^(?![0-9]+$)[A-Za-z0-9][A-Za-z0-9._-]*$",
                       description="unique; letters, digits, '.', '_', '-'; not all digits")
     description: str | None = None
-    labels: list[int] = Field(default=[0, 1], min_length=2, description="the label scale")
-    relevant_from: int = Field(default=1, description="labels >= this count as relevant")
-    ignore: list[int] = Field(default=[], description="'could not judge' values, e.g. -2")
+    # scale values are stored as INTEGER (judgments' labels, gold, relevant_from): 32-bit
+    labels: list[Int32] = Field(default=[0, 1], min_length=2, description="the label scale")
+    relevant_from: Int32 = Field(default=1, description="labels >= this count as relevant")
+    ignore: list[Int32] = Field(default=[], description="'could not judge' values, e.g. -2")
 
     @field_validator("name")
     @classmethod

@@ -5,10 +5,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.core.integers import MAX_INT32, RowId
 from models.evaluation.measures import DEFAULT_MEASURES
 
 # An aggregation id or "gold"; union / intersection of two or more of them.
-SourceRef = int | Literal["gold"]
+SourceRef = RowId | Literal["gold"]
 Source = SourceRef | dict[Literal["union", "intersection"], list[SourceRef]]
 
 
@@ -21,7 +22,7 @@ class EvaluationCreate(BaseModel):
     measures: list[str] = Field(default_factory=lambda: list(DEFAULT_MEASURES), min_length=1,
                                 max_length=50, description="ir_measures names, e.g. P@10, AP")
     samples: int = Field(default=1000, ge=0, le=10_000, description="draws of the qrels")
-    seed: int = Field(default=0, ge=0, le=2**31 - 1)
+    seed: int = Field(default=0, ge=0, le=MAX_INT32)
 
 
 class EvaluationPublic(BaseModel):

@@ -5,6 +5,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.core.integers import MAX_INT32
 from models.sampling.sampler import STRATEGIES
 from models.sampling.stopping import STOP_RULES, TARGET_RECALL
 
@@ -12,7 +13,6 @@ Strategy = Literal["active", "stratified", "uniform", "depth", "mtf"]
 assert set(STRATEGIES) == {"active", "stratified", "uniform", "depth", "mtf"}
 
 
-MAX_INT32 = 2**31 - 1  # the columns that store these are INTEGER
 StopRule = Literal["optimistic", "conservative"]
 assert set(STOP_RULES) == {"optimistic", "conservative"}
 

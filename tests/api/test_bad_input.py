@@ -204,3 +204,35 @@ def test_nul_in_a_dashboard_form_is_422(client) -> None:
                            headers={"content-type": "application/x-www-form-urlencoded"})
     assert response.status_code == 422
     assert response.json()["code"] == "invalid_text"
+
+
+# A scale value is stored as INTEGER (labels, gold, relevant_from): one beyond 32 bits was a 500
+# ("integer out of range" on PostgreSQL, OverflowError on SQLite; schemathesis, another seed).
+@pytest.mark.parametrize("body", [
+    {"name": "big", "labels": [0, 2**31]},
+    {"name": "big", "labels": [-(2**31) - 1, 0, 1]},
+    {"name": "big", "labels": [0, 576460752303423489], "relevant_from": 576460752303423489},
+    {"name": "big", "labels": [0, 1], "ignore": [-(2**40)]},
+])
+def test_scale_values_beyond_32_bits_are_422(client, body) -> None:
+    response = client.post(f"{API}/collections", json=body)
+    assert response.status_code == 422, response.text
+    assert response.json()["code"] == "invalid_body"
+    assert response.json()["detail"].startswith(("body.labels", "body.relevant_from",
+                                                 "body.ignore"))
+    assert client.get(f"{API}/collections").json()["count"] == 0
+    edge = client.post(f"{API}/collections", json={"name": "edge", "labels": [-(2**31), 2**31 - 1],
+                                                    "relevant_from": 2**31 - 1})
+    assert edge.status_code == 201, edge.text  # the range's ends are stored and read back
+    assert edge.json()["labels"] == [-(2**31), 2**31 - 1]
+
+
+def test_an_evaluations_aggregation_id_beyond_the_ids_is_422(client) -> None:
+    create_collection(client)
+    for source in (2**63, {"union": [1, 2**64]}):
+        response = client.post(f"{API}/collections/rf10/evaluations",
+                               json={"aggregation": source, "runs": None})
+        assert response.status_code == 422, response.text
+        assert response.json()["code"] == "invalid_body"
+    missing = client.post(f"{API}/collections/rf10/evaluations", json={"aggregation": 2**63 - 1})
+    assert missing.status_code == 404  # within the ids' range: an id that does not exist
