@@ -21,7 +21,6 @@ from app.aggregations.schemas import (
 )
 from app.aggregations.tables import Aggregation
 from app.api.deps import (
-    MAX_INT,
     CollectionDep,
     OptionalId,
     RunnerDep,
@@ -35,6 +34,7 @@ from app.auth.idempotency import IdempotencyDep
 from app.collections.tables import Collection
 from app.core.config import Settings
 from app.core.db import get_sessionmaker
+from app.core.integers import MAX_INT
 from app.jobs.maintenance import fail_stale_jobs
 
 collection_router = APIRouter(prefix="/collections/{c}", tags=["aggregations"])

@@ -5,6 +5,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.core.integers import MAX_SEED
+
 
 class AggregationCreate(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
@@ -13,7 +15,7 @@ class AggregationCreate(BaseModel):
                                     "| ordinal-gp")
     params: dict[str, Any] = Field(default_factory=dict)
     graded: bool = Field(default=False, description="fit the graded labels instead of binary")
-    seed: int | None = Field(default=None, ge=0, le=2**32 - 1,
+    seed: int | None = Field(default=None, ge=0, le=MAX_SEED,
                              description="random_state of methods that have one")
 
 

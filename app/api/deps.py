@@ -16,8 +16,6 @@ from app.core.db import get_sessionmaker
 from app.core.integers import MAX_INT
 from app.jobs.runner import JobRunner
 
-__all__ = ["MAX_INT"]  # the routers take the ids' and offsets' bound from here as well
-
 
 def id_path(what: str) -> Any:
     """A path parameter holding a row id, from 1 to MAX_INT (more would overflow the query)."""

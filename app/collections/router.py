@@ -4,7 +4,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from app.api.deps import MAX_INT, CollectionDep, SessionDep
+from app.api.deps import CollectionDep, SessionDep
 from app.auth import audit
 from app.auth.deps import PrincipalDep, require_scope
 from app.collections import service
@@ -14,6 +14,7 @@ from app.collections.schemas import (
     CollectionsPublic,
     CollectionStats,
 )
+from app.core.integers import MAX_INT
 
 router = APIRouter(prefix="/collections", tags=["collections"])
 

@@ -7,10 +7,11 @@ from fastapi import APIRouter, Path, Request
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from app.api.deps import MAX_INT, CollectionDep, RunnerDep, SessionDep
+from app.api.deps import CollectionDep, RunnerDep, SessionDep
 from app.api.uploads import read_upload
 from app.auth.deps import PrincipalDep, require_scope
 from app.core.errors import NotFound
+from app.core.integers import MAX_INT
 from app.features import service
 from app.formats.features_file import parse_features
 

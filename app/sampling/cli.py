@@ -25,8 +25,10 @@ def _positive(text: str) -> int:
 
 
 def _seed(text: str) -> int:
+    from app.core.integers import MAX_SEED  # (pydantic: not at --help)
+
     value = int(text)
-    if not 0 <= value <= 2**32 - 1:  # what numpy's generators and the API accept
+    if not 0 <= value <= MAX_SEED:  # what numpy's generators and the API accept
         raise argparse.ArgumentTypeError("must be a whole number from 0 to 2**32 - 1")
     return value
 

@@ -12,6 +12,7 @@ from app.aggregations.router import AggregationDep
 from app.api.deps import CollectionDep, SessionDep, id_path
 from app.auth.deps import PrincipalDep, require_scope
 from app.auth.idempotency import IdempotencyDep
+from app.core.integers import MAX_SEED
 from app.sampling import service
 from app.sampling.inputs import NextInputs
 from app.sampling.rejudging import next_tasks, next_tasks_tsv
@@ -62,7 +63,7 @@ def next_to_judge(request: Request, session: SessionDep, aggregation: Aggregatio
                   per_annotator: Annotated[int | None, Query(ge=1, le=10_000, description=(
                       "at most this many of the listed tasks go to one annotator "
                       "(assigned); none: each task to its best annotator"))] = None,
-                  seed: Annotated[int | None, Query(ge=0, le=2**32 - 1, description=(
+                  seed: Annotated[int | None, Query(ge=0, le=MAX_SEED, description=(
                       "random_state of the random strategy"))] = None,
                   format: Literal["json", "tsv"] = "json") -> NextTasks | PlainTextResponse:
     """The ``n`` tasks whose next crowd label is expected to help most (``uncertainty``: highest
