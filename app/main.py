@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -15,6 +16,7 @@ from app.api.health import router as health_router
 from app.api.limits import BodySizeLimit
 from app.api.nul import RefuseNul
 from app.api.openapi import install as install_openapi
+from app.auth.idempotency import purge_expired
 from app.auth.keys import KeyVerifier
 from app.auth.middleware import AuthMiddleware
 from app.auth.router import router as auth_router
@@ -63,7 +65,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         runner = make_runner(settings)
         app.state.runner = runner
         runner.start()
-        maintenance = Maintenance(settings)
+        maintenance = Maintenance(settings, sweeps=[functools.partial(
+            purge_expired, retention_h=settings.idempotency_retention_h)])
         maintenance.start()
         warmer = app.state.warmer = DashboardWarmer(settings.database_url,
                                                     app.state.listing_cache, fit_page)

@@ -29,6 +29,9 @@ from sqlalchemy.orm import Session
 
 from app.aggregations.tables import Aggregation
 
+# How the cache reads a fit's annotator rows: the service's ``annotator_results`` (rows, total).
+ReadRows = Callable[..., tuple[list[dict[str, Any]], int]]
+
 MAX_ORDERINGS = 64  # (aggregation, sort) pairs kept; 10,000 annotators take about 2 MB each
 # Succeeded results are immutable; a day of browser caching, revalidated with the ETag after.
 CACHE_CONTROL = "private, max-age=86400"
@@ -121,15 +124,15 @@ class ListingCache:
                 self._orderings.move_to_end((aggregation_id, sort))
             return hit
 
-    def ordering(self, session: Session, *, aggregation: Aggregation, sort: str) -> Ordering:
-        """The full ordering, cached or read once (the aggregation must have succeeded)."""
-        from app.aggregations.service import annotator_results
-
+    def ordering(self, session: Session, *, aggregation: Aggregation, sort: str,
+                 read: ReadRows) -> Ordering:
+        """The full ordering, cached or read once with ``read`` (the service's
+        ``annotator_results``; the aggregation must have succeeded)."""
         hit = self.cached(aggregation.id, sort)
         if hit is not None and hit.version == _version(aggregation.finished_at):
             return hit
-        rows, _ = annotator_results(session, aggregation=aggregation, sort=sort,
-                                    min_judgments=0, limit=None, offset=0)
+        rows, _ = read(session, aggregation=aggregation, sort=sort,
+                       min_judgments=0, limit=None, offset=0)
         encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         built = Ordering(
             aggregation_id=aggregation.id, collection_id=aggregation.collection_id,

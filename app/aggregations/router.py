@@ -20,17 +20,11 @@ from app.aggregations.schemas import (
     TaskResults,
 )
 from app.aggregations.tables import Aggregation
-from app.api.deps import (
-    CollectionDep,
-    OptionalId,
-    RunnerDep,
-    SessionDep,
-    SettingsDep,
-    id_path,
-)
+from app.api.deps import OptionalId, RunnerDep, SessionDep, SettingsDep, id_path
 from app.auth import audit
 from app.auth.deps import PrincipalDep, get_principal, require_scope
 from app.auth.idempotency import IdempotencyDep
+from app.collections.deps import CollectionDep
 from app.collections.tables import Collection
 from app.core.config import Settings
 from app.core.db import get_sessionmaker

@@ -10,6 +10,7 @@ import numpy as np
 from sqlalchemy import Select, case, func, select, update
 from sqlalchemy.orm import Session
 
+from app.aggregations.listing import page
 from app.aggregations.schemas import AggregationCreate
 from app.aggregations.snapshot import current_watermark
 from app.aggregations.tables import (
@@ -325,8 +326,6 @@ def annotator_page(session: Session, *, cache: Any, aggregation_id: int,
 
     A succeeded fit already cached is served without a query; ``visible(collection_id)`` is the
     caller's access check (404 as for any aggregation it may not see)."""
-    from app.aggregations.listing import page
-
     key = sort_key(sort)
     hit = _cached_ordering(cache, aggregation_id, visible, key)
     if hit is None:
@@ -334,7 +333,7 @@ def annotator_page(session: Session, *, cache: Any, aggregation_id: int,
         if not visible(aggregation.collection_id):
             raise aggregation_not_found(aggregation_id)
         require_succeeded(aggregation)
-        hit = cache.ordering(session, aggregation=aggregation, sort=key)
+        hit = cache.ordering(session, aggregation=aggregation, sort=key, read=annotator_results)
     return page(hit, sort=key, min_judgments=min_judgments, q=q, limit=limit, offset=offset)
 
 
@@ -350,8 +349,6 @@ def cached_annotator_page(*, cache: Any, aggregation_id: int, visible: Callable[
                           sort: str, min_judgments: int, q: str | None, limit: int,
                           offset: int) -> Any:
     """``annotator_page`` when its ordering is cached (no database needed), else None."""
-    from app.aggregations.listing import page
-
     key = sort_key(sort)
     hit = _cached_ordering(cache, aggregation_id, visible, key)
     if hit is None:

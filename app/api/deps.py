@@ -8,9 +8,6 @@ from typing import Annotated, Any
 from fastapi import Depends, Path, Query, Request
 from sqlalchemy.orm import Session
 
-from app.auth.deps import PrincipalDep
-from app.collections import service as collections_service
-from app.collections.tables import Collection
 from app.core.config import Settings
 from app.core.db import get_sessionmaker
 from app.core.integers import MAX_INT
@@ -39,20 +36,6 @@ def get_session(settings: SettingsDep) -> Iterator[Session]:
 
 
 SessionDep = Annotated[Session, Depends(get_session)]
-
-
-def load_collection(
-    session: SessionDep,
-    principal: PrincipalDep,
-    c: Annotated[str, Path(description="the collection's id or name")],
-) -> Collection:
-    collection = collections_service.get_collection(session, key=c)
-    if not principal.can_see(collection.id):
-        raise collections_service.collection_not_found(c)
-    return collection
-
-
-CollectionDep = Annotated[Collection, Depends(load_collection)]
 
 
 def get_runner(request: Request) -> JobRunner:

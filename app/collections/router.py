@@ -4,10 +4,11 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from app.api.deps import CollectionDep, SessionDep
+from app.api.deps import SessionDep
 from app.auth import audit
 from app.auth.deps import PrincipalDep, require_scope
 from app.collections import service
+from app.collections.deps import CollectionDep
 from app.collections.schemas import (
     CollectionCreate,
     CollectionPublic,

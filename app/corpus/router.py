@@ -7,9 +7,10 @@ from fastapi import APIRouter, Path, Request
 from pydantic import BaseModel, ConfigDict
 from starlette.concurrency import run_in_threadpool
 
-from app.api.deps import CollectionDep, SessionDep
+from app.api.deps import SessionDep
 from app.api.uploads import read_upload
 from app.auth.deps import require_scope
+from app.collections.deps import CollectionDep
 from app.core.errors import InvalidInput
 from app.corpus import service
 from app.formats.texts import parse_texts, texts_from_json

@@ -7,9 +7,10 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from app.aggregations import downloads
-from app.api.deps import CollectionDep, RunnerDep, SessionDep, id_path
+from app.api.deps import RunnerDep, SessionDep, id_path
 from app.auth.deps import PrincipalDep, require_scope
 from app.auth.idempotency import IdempotencyDep
+from app.collections.deps import CollectionDep
 from app.core.errors import InvalidInput
 from app.evaluations import service
 from app.evaluations.schemas import (

@@ -7,9 +7,10 @@ from fastapi import APIRouter, Path, Request
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from app.api.deps import CollectionDep, RunnerDep, SessionDep
+from app.api.deps import RunnerDep, SessionDep
 from app.api.uploads import read_upload
 from app.auth.deps import PrincipalDep, require_scope
+from app.collections.deps import CollectionDep
 from app.core.errors import NotFound
 from app.core.integers import MAX_INT
 from app.features import service

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import and_, or_, update
@@ -47,10 +48,13 @@ def fail_stale_jobs(session: Session, *, stale_after_s: float) -> int:
 
 
 class Maintenance:
-    """A daemon thread: stale jobs and idempotency purge every ``job_check_s``."""
+    """A daemon thread: stale jobs, then the domains' ``sweeps`` (the idempotency purge, wired
+    in by app/main.py, so that jobs/ imports no domain), every ``job_check_s``."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings,
+                 sweeps: Sequence[Callable[[Session], object]] = ()) -> None:
         self.settings = settings
+        self.sweeps = tuple(sweeps)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -65,11 +69,10 @@ class Maintenance:
             self._thread.join(timeout=10)
 
     def run_once(self) -> None:
-        from app.auth.idempotency import purge_expired
-
         with get_sessionmaker(self.settings.database_url)() as session:
             fail_stale_jobs(session, stale_after_s=self.settings.job_stale_after_s)
-            purge_expired(session, retention_h=self.settings.idempotency_retention_h)
+            for sweep in self.sweeps:
+                sweep(session)
 
     def _loop(self) -> None:
         while not self._stop.wait(self.settings.job_check_s):

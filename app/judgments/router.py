@@ -7,12 +7,13 @@ from fastapi import APIRouter, Query, Request
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
-from app.api.deps import CollectionDep, SessionDep, judgments_arrived
+from app.api.deps import SessionDep, judgments_arrived
 from app.api.uploads import read_upload
 from app.auth import audit
 from app.auth.deps import PrincipalDep, require_scope
 from app.auth.idempotency import IdempotencyDep
 from app.auth.principal import Principal
+from app.collections.deps import CollectionDep
 from app.collections.tables import Collection
 from app.core.integers import MAX_INT
 from app.formats.judgments_file import JudgmentRows, parse_judgments

@@ -9,9 +9,10 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import PlainTextResponse
 
 from app.aggregations.router import AggregationDep
-from app.api.deps import CollectionDep, SessionDep, id_path
+from app.api.deps import SessionDep, id_path
 from app.auth.deps import PrincipalDep, require_scope
 from app.auth.idempotency import IdempotencyDep
+from app.collections.deps import CollectionDep
 from app.core.integers import MAX_SEED
 from app.sampling import service
 from app.sampling.inputs import NextInputs

@@ -16,6 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.core.errors import DomainError, invalid_file
 from app.formats.errors import FileFormatError
+from app.ui.templating import templates
 
 log = logging.getLogger(__name__)
 HEADINGS = {400: "Bad request", 403: "Not allowed", 404: "Not found", 405: "Not allowed",
@@ -28,8 +29,6 @@ def is_page(request: Request) -> bool:
 
 
 def error_page(request: Request, status_code: int, detail: str, code: str | None) -> HTMLResponse:
-    from app.ui.router import templates
-
     return templates.TemplateResponse(request, "error.html", {
         "status_code": status_code, "heading": HEADINGS.get(status_code, "Error"),
         "detail": detail, "code": code, "title": HEADINGS.get(status_code, "Error"),

@@ -11,32 +11,24 @@ import json
 import math
 from collections.abc import AsyncIterator
 from dataclasses import asdict
-from pathlib import Path as FilePath
 from typing import Annotated, Any
 from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from fastapi.templating import Jinja2Templates
 from starlette.concurrency import run_in_threadpool
 
 from app.aggregations import service as aggregations_service
 from app.aggregations.router import AggregationDep, get_listing_cache, public
 from app.aggregations.schemas import AggregationCreate
-from app.api.deps import (
-    CollectionDep,
-    OptionalId,
-    RunnerDep,
-    SessionDep,
-    id_path,
-    judgments_arrived,
-)
+from app.api.deps import OptionalId, RunnerDep, SessionDep, id_path, judgments_arrived
 from app.api.uploads import read_upload
 from app.auth.csrf import FIELD, csrf_token, verify_csrf
 from app.auth.deps import PrincipalDep, require_scope
 from app.auth.principal import OPEN
 from app.auth.ui import HOME  # the dashboard's home: under /ui, where the sign-in cookie goes
 from app.collections import service as collections_service
+from app.collections.deps import CollectionDep
 from app.collections.tables import Collection
 from app.core.errors import DomainError, InvalidInput, invalid_file
 from app.corpus.service import list_runs
@@ -50,40 +42,16 @@ from app.judgments import service as judgments_service
 from app.sampling import service as sampling_service
 from app.sampling.rejudging import next_tasks
 from app.sampling.router import get_next_inputs
-from app.ui import asset_url, charts
+from app.ui import charts
+from app.ui.templating import templates
 from app.ui.warm import FITS_PER_COLLECTION_PAGE, page_key, warmer_of
 from models.registry import METHOD_PATHS, get_method
 from models.sampling.rejudge import STRATEGIES
 
-HERE = FilePath(__file__).resolve().parent
-templates = Jinja2Templates(directory=HERE / "templates")
 router = APIRouter(tags=["dashboard"], include_in_schema=False)
 HOME_LIMIT = 200  # collections on the home page (each row counts its judgments)
 PAGE_SIZE = 50
 Page = Annotated[int, Query(ge=1, le=1_000_000)]
-
-
-def _fmt(value: Any, digits: int = 3) -> str:
-    if value is None:
-        return "–"
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, int):
-        return f"{value:,}"
-    if isinstance(value, float):
-        return "–" if not math.isfinite(value) else f"{value:.{digits}f}"
-    return str(value)
-
-
-def _when(value: Any) -> str:
-    return value.strftime("%Y-%m-%d %H:%M:%S UTC") if value is not None else "–"
-
-
-templates.env.filters["fmt"] = _fmt
-templates.env.filters["when"] = _when
-templates.env.filters["urlpart"] = lambda v: quote(str(v), safe="")
-templates.env.globals["urlencode"] = urlencode
-templates.env.globals["asset"] = asset_url
 
 
 def render(request: Request, name: str, context: dict[str, Any], *,

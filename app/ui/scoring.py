@@ -15,8 +15,9 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from app.api.deps import CollectionDep, RunnerDep, SessionDep
+from app.api.deps import RunnerDep, SessionDep
 from app.auth.deps import require_scope
+from app.collections.deps import CollectionDep
 from app.collections.tables import Collection
 from app.core.errors import DomainError, InvalidInput
 from app.evaluations import service as evaluations_service

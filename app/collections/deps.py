@@ -1,0 +1,27 @@
+"""The collection a request names, loaded once for the routers: 404 when it does not exist or the
+caller's key may not see it (the same answer, so a key cannot probe for other collections)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Path
+
+from app.api.deps import SessionDep
+from app.auth.deps import PrincipalDep
+from app.collections import service as collections_service
+from app.collections.tables import Collection
+
+
+def load_collection(
+    session: SessionDep,
+    principal: PrincipalDep,
+    c: Annotated[str, Path(description="the collection's id or name")],
+) -> Collection:
+    collection = collections_service.get_collection(session, key=c)
+    if not principal.can_see(collection.id):
+        raise collections_service.collection_not_found(c)
+    return collection
+
+
+CollectionDep = Annotated[Collection, Depends(load_collection)]
