@@ -40,6 +40,7 @@ test-fast: $(VENV)/.installed-dev services browser
 
 lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check app models tests bench
+	$(VENV)/bin/lint-imports
 
 clean:
 	rm -rf $(VENV) crowdqrels.db crowdqrels.db-*
