@@ -10,13 +10,10 @@ which can name the line.
 from __future__ import annotations
 
 import json
-import re
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 CODE = "invalid_text"
-# a JSON string escape \u0000 that is not itself escaped (\\u0000 is a backslash, then "u0000")
-_JSON_NUL = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")
 
 
 def _kind(scope: Scope) -> str | None:
@@ -32,18 +29,45 @@ def _kind(scope: Scope) -> str | None:
     return None
 
 
+# The longest text that stands for a NUL, less one: an escape split between chunks lies within
+# this many bytes on either side of the split.
+_SEAM = len(b"\\u0000") - 1
+
+
 def _may_hold_nul(part: bytes, kind: str) -> bool:
-    """Whether a piece of a ``json`` or ``form`` body may be part of a NUL: a NUL byte, or the
-    text of its escape (JSON ``u0000``, whether escaped or not: only the whole body can tell;
-    form ``%00``, always a NUL: a literal "%00" is sent as %2500)."""
-    return b"\x00" in part or (b"u0000" if kind == "json" else b"%00") in part
+    """Whether a piece of a ``json`` or ``form`` body may hold a NUL: a NUL byte, or the text of
+    its escape (JSON ``\\u0000``, whether itself escaped or not: only the whole body can tell;
+    form ``%00``, always a NUL: a literal "%00" is sent as %2500).
+
+    Each escape starts with a byte looked for first with memchr: a body of ids is full of "0"s,
+    on which a search for "u0000" itself would test every position (36 µs per 64 KiB)."""
+    if b"\x00" in part:
+        return True
+    if kind == "json":
+        return b"\\" in part and b"\\u0000" in part
+    return b"%" in part and b"%00" in part
 
 
 def has_nul(body: bytes, kind: str) -> bool:
     """Whether a whole ``json`` or ``form`` body holds a NUL."""
     if not _may_hold_nul(body, kind):
         return False
-    return b"\x00" in body or kind == "form" or _JSON_NUL.search(body) is not None
+    return b"\x00" in body or kind == "form" or _json_nul_escape(body)
+
+
+def _json_nul_escape(body: bytes) -> bool:
+    """Whether the JSON text holds the escape \\u0000 unescaped: its backslash follows an even
+    run of backslashes (\\\\u0000 is a backslash, then the text "u0000"). Only the places
+    that read \\u0000 are visited (a regular expression tried every position: 7x json.loads)."""
+    at = body.find(b"\\u0000")
+    while at >= 0:
+        start = at
+        while start > 0 and body[start - 1] == 0x5C:  # the backslashes before it
+            start -= 1
+        if (at - start) % 2 == 0:
+            return True
+        at = body.find(b"\\u0000", at + 6)
+    return False
 
 
 class RefuseNul:
@@ -73,17 +97,18 @@ class RefuseNul:
         # and turns an error raised while reading into its own 400), then hand the same messages
         # on. BodySizeLimit, outside, has already counted them.
         messages: list[Message] = []
-        candidate = False  # a chunk, or two neighbours, hold a NUL or the text of its escape
-        previous = b""
+        candidate = False  # a chunk, or a seam between chunks, holds a NUL or its escape's text
+        tail = b""  # the body's last _SEAM bytes so far, however small the chunks were
         while True:
             message = await receive()
             messages.append(message)
             if message["type"] != "http.request":
                 break
             chunk = message.get("body", b"")
-            seam = previous[-4:] + chunk[:4]  # an escape split between two chunks
-            candidate = candidate or _may_hold_nul(chunk, kind) or _may_hold_nul(seam, kind)
-            previous = chunk
+            if not candidate:
+                seam = tail + chunk[:_SEAM]  # an escape split between chunks
+                candidate = _may_hold_nul(chunk, kind) or _may_hold_nul(seam, kind)
+                tail = (tail + chunk)[-_SEAM:] if len(chunk) < _SEAM else chunk[-_SEAM:]
             if not message.get("more_body", False):
                 break
         if candidate and has_nul(b"".join(m.get("body", b"") for m in messages), kind):
