@@ -29,9 +29,10 @@ def _kind(scope: Scope) -> str | None:
     return None
 
 
+_ESCAPE = b"\\u0000"  # JSON's escape for NUL (a NUL unless its backslash is itself escaped)
 # The longest text that stands for a NUL, less one: an escape split between chunks lies within
 # this many bytes on either side of the split.
-_SEAM = len(b"\\u0000") - 1
+_SEAM = len(_ESCAPE) - 1
 
 
 def _may_hold_nul(part: bytes, kind: str) -> bool:
@@ -43,8 +44,8 @@ def _may_hold_nul(part: bytes, kind: str) -> bool:
     on which a search for "u0000" itself would test every position (36 µs per 64 KiB)."""
     if b"\x00" in part:
         return True
-    if kind == "json":
-        return b"\\" in part and b"\\u0000" in part
+    if kind == "json":  # rfind: anchored on the rare backslash, where find tests the "0"s
+        return b"\\" in part and part.rfind(_ESCAPE) >= 0
     return b"%" in part and b"%00" in part
 
 
@@ -59,14 +60,14 @@ def _json_nul_escape(body: bytes) -> bool:
     """Whether the JSON text holds the escape \\u0000 unescaped: its backslash follows an even
     run of backslashes (\\\\u0000 is a backslash, then the text "u0000"). Only the places
     that read \\u0000 are visited (a regular expression tried every position: 7x json.loads)."""
-    at = body.find(b"\\u0000")
+    at = body.rfind(_ESCAPE)  # from the end (see _may_hold_nul)
     while at >= 0:
         start = at
         while start > 0 and body[start - 1] == 0x5C:  # the backslashes before it
             start -= 1
         if (at - start) % 2 == 0:
             return True
-        at = body.find(b"\\u0000", at + 6)
+        at = body.rfind(_ESCAPE, 0, at + len(_ESCAPE) - 1)  # the next one starting before it
     return False
 
 
