@@ -14,7 +14,7 @@ from app.core.errors import Conflict, InvalidInput
 
 
 def predict_for(session: Session, *, aggregation: Aggregation,
-                features: list[list[float]]) -> dict[str, Any]:
+                features: list[list[float]], topics: list[str] | None = None) -> dict[str, Any]:
     require_succeeded(aggregation)
     artifact = session.get(AggregationArtifact, aggregation.id)
     if artifact is None:
@@ -33,6 +33,11 @@ def predict_for(session: Session, *, aggregation: Aggregation,
             code="invalid_features")
     if not np.isfinite(x).all():
         raise InvalidInput("feature values must be finite numbers", code="invalid_features")
-    mean, variance, p = predictor.predict(x)
+    if topics is not None and len(topics) != x.shape[0]:
+        raise InvalidInput(f"give one topic per feature vector: {len(topics)} topics for "
+                           f"{x.shape[0]} vectors", code="invalid_topics")
+    mean, variance, p = predictor.predict(x, topics if predictor.has_topics else None)
+    known = predictor.topic_known(x.shape[0], topics)
     return {"p_relevant": p.tolist(), "posterior_mean": mean.tolist(),
-            "posterior_variance": variance.tolist()}
+            "posterior_variance": variance.tolist(),
+            "topic_known": None if known is None else known.tolist()}

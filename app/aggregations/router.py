@@ -204,7 +204,8 @@ async def predict(session: SessionDep, aggregation: AggregationDep,
     from app.aggregations.prediction import predict_for
 
     result: dict[str, Any] = await run_in_threadpool(
-        predict_for, session, aggregation=aggregation, features=body.features)
+        predict_for, session, aggregation=aggregation, features=body.features,
+        topics=body.topics)
     return PredictResponse(**result)
 
 

@@ -143,9 +143,19 @@ class PredictRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     features: list[list[float]] = Field(min_length=1, description="one vector per new task")
+    topics: list[str] | None = Field(
+        default=None,
+        description="each new task's topic, in the order of `features`. Used by a fit with "
+                    "`class_prior_by: \"topic\"` (one offset per topic beside the features); a "
+                    "topic the fit never saw, or none given, gets the prior's offset 0 and its "
+                    "variance. Ignored by a fit without topic offsets.")
 
 
 class PredictResponse(BaseModel):
     p_relevant: list[float]
     posterior_mean: list[float]
     posterior_variance: list[float]
+    topic_known: list[bool] | None = Field(
+        default=None,
+        description="per task, whether the fit had an offset for its topic; null for a fit "
+                    "without topic offsets")

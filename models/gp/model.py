@@ -68,7 +68,12 @@ class _CrowdGP(Aggregator):
         spam_prior: float = 0.1,
         spam_strength: float = 10.0,
         use_gold: bool = False,
+        class_prior_by: str = "collection",
     ) -> None:
+        if class_prior_by not in GROUPINGS:  # the groupings of IBCC's / EBCC's class prior
+            raise ValueError(
+                f"class_prior_by must be one of {', '.join(GROUPINGS)}, got {class_prior_by!r}")
+        self.class_prior_by = class_prior_by
         self.kernel = kernel
         self.feature_groups = feature_groups
         self.mean_function = mean_function
@@ -129,6 +134,7 @@ class _CrowdGP(Aggregator):
         if self.uses_features and features is None:
             self.fallback_ = "lk"
         self.info_: dict[str, Any] = {}
+        self.topics_: np.ndarray | None = None
         X = None
         if features is not None:
             X = self._standardise_fit(np.asarray(features, dtype=np.float64))
@@ -141,6 +147,8 @@ class _CrowdGP(Aggregator):
             if data.n_tasks > self.full_gp_max_tasks:
                 inducing = kmeans_inducing(X, self.n_inducing, rng)
             mean = _mean_function(self.mean_function, X.shape[1])
+            if self._class_prior_by() == "topic":
+                X, mean, inducing = self._topic_offsets(X, mean, inducing, data.topic_ids)
         elif self._class_prior_by() == "topic":
             X, kernel, inducing = topic_intercepts(data.topic_ids)
             self.info_["class_prior_by"] = "topic"
@@ -192,7 +200,44 @@ class _CrowdGP(Aggregator):
         return True
 
     def _class_prior_by(self) -> str:
-        return "collection"
+        return self.class_prior_by
+
+    def _topic_offsets(self, X: np.ndarray, mean: Any, inducing: np.ndarray | None,
+                       topic_ids: np.ndarray) -> tuple[np.ndarray, Any, np.ndarray | None]:
+        """With features and ``class_prior_by="topic"``: the mean gets one offset per topic
+        (``models.gp.topic_mean``) and the inputs the topic's code as a last column, which the
+        kernels do not see. A single topic keeps the collection's mean (the same fit)."""
+        topics = np.unique(np.asarray(topic_ids, dtype=object).astype(str))
+        self.topics_ = None
+        if topics.shape[0] < 2:
+            return X, mean, inducing
+        from models.gp.topic_mean import TopicMean
+        from models.gp.topics import topic_codes
+
+        self.topics_ = topics
+        code, _ = topic_codes(topic_ids, topics)
+        X = np.column_stack([X, code])
+        if inducing is not None:  # the kernels ignore the column; any code will do
+            inducing = np.column_stack([inducing, np.zeros(inducing.shape[0])])
+        self.info_["class_prior_by"] = "topic"
+        return X, TopicMean(mean, X.shape[1] - 1, topics.shape[0]), inducing
+
+    def _topic_inputs(self, X: np.ndarray, topic_ids: Any) -> tuple[np.ndarray, np.ndarray]:
+        """New tasks' standardised features with their topic codes when the fit has topic
+        offsets, and the prior variance each task's offset adds (unseen topic, or none given)."""
+        topics = getattr(self, "topics_", None)
+        if topics is None:
+            return X, np.zeros(X.shape[0])
+        from models.gp.topics import TOPIC_PRIOR_VARIANCE, topic_codes
+
+        if topic_ids is None:
+            code, seen = np.full(X.shape[0], float(topics.shape[0])), np.zeros(X.shape[0], bool)
+        else:
+            if len(topic_ids) != X.shape[0]:
+                raise ValueError(f"give one topic per task: {len(topic_ids)} topics for "
+                                 f"{X.shape[0]} tasks")
+            code, seen = topic_codes(np.asarray(topic_ids, dtype=object), topics)
+        return np.column_stack([X, code]), np.where(seen, 0.0, TOPIC_PRIOR_VARIANCE)
 
     def _gold(self, data: AnnotationData) -> tuple[np.ndarray | None, np.ndarray | None]:
         """(task index, 0/1 label) of the gold tasks to clamp, or (None, None)."""
@@ -251,12 +296,20 @@ class _CrowdGP(Aggregator):
         if self.fallback_ is not None:
             info["fallback"] = self.fallback_
             info["fallback_reason"] = "no task features: fitted LK (no GP prior)"
-        if core.kernel is not None and self._class_prior_by() == "topic":
+        intercepts = (self.info_.get("class_prior_by") == "topic"
+                      and getattr(self, "topics_", None) is None)
+        if core.kernel is not None and intercepts:  # LK's topic intercepts, no features
             info["topic_variance"] = float(core.kernel.variance.numpy())
         elif core.kernel is not None:
             info["gp"] = "full" if inducing is None else f"sparse ({inducing.shape[0]} inducing)"
             info["kernel"] = self.kernel
             info["kernel_parameters"] = _kernel_parameters(core.kernel)
+            if getattr(self, "topics_", None) is not None:  # offsets beside the features
+                offsets = core.mean_function.offsets.numpy()
+                info["topic_offsets"] = {"n_topics": int(offsets.shape[0]),
+                                         "sd": float(offsets.std()),
+                                         "min": float(offsets.min()),
+                                         "max": float(offsets.max())}
         return info
 
     # -- outputs ------------------------------------------------------------------------------
@@ -292,8 +345,10 @@ class _CrowdGP(Aggregator):
             info=dict(self.info_),
         )
 
-    def predict_proba(self, features: np.ndarray) -> np.ndarray:
-        """(n, 2) P(not relevant), P(relevant) for new tasks from their features alone."""
+    def predict_proba(self, features: np.ndarray, topics: Any = None) -> np.ndarray:
+        """(n, 2) P(not relevant), P(relevant) for new tasks from their features (and, for a fit
+        with ``class_prior_by="topic"``, their topics: an unseen or missing topic gets the prior
+        offset)."""
         if getattr(self, "fallback_", None) is not None:
             raise ValueError(
                 f"{self.method} was fitted without features (fallback to LK): it cannot predict "
@@ -307,9 +362,9 @@ class _CrowdGP(Aggregator):
                 f"expected {self.feature_mean_.shape[0]} features per task, got {X.shape[1]}"
             )
         X = np.where(np.isfinite(X), X, self.feature_mean_[None, :])
-        X = (X - self.feature_mean_) / self.feature_scale_
+        X, offset_var = self._topic_inputs((X - self.feature_mean_) / self.feature_scale_, topics)
         mean, var = self.core_.predict_f(X)
-        p = ndtr(mean / np.sqrt(1.0 + var))
+        p = ndtr(mean / np.sqrt(1.0 + var + offset_var))
         return np.column_stack([1.0 - p, p])
 
 
@@ -356,10 +411,6 @@ class LK(_CrowdGP):
         use_gold: bool = False,
         class_prior_by: str = "collection",
     ) -> None:
-        if class_prior_by not in GROUPINGS:  # the groupings of IBCC's / EBCC's class prior
-            raise ValueError(
-                f"class_prior_by must be one of {', '.join(GROUPINGS)}, got {class_prior_by!r}")
-        self.class_prior_by = class_prior_by
         super().__init__(
             deviation_variance=deviation_variance, learn_deviation=learn_deviation,
             learn_task_noise=learn_task_noise, estimate_difficulty=estimate_difficulty,
@@ -369,13 +420,11 @@ class LK(_CrowdGP):
             m_step_iterations=m_step_iterations, n_quadrature=n_quadrature,
             random_state=random_state, asymmetric_noise=asymmetric_noise,
             spam_prior=spam_prior, spam_strength=spam_strength, use_gold=use_gold,
+            class_prior_by=class_prior_by,
         )
 
-    def predict_proba(self, features: np.ndarray) -> np.ndarray:
+    def predict_proba(self, features: np.ndarray, topics: Any = None) -> np.ndarray:
         raise ValueError("lk has no GP over features: it cannot predict new tasks")
-
-    def _class_prior_by(self) -> str:
-        return self.class_prior_by
 
 
 class GPMV(_CrowdGP):

@@ -34,7 +34,6 @@ from scipy.special import ndtri
 
 from models.base import AggregationResult, ProgressCallback, no_progress
 from models.data import AnnotationData
-from models.dirichlet import GROUPINGS
 from models.gp.constants import DEFAULT_QUADRATURE_POINTS
 from models.gp.model import _CrowdGP, _mean_function, build_kernel, topic_intercepts
 from models.ordinal_ds import check_ordinal_scale, grade_columns
@@ -87,7 +86,7 @@ class OrdinalGP(_CrowdGP):
             full_gp_max_tasks=full_gp_max_tasks, n_inducing=n_inducing, n_iter=n_iter, tol=tol,
             e_step_sweeps=e_step_sweeps, e_step_rate=e_step_rate,
             m_step_iterations=m_step_iterations, m_step_max_tasks=m_step_max_tasks,
-            n_quadrature=n_quadrature, random_state=random_state,
+            n_quadrature=n_quadrature, random_state=random_state, class_prior_by=class_prior_by,
         )
         if not 0.0 <= spam_prior < 1.0 or spam_strength <= 0:
             raise ValueError("spam_prior must be in [0, 1) and spam_strength > 0")
@@ -96,10 +95,6 @@ class OrdinalGP(_CrowdGP):
         self.spam_prior = spam_prior
         self.spam_strength = spam_strength
         self.readout_noise = readout_noise
-        if class_prior_by not in GROUPINGS:
-            raise ValueError(
-                f"class_prior_by must be one of {', '.join(GROUPINGS)}, got {class_prior_by!r}")
-        self.class_prior_by = class_prior_by
 
     def fit(self, data: AnnotationData, progress: ProgressCallback = no_progress) -> Self:
         import gpflow
@@ -111,6 +106,7 @@ class OrdinalGP(_CrowdGP):
         rng = np.random.default_rng(self.random_state)
         self.fallback_ = None if data.features is not None else "lk"
         self.info_: dict[str, Any] = {}
+        self.topics_: np.ndarray | None = None
         X = None
         if data.features is not None:
             X = self._standardise_fit(np.asarray(data.features, dtype=np.float64))
@@ -128,6 +124,8 @@ class OrdinalGP(_CrowdGP):
             if data.n_tasks > self.full_gp_max_tasks:
                 inducing = kmeans_inducing(X, self.n_inducing, rng)
             mean = _mean_function(self.mean_function, X.shape[1])
+            if self.class_prior_by == "topic":  # one offset per topic beside the features
+                X, mean, inducing = self._topic_offsets(X, mean, inducing, data.topic_ids)
         elif self.class_prior_by == "topic":  # LK's per-topic intercepts, without features
             X, kernel, inducing = topic_intercepts(data.topic_ids)
             self.info_["class_prior_by"] = "topic"
@@ -187,20 +185,17 @@ class OrdinalGP(_CrowdGP):
             info=dict(self.info_),
         )
 
-    def _class_prior_by(self) -> str:
-        """The per-topic intercepts stand in for the GP over features when there are none."""
-        return self.class_prior_by if self.fallback_ is not None else "collection"
-
-    def predict_proba(self, features: np.ndarray) -> np.ndarray:
-        """(n, K) P(T = k) for new tasks from their features alone."""
+    def predict_proba(self, features: np.ndarray, topics: Any = None) -> np.ndarray:
+        """(n, K) P(T = k) for new tasks from their features (and topics, as MAGP's)."""
         if self.fallback_ is not None:
             raise ValueError(
                 f"{self.method} was fitted without features (fallback to LK): it cannot predict "
                 "new tasks; attach task features and refit")
         X = np.atleast_2d(np.asarray(features, dtype=np.float64))
         X = np.where(np.isfinite(X), X, self.feature_mean_[None, :])
-        mean, var = self.core_.predict_f((X - self.feature_mean_) / self.feature_scale_)
-        return grade_proba(mean, var, self.thresholds_, self.readout_noise)
+        X, offset_var = self._topic_inputs((X - self.feature_mean_) / self.feature_scale_, topics)
+        mean, var = self.core_.predict_f(X)
+        return grade_proba(mean, var + offset_var, self.thresholds_, self.readout_noise)
 
 
 def grade_proba(mean: np.ndarray, var: np.ndarray, thresholds: np.ndarray,

@@ -11,7 +11,10 @@ L = chol(K_ZZ), B = I + A diag(β) Aᵀ and A = L⁻¹ K_ZX,
 
 (τ² is the per-task deviation's variance: a task nobody judged keeps its prior deviation). A fit
 recalibrated on held-out gold (``models.calibration``) stores its Platt map (a, b), and
-P(relevant | x*) is then σ(a · logit Φ(…) + b), as for the tasks it judged.
+P(relevant | x*) is then σ(a · logit Φ(…) + b), as for the tasks it judged. A fit with one
+offset per topic beside the features (``class_prior_by="topic"``, ``models.gp.topic_mean``) stores
+its topics and offsets: a new task of a topic it saw adds that topic's offset to the mean; one of
+a topic it never saw (or given without a topic) adds the prior's 0 and its variance.
 
 """
 
@@ -64,6 +67,8 @@ class GPPredictor:
     feature_mean: np.ndarray  # (d,) standardisation of raw features
     feature_scale: np.ndarray  # (d,)
     platt: tuple[float, float] = (1.0, 0.0)  # (a, b) of a calibrated fit; (1, 0): none
+    topics: np.ndarray | None = None  # (T,) sorted topic ids of a fit with topic offsets
+    topic_offsets: np.ndarray | None = None  # (T,) their offsets c_t
 
     @property
     def input_dim(self) -> int:
@@ -72,10 +77,17 @@ class GPPredictor:
     def _k(self, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
         return sum(part(X, Y) for part in self.kernel)  # type: ignore[return-value]
 
-    def predict(self, features: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(mean, variance, P(relevant)) of f for raw feature rows (n, d)."""
+    @property
+    def has_topics(self) -> bool:
+        return self.topics is not None
+
+    def predict(self, features: np.ndarray, topics: list[str] | None = None
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(mean, variance, P(relevant)) of f for raw feature rows (n, d) and, for a fit with
+        topic offsets, the rows' topics (None: each row's topic unknown to the fit)."""
         X = np.asarray(features, dtype=np.float64)
         X = (X - self.feature_mean) / self.feature_scale
+        offset, offset_var = self._offsets(X.shape[0], topics)
         kzs = self._k(self.Z, X)  # (m, n)
         mean = kzs.T @ self.w
         if self.mean_kind == "constant":
@@ -83,13 +95,40 @@ class GPPredictor:
         elif self.mean_kind == "linear":
             mean = mean + X @ self.mean_A + self.mean_b
         kss = sum(part.diag(X) for part in self.kernel)
+        mean = mean + offset
         var = np.maximum(kss - np.einsum("mn,mk,kn->n", kzs, self.M, kzs), 0.0) + self.tau2
+        var = var + offset_var
         p = ndtr(mean / np.sqrt(1.0 + var))
         if self.platt != (1.0, 0.0):
             from models.calibration import Platt
 
             p = Platt(*self.platt)(p)
         return mean, var, p
+
+    def topic_known(self, n: int, topics: list[str] | None) -> np.ndarray | None:
+        """Per row, whether the fit has an offset for its topic; None without topic offsets."""
+        if self.topics is None:
+            return None
+        if topics is None:
+            return np.zeros(n, dtype=bool)
+        if len(topics) != n:
+            raise ValueError(f"give one topic per task: {len(topics)} topics for {n} tasks")
+        from models.gp.topics import topic_codes
+
+        return topic_codes(np.asarray(topics, dtype=object), self.topics)[1]
+
+    def _offsets(self, n: int, topics: list[str] | None) -> tuple[np.ndarray, np.ndarray]:
+        """Each row's topic offset and the variance it adds (0 for a topic the fit saw)."""
+        known = self.topic_known(n, topics)
+        if known is None or self.topics is None or self.topic_offsets is None:
+            return np.zeros(n), np.zeros(n)
+        from models.gp.topics import TOPIC_PRIOR_VARIANCE
+
+        offset = np.zeros(n)
+        if topics is not None:
+            position = np.searchsorted(self.topics, np.asarray(topics, dtype=object).astype(str))
+            offset[known] = self.topic_offsets[position[known]]
+        return offset, np.where(known, 0.0, TOPIC_PRIOR_VARIANCE)
 
     # -- storage --------------------------------------------------------------------------
     def to_bytes(self) -> bytes:
@@ -106,6 +145,9 @@ class GPPredictor:
             parts.append(part.kind)
         meta = {"kind": KIND, "parts": parts, "tau2": self.tau2, "mean_kind": self.mean_kind,
                 "mean_b": self.mean_b, "platt": list(self.platt)}
+        if self.topics is not None and self.topic_offsets is not None:
+            meta["topics"] = [str(t) for t in self.topics]
+            arrays["topic_offsets"] = self.topic_offsets
         arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
         buffer = io.BytesIO()
         np.savez_compressed(buffer, **arrays)
@@ -124,9 +166,12 @@ class GPPredictor:
                        a.get(f"k{i}_lengthscales"), a[f"k{i}_dims"])
             for i, kind in enumerate(meta["parts"])
         ]
+        topics = meta.get("topics")
         return cls(kernel, a["Z"], a["w"], a["M"], float(meta["tau2"]), meta["mean_kind"],
                    a["mean_A"], float(meta["mean_b"]), a["feature_mean"], a["feature_scale"],
-                   tuple(float(v) for v in meta.get("platt", (1.0, 0.0))))  # type: ignore[arg-type]
+                   tuple(float(v) for v in meta.get("platt", (1.0, 0.0))),  # type: ignore[arg-type]
+                   None if topics is None else np.asarray(topics, dtype=str),
+                   a.get("topic_offsets"))
 
 
 def export(model: Any) -> GPPredictor:
@@ -165,8 +210,12 @@ def export(model: Any) -> GPPredictor:
             parts.append(KernelPart("linear", np.asarray(k.variance.numpy()), None, dims))
         else:
             raise ValueError(f"kernel {name} cannot be exported")
-    mean_kind, mean_A, mean_b = "zero", np.zeros(d), 0.0
+    topics = topic_offsets = None
     mf = core.mean_function
+    if getattr(model, "topics_", None) is not None:  # a TopicMean: offsets, then its base
+        topics, topic_offsets = np.asarray(model.topics_, dtype=str), mf.offsets.numpy()
+        d, mf = mf.d, mf.base
+    mean_kind, mean_A, mean_b = "zero", np.zeros(d), 0.0
     if mf is not None:
         if type(mf).__name__ == "Constant":
             mean_kind, mean_b = "constant", float(np.ravel(mf.c.numpy())[0])
@@ -177,4 +226,5 @@ def export(model: Any) -> GPPredictor:
     platt = getattr(model, "platt_", None)  # a GoldCalibrated fit: its map applies here too
     return GPPredictor(parts, Z, w, M, tau2, mean_kind, mean_A, mean_b,
                        np.asarray(model.feature_mean_), np.asarray(model.feature_scale_),
-                       (1.0, 0.0) if platt is None else (platt.a, platt.b))
+                       (1.0, 0.0) if platt is None else (platt.a, platt.b),
+                       topics, topic_offsets)

@@ -219,6 +219,51 @@ def test_bad_sort_is_422(jobs_client, synthetic_file) -> None:
     assert empty.status_code == 422 and empty.json()["code"] == "invalid_body"
 
 
+def test_predict_with_topic_offsets(client, tmp_path) -> None:
+    """magp with class_prior_by="topic" on a collection with features and several topics: the
+    prediction endpoint takes each new task's topic, says which topics the fit knew, and refuses
+    a topic list of the wrong length (422, nothing stored)."""
+    generate(240, 20, noise_level=(2.0, 4.0), redundancy=3, topics=4, topic_concentration=0.5,
+             random_state=SEED).write(tmp_path)
+    create_collection(client, name="topical", labels=[0, 1], relevant_from=1, ignore=[])
+    assert client.post(f"{API}/collections/topical/judgments/file",
+                       content=(tmp_path / "judgments.tsv").read_bytes(),
+                       headers=TSV).status_code == 201
+    assert client.put(f"{API}/collections/topical/features",
+                      content=(tmp_path / "features.tsv").read_bytes(),
+                      headers=TSV).status_code == 200
+    fits = {}
+    for by in ("collection", "topic"):
+        created = client.post(f"{API}/collections/topical/aggregations", json={
+            "method": "magp", "seed": SEED,
+            "params": {"class_prior_by": by, "n_iter": 4, "m_step_iterations": 4}}).json()
+        done = wait_for(client, created["id"])
+        assert done["status"] == "succeeded", done["error"]
+        fits[by] = created["id"]
+    topics = sorted({line.split("\t")[0] for line in
+                     (tmp_path / "judgments.tsv").read_text().splitlines()[1:]})
+    assert len(topics) == 4
+    features = [[0.5, -0.5]] * 3
+    url = f"{API}/aggregations/{fits['topic']}/predict"
+    known = client.post(url, json={"features": features, "topics": [topics[0], topics[1], "zz"]})
+    assert known.status_code == 200, known.text
+    body = known.json()
+    assert body["topic_known"] == [True, True, False]
+    unknown = client.post(url, json={"features": features}).json()
+    assert unknown["topic_known"] == [False, False, False]
+    assert unknown["p_relevant"][2] == pytest.approx(body["p_relevant"][2], abs=1e-12)
+    assert body["posterior_variance"][0] < unknown["posterior_variance"][0]
+    wrong = client.post(url, json={"features": features, "topics": [topics[0]]})
+    assert wrong.status_code == 422 and wrong.json()["code"] == "invalid_topics"
+    # A fit without topic offsets ignores the topics and says so with null.
+    plain = client.post(f"{API}/aggregations/{fits['collection']}/predict",
+                        json={"features": features, "topics": topics[:3]}).json()
+    assert plain["topic_known"] is None
+    detail = client.get(f"{API}/aggregations/{fits['topic']}").json()
+    assert detail["info"]["class_prior_by"] == "topic"
+    assert detail["info"]["topic_offsets"]["n_topics"] == 4
+
+
 @pytest.mark.slow
 def test_rf10_methods_match_the_offline_cli(jobs_client, rf10_bytes, tmp_path) -> None:
     """The RF10 file through HTTP: mv, mace, ds and lk, the same qrels as the offline CLI."""

@@ -181,3 +181,45 @@ def test_topic_intercepts_without_features() -> None:
     assert "class_prior_by" not in plain.info_ and "topic_variance" not in plain.info_
     with pytest.raises(ValueError, match="class_prior_by"):
         OrdinalGP(class_prior_by="document")
+
+
+def test_topic_offsets_beside_features() -> None:
+    """With features, class_prior_by="topic" adds one offset per topic to the GP's mean: on
+    topics whose grade mixes differ it calls more grades right than one mean for the collection,
+    keeps the GP over the features (kernel parameters, prediction), and a single topic is the
+    collection's fit itself."""
+    synth = generate(400, 25, noise_level=(4.0, 8.0), redundancy=3, grades=3, bias_sd=0.3,
+                     topics=8, topic_concentration=0.5, random_state=5)
+    data = synth.to_annotation_data(with_features=True)
+    fast = {"n_iter": 6, "m_step_iterations": 6, "random_state": 0}
+    plain = OrdinalGP(**fast).fit(data)
+    topical = OrdinalGP(class_prior_by="topic", **fast).fit(data)
+    exact = [np.mean(m.labels_ == synth.truth) for m in (plain, topical)]
+    assert exact[1] > exact[0] + 0.03, exact
+    info = topical.result(data).info
+    assert info["class_prior_by"] == "topic" and "kernel_parameters" in info
+    assert info["topic_offsets"]["n_topics"] == 8 and info["topic_offsets"]["sd"] > 0.1
+    assert "topic_offsets" not in plain.info_
+    # The offsets follow the planted mixes: a topic's offset rises with its share of grade 2.
+    offsets = topical.core_.mean_function.offsets.numpy()
+    assert synth.topic_mix is not None
+    assert pearsonr(offsets, synth.topic_mix[:, 2] - synth.topic_mix[:, 0])[0] > 0.7
+
+    # Prediction: a seen topic's offset moves the grades; an unseen or missing topic gets the
+    # prior (offset 0, variance added), the same for both.
+    X = data.features[:3]
+    low, high = np.argmin(offsets), np.argmax(offsets)
+    topics = topical.topics_
+    p_low = topical.predict_proba(X, [topics[low]] * 3)
+    p_high = topical.predict_proba(X, [topics[high]] * 3)
+    assert np.all(p_high[:, 2] > p_low[:, 2])
+    np.testing.assert_allclose(topical.predict_proba(X, ["no-such-topic"] * 3),
+                               topical.predict_proba(X), atol=1e-12)
+    with pytest.raises(ValueError, match="one topic per task"):
+        topical.predict_proba(X, [topics[0]])
+
+    one = generate(200, 15, noise_level=(2.0, 4.0), redundancy=3, grades=3,
+                   random_state=1).to_annotation_data(with_features=True)
+    same = [OrdinalGP(class_prior_by=by, **fast).fit(one) for by in ("collection", "topic")]
+    np.testing.assert_allclose(same[0].proba_, same[1].proba_, atol=1e-10)
+    assert same[1].topics_ is None and "class_prior_by" not in same[1].info_

@@ -46,3 +46,31 @@ def test_exported_predictor_of_a_calibrated_fit_applies_its_map() -> None:
     X = np.random.default_rng(3).normal(size=(7, 2)) * 2
     _, _, p = predictor.predict(X)
     np.testing.assert_allclose(p, model.platt_(model.model_.predict_proba(X)[:, 1]), atol=1e-8)
+
+
+def test_exported_predictor_with_topic_offsets() -> None:
+    """MAGP with class_prior_by="topic" and features: the stored predictor carries the topics
+    and their offsets and predicts as the model for a seen topic, an unseen one and none."""
+    data = generate(300, 20, noise_level=(2.0, 4.0), redundancy=3, topics=5,
+                    topic_concentration=0.5, random_state=3).to_annotation_data()
+    model = MAGP(random_state=0, n_iter=5, class_prior_by="topic", full_gp_max_tasks=100,
+                 n_inducing=30).fit(data)
+    predictor = GPPredictor.from_bytes(export(model).to_bytes())
+    assert predictor.has_topics and list(predictor.topics) == list(model.topics_)
+    np.testing.assert_allclose(predictor.topic_offsets,
+                               model.core_.mean_function.offsets.numpy())
+    X = np.random.default_rng(4).normal(size=(4, 2))
+    seen = [str(model.topics_[0]), str(model.topics_[3]), "unseen", str(model.topics_[3])]
+    for topics in (seen, None):
+        _, _, p = predictor.predict(X, topics)
+        np.testing.assert_allclose(p, model.predict_proba(X, topics)[:, 1], atol=1e-8)
+    assert predictor.topic_known(4, seen).tolist() == [True, True, False, True]
+    assert predictor.topic_known(4, None).tolist() == [False] * 4
+    mean, var, _ = predictor.predict(X, seen)
+    mean0, var0, _ = predictor.predict(X, None)
+    assert var[2] == var0[2] and mean[2] == mean0[2]  # unseen = unknown: the prior's offset
+    assert np.all(var[[0, 1, 3]] < var0[[0, 1, 3]])  # a seen topic drops the offset's variance
+    # A fit without topic offsets has none, and ignores topics.
+    plain = GPPredictor.from_bytes(export(MAGP(random_state=0, n_iter=2).fit(data)).to_bytes())
+    assert not plain.has_topics and plain.topic_known(4, seen) is None
+    np.testing.assert_allclose(plain.predict(X, seen)[2], plain.predict(X)[2])
