@@ -36,7 +36,7 @@ def predict_for(session: Session, *, aggregation: Aggregation,
     if topics is not None and len(topics) != x.shape[0]:
         raise InvalidInput(f"give one topic per feature vector: {len(topics)} topics for "
                            f"{x.shape[0]} vectors", code="invalid_topics")
-    mean, variance, p = predictor.predict(x, topics if predictor.has_topics else None)
+    mean, variance, p = predictor.predict(x, topics)  # a fit without offsets ignores them
     known = predictor.topic_known(x.shape[0], topics)
     return {"p_relevant": p.tolist(), "posterior_mean": mean.tolist(),
             "posterior_variance": variance.tolist(),

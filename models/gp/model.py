@@ -208,7 +208,6 @@ class _CrowdGP(Aggregator):
         (``models.gp.topic_mean``) and the inputs the topic's code as a last column, which the
         kernels do not see. A single topic keeps the collection's mean (the same fit)."""
         topics = np.unique(np.asarray(topic_ids, dtype=object).astype(str))
-        self.topics_ = None
         if topics.shape[0] < 2:
             return X, mean, inducing
         from models.gp.topic_mean import TopicMean
@@ -228,15 +227,9 @@ class _CrowdGP(Aggregator):
         topics = getattr(self, "topics_", None)
         if topics is None:
             return X, np.zeros(X.shape[0])
-        from models.gp.topics import TOPIC_PRIOR_VARIANCE, topic_codes
+        from models.gp.topics import TOPIC_PRIOR_VARIANCE, row_codes
 
-        if topic_ids is None:
-            code, seen = np.full(X.shape[0], float(topics.shape[0])), np.zeros(X.shape[0], bool)
-        else:
-            if len(topic_ids) != X.shape[0]:
-                raise ValueError(f"give one topic per task: {len(topic_ids)} topics for "
-                                 f"{X.shape[0]} tasks")
-            code, seen = topic_codes(np.asarray(topic_ids, dtype=object), topics)
+        code, seen = row_codes(topic_ids, topics, X.shape[0])
         return np.column_stack([X, code]), np.where(seen, 0.0, TOPIC_PRIOR_VARIANCE)
 
     def _gold(self, data: AnnotationData) -> tuple[np.ndarray | None, np.ndarray | None]:

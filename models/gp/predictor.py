@@ -89,15 +89,14 @@ class GPPredictor:
         X = (X - self.feature_mean) / self.feature_scale
         offset, offset_var = self._offsets(X.shape[0], topics)
         kzs = self._k(self.Z, X)  # (m, n)
-        mean = kzs.T @ self.w
+        mean = kzs.T @ self.w + offset
         if self.mean_kind == "constant":
             mean = mean + self.mean_b
         elif self.mean_kind == "linear":
             mean = mean + X @ self.mean_A + self.mean_b
         kss = sum(part.diag(X) for part in self.kernel)
-        mean = mean + offset
-        var = np.maximum(kss - np.einsum("mn,mk,kn->n", kzs, self.M, kzs), 0.0) + self.tau2
-        var = var + offset_var
+        var = (np.maximum(kss - np.einsum("mn,mk,kn->n", kzs, self.M, kzs), 0.0) + self.tau2
+               + offset_var)
         p = ndtr(mean / np.sqrt(1.0 + var))
         if self.platt != (1.0, 0.0):
             from models.calibration import Platt
@@ -109,26 +108,19 @@ class GPPredictor:
         """Per row, whether the fit has an offset for its topic; None without topic offsets."""
         if self.topics is None:
             return None
-        if topics is None:
-            return np.zeros(n, dtype=bool)
-        if len(topics) != n:
-            raise ValueError(f"give one topic per task: {len(topics)} topics for {n} tasks")
-        from models.gp.topics import topic_codes
+        from models.gp.topics import row_codes
 
-        return topic_codes(np.asarray(topics, dtype=object), self.topics)[1]
+        return row_codes(topics, self.topics, n)[1]
 
     def _offsets(self, n: int, topics: list[str] | None) -> tuple[np.ndarray, np.ndarray]:
         """Each row's topic offset and the variance it adds (0 for a topic the fit saw)."""
-        known = self.topic_known(n, topics)
-        if known is None or self.topics is None or self.topic_offsets is None:
+        if self.topics is None or self.topic_offsets is None:
             return np.zeros(n), np.zeros(n)
-        from models.gp.topics import TOPIC_PRIOR_VARIANCE
+        from models.gp.topics import TOPIC_PRIOR_VARIANCE, row_codes
 
-        offset = np.zeros(n)
-        if topics is not None:
-            position = np.searchsorted(self.topics, np.asarray(topics, dtype=object).astype(str))
-            offset[known] = self.topic_offsets[position[known]]
-        return offset, np.where(known, 0.0, TOPIC_PRIOR_VARIANCE)
+        code, seen = row_codes(topics, self.topics, n)
+        offset = np.append(self.topic_offsets, 0.0)[code.astype(np.int64)]  # unseen: 0
+        return offset, np.where(seen, 0.0, TOPIC_PRIOR_VARIANCE)
 
     # -- storage --------------------------------------------------------------------------
     def to_bytes(self) -> bytes:

@@ -23,3 +23,14 @@ def topic_codes(topic_ids: np.ndarray | list[str], topics: np.ndarray
     seen = np.zeros(ids.shape[0], dtype=bool)
     seen[inside] = topics[position[inside]] == ids[inside]
     return np.where(seen, position, topics.shape[0]).astype(np.float64), seen
+
+
+def row_codes(topic_ids: np.ndarray | list[str] | None, topics: np.ndarray, n: int
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """``topic_codes`` for n new tasks whose topics may be missing (None: every row unseen);
+    a list of another length than n is a ValueError."""
+    if topic_ids is None:
+        return np.full(n, float(len(topics))), np.zeros(n, dtype=bool)
+    if len(topic_ids) != n:
+        raise ValueError(f"give one topic per task: {len(topic_ids)} topics for {n} tasks")
+    return topic_codes(topic_ids, topics)
