@@ -111,6 +111,8 @@ class _Cached:
     expires: float
 
 
+_SESSION = "session\x00"  # the cache's prefix for session tokens
+
 class KeyVerifier:
     """Turns a key (or a dashboard session token) into a Principal, with a short cache."""
 
@@ -129,6 +131,14 @@ class KeyVerifier:
         if hit is not None and hit.expires > time.monotonic():
             return hit.principal
         return None
+
+    def cached_session(self, token: str) -> Principal | None:
+        """As ``cached`` for a dashboard session token (kept apart from keys: a session token
+        presented as an API key is not a key)."""
+        return self.cached(_SESSION + token)
+
+    def forget_session(self, token: str) -> None:
+        self.forget(_SESSION + token)
 
     def _remember(self, secret: str, principal: Principal, key_id: int) -> None:
         if self.cache_s <= 0:
@@ -174,7 +184,7 @@ class KeyVerifier:
             return principal
 
     def verify_session(self, token: str) -> Principal | None:
-        principal = self.cached(token)
+        principal = self.cached_session(token)
         if principal is not None:
             return principal
         with get_sessionmaker(self.database_url)() as session:
@@ -191,7 +201,7 @@ class KeyVerifier:
             if row.revoked_at is not None or expires_at <= datetime.now(UTC):
                 return None
             principal = principal_of(row)
-            self._remember(token, principal, row.id)
+            self._remember(_SESSION + token, principal, row.id)
             return principal
 
 

@@ -3,7 +3,11 @@
 - ``/api/...``: the key in ``Authorization: Bearer <key>`` or ``X-API-Key``. With auth required
   a missing or bad key is answered 401 (``WWW-Authenticate: Bearer``) here; a good one becomes
   ``request.state.principal``, which ``require_scope`` and the load-or-404 dependencies read.
-  ``/api/v1/healthz`` stays open. A dashboard session cookie is never accepted here.
+  ``/api/v1/healthz`` stays open. Without a key, a GET or HEAD carrying the dashboard's session
+  cookie runs as the signed-in key: the pages read the API from the browser (tables, live
+  status, downloads). The cookie is HttpOnly and SameSite=Strict (another site's page cannot make
+  the browser send it), and it never authorises anything that changes state: every other method
+  needs the key itself (the pages' own forms post to ``/ui`` with a CSRF token).
 - ``/ui/...`` (except ``/ui/login`` and ``/ui/static/``): the session cookie set by the sign-in
   form; without a valid one the answer is 303 to ``/ui/login``.
 - Anything else (``/healthz``, ``/docs``, ``/openapi.json``) is public.
@@ -31,6 +35,7 @@ from app.core.config import Settings
 SESSION_COOKIE = "crowdqrels_session"
 PUBLIC_API_PATHS = frozenset({"/api/v1/healthz"})
 UI_PUBLIC_PREFIXES = ("/ui/login", "/ui/static/")
+SAFE_METHODS = frozenset({"GET", "HEAD"})
 
 
 def presented_key(headers: dict[bytes, bytes]) -> str | None:
@@ -105,30 +110,15 @@ class AuthMiddleware:
         principal: Principal | None = None
         if path.startswith("/api/") and path not in PUBLIC_API_PATHS:
             key = presented_key(headers)
-            if not key:
-                await _json(send, 401, {
-                    "code": "missing_api_key" if key is None else "invalid_api_key",
-                    "detail": "this needs an API key: send 'Authorization: Bearer <key>' or "
-                              "'X-API-Key: <key>' (create one with `crowdqrels keys create`)"},
-                    [(b"www-authenticate", b'Bearer realm="crowdqrels"')])
-                return
-            principal = self.verifier.cached(key)
+            if key is None and scope["method"] in SAFE_METHODS:
+                principal = await self._session(headers)  # a page reading the API
             if principal is None:
-                principal = await anyio.to_thread.run_sync(self.verifier.verify_key, key)
-            if principal is None:
-                await _json(send, 401, {"code": "invalid_api_key",
-                                        "detail": "the API key is unknown or revoked"},
-                            [(b"www-authenticate",
-                              b'Bearer realm="crowdqrels", error="invalid_token"')])
-                return
+                principal = await self._key(key, send)
+                if principal is None:
+                    return  # answered 401
         elif (path == "/ui" or path.startswith("/ui/")) and not path.startswith(
                 UI_PUBLIC_PREFIXES):
-            token = _cookie(headers, SESSION_COOKIE)
-            if token:
-                principal = self.verifier.cached(token)
-                if principal is None:
-                    principal = await anyio.to_thread.run_sync(self.verifier.verify_session,
-                                                               token)
+            principal = await self._session(headers)
             if principal is None:
                 query = scope.get("query_string", b"").decode("latin-1")
                 target = path + (f"?{query}" if query else "")
@@ -149,3 +139,32 @@ class AuthMiddleware:
                     return
             scope.setdefault("state", {})["principal"] = principal
         await self.app(scope, receive, send)
+
+    async def _key(self, key: str | None, send: Send) -> Principal | None:
+        """The key's principal, or None once a 401 has been sent (no key, or a bad one)."""
+        if not key:
+            await _json(send, 401, {
+                "code": "missing_api_key" if key is None else "invalid_api_key",
+                "detail": "this needs an API key: send 'Authorization: Bearer <key>' or "
+                          "'X-API-Key: <key>' (create one with `crowdqrels keys create`)"},
+                [(b"www-authenticate", b'Bearer realm="crowdqrels"')])
+            return None
+        principal = self.verifier.cached(key)
+        if principal is None:
+            principal = await anyio.to_thread.run_sync(self.verifier.verify_key, key)
+        if principal is None:
+            await _json(send, 401, {"code": "invalid_api_key",
+                                    "detail": "the API key is unknown or revoked"},
+                        [(b"www-authenticate",
+                          b'Bearer realm="crowdqrels", error="invalid_token"')])
+        return principal
+
+    async def _session(self, headers: dict[bytes, bytes]) -> Principal | None:
+        """The signed-in key behind the dashboard's session cookie, if any and still valid."""
+        token = _cookie(headers, SESSION_COOKIE)
+        if not token:
+            return None
+        principal = self.verifier.cached_session(token)
+        if principal is None:
+            principal = await anyio.to_thread.run_sync(self.verifier.verify_session, token)
+        return principal

@@ -59,7 +59,7 @@ async def login(request: Request, session: SessionDep, settings: SettingsDep,
                      status=401)
     response = RedirectResponse(_safe_next(next), status_code=303)
     response.set_cookie(SESSION_COOKIE, token, max_age=int(settings.session_hours * 3600),
-                        path="/ui", httponly=True, samesite="strict",
+                        path="/", httponly=True, samesite="strict",
                         secure=request.url.scheme == "https")
     return response
 
@@ -72,7 +72,8 @@ def logout(request: Request, session: SessionDep) -> RedirectResponse:
         keys.end_session(session, token=token)
         verifier = getattr(request.app.state, "key_verifier", None)
         if verifier is not None:
-            verifier.forget(token)
+            verifier.forget_session(token)
     response = RedirectResponse("/ui/login", status_code=303)
-    response.delete_cookie(SESSION_COOKIE, path="/ui", httponly=True, samesite="strict")
+    for path in ("/", "/ui"):  # "/ui": where sessions signed in before 2026-11-24 keep it
+        response.delete_cookie(SESSION_COOKIE, path=path, httponly=True, samesite="strict")
     return response

@@ -77,7 +77,7 @@ def test_dashboard_sign_in(auth_client, auth_settings) -> None:
     set_cookie = signed.headers["set-cookie"]
     assert SESSION_COOKIE in set_cookie and "HttpOnly" in set_cookie
     assert "SameSite=strict" in set_cookie or "samesite=strict" in set_cookie.lower()
-    assert "Path=/ui" in set_cookie and key not in set_cookie
+    assert "Path=/;" in set_cookie and key not in set_cookie
     # Signed in: /ui pages pass the check (404 here: the pages are another package's).
     assert auth_client.get("/ui/some/page", follow_redirects=False).status_code == 404
     # The site's root sends a signed-in browser to the dashboard's home, the collections
@@ -87,11 +87,22 @@ def test_dashboard_sign_in(auth_client, auth_settings) -> None:
     home = auth_client.get("/ui/", follow_redirects=False)
     assert home.status_code == 200 and "<h1>Collections" in home.text
     assert 'href="/ui/logout"' in home.text
-    # The session cookie never authenticates the API.
+    # The session cookie lets the pages read the API (GET, HEAD) as the signed-in key, and
+    # nothing else: a write needs the key itself, and the session token is no key.
     session_token = signed.cookies[SESSION_COOKIE]
-    api = auth_client.get(f"{API}/collections",
-                          headers={"Cookie": f"{SESSION_COOKIE}={session_token}"})
-    assert api.status_code == 401
+    cookie = {"Cookie": f"{SESSION_COOKIE}={session_token}"}
+    api = auth_client.get(f"{API}/collections", headers=cookie)
+    assert api.status_code == 200 and api.json()["count"] == 0
+    assert auth_client.head(f"{API}/collections", headers=cookie).status_code != 401
+    write = auth_client.post(f"{API}/collections", headers=cookie,
+                             json={"name": "x", "labels": [0, 1], "relevant_from": 1})
+    assert write.status_code == 401 and write.json()["code"] == "missing_api_key"
+    as_key = auth_client.get(f"{API}/collections",
+                             headers={"Authorization": f"Bearer {session_token}"})
+    assert as_key.status_code == 401 and as_key.json()["code"] == "invalid_api_key"
+    # a read key's session reads, and is refused what the key may not do
+    keys_listing = auth_client.get(f"{API}/keys", headers=cookie)
+    assert keys_listing.status_code == 403
     # An open redirect is not possible.
     other = auth_client.post("/ui/login", follow_redirects=False, data={
         "key": key, "csrf_token": token, "next": "https://evil.example/"})
@@ -100,8 +111,10 @@ def test_dashboard_sign_in(auth_client, auth_settings) -> None:
 
     out = auth_client.get("/ui/logout", follow_redirects=False)
     assert out.status_code == 303 and out.headers["location"] == "/ui/login"
-    auth_client.cookies.set(SESSION_COOKIE, latest, path="/ui")  # replaying the ended session
+    auth_client.cookies.set(SESSION_COOKIE, latest, path="/")  # replaying the ended session
     assert auth_client.get("/ui/some/page", follow_redirects=False).status_code == 303
+    assert auth_client.get(f"{API}/collections",
+                           headers={"Cookie": f"{SESSION_COOKIE}={latest}"}).status_code == 401
 
 
 def test_auth_off_leaves_everything_open(client) -> None:

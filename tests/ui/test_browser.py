@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -38,12 +39,12 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    tmp = tmp_path_factory.mktemp("browser")
+@contextmanager
+def serving(tmp: Path, **env_extra: str) -> Iterator[str]:
+    """A real uvicorn server on a free port over a SQLite file in ``tmp``; yields its base URL."""
     port = free_port()
     env = {**os.environ, "CROWDQRELS_DATABASE_URL": f"sqlite:///{tmp / 'ui.db'}",
-           "CROWDQRELS_JOBS": "inline"}
+           "CROWDQRELS_JOBS": "inline", **env_extra}
     log = (tmp / "server.log").open("wb")
     process = subprocess.Popen(
         [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--log-level",
@@ -59,7 +60,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             if process.poll() is not None:
                 raise RuntimeError((tmp / "server.log").read_text())
             time.sleep(0.1)
-        seed(base, tmp)
         yield base
     finally:
         process.terminate()
@@ -67,10 +67,32 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         log.close()
 
 
-def seed(base: str, tmp: Path) -> None:
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    tmp = tmp_path_factory.mktemp("browser")
+    with serving(tmp) as base:
+        seed(base, tmp)
+        yield base
+
+
+@pytest.fixture(scope="module")
+def signed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, str]]:
+    """A server with access control on (CROWDQRELS_AUTH=required), seeded with an admin key;
+    yields (base URL, the admin key, a read key)."""
+    from tests.auth.conftest import make_key
+
+    tmp = tmp_path_factory.mktemp("signed")
+    with serving(tmp, CROWDQRELS_AUTH="required") as base:
+        url = f"sqlite:///{tmp / 'ui.db'}"
+        admin, read = make_key(url, "admin", "admin"), make_key(url, "viewer", "read")
+        seed(base, tmp, headers={"Authorization": f"Bearer {admin}"})
+        yield base, admin, read
+
+
+def seed(base: str, tmp: Path, headers: dict[str, str] | None = None) -> None:
     data = generate(300, 90, noise_level=(0.5, 4.0), redundancy=4, random_state=11)
     data.write(tmp / "synth")
-    with httpx.Client(base_url=base, timeout=60) as c:
+    with httpx.Client(base_url=base, timeout=60, headers=headers) as c:
         c.post("/api/v1/collections", json={
             "name": "demo", "labels": [0, 1], "relevant_from": 1, "ignore": [],
             "description": "synthetic crowd, 300 tasks"}).raise_for_status()
@@ -409,3 +431,53 @@ def test_graded_fit_in_a_browser(server: str, browser, tmp_path: Path) -> None: 
     assert "κ (graded)" in driver.find_element(
         "css selector", ".chart[data-figure='metrics']").text
     assert js_errors(driver) == []
+
+
+def test_signed_in_dashboard_reads_the_api(signed_server, browser) -> None:  # type: ignore[no-untyped-def]
+    """With access control on, a signed-in browser's pages read the API under the session: the
+    annotator table fills, a download answers the file, a fit started from the form is followed
+    live until it succeeded (before, each of these answered 401: the cookie was /ui's only)."""
+    from selenium.webdriver.support.ui import Select
+
+    base, admin, read = signed_server
+    driver = browser
+
+    def sign_in(key: str, page: str) -> None:
+        driver.delete_all_cookies()
+        load(driver, base + page)
+        wait_until(lambda: "/ui/login" in driver.current_url, what="the sign-in page")
+        driver.find_element("id", "key").send_keys(key)
+        driver.find_element("css selector", "form button").click()
+        wait_until(lambda: driver.current_url == base + page, what="back on the page")
+
+    sign_in(read, "/ui/aggregations/2")
+    charts_rendered(driver, 5)
+    wait_until(lambda: table_settled(driver) and len(table_rows(driver)) == 50,
+               what="the annotators, read from the API under the session")
+    assert "API key" not in driver.find_element("id", "annotator-table").text
+    assert js_errors(driver) == []
+    # the page's download form (a GET of the API; fetched as the browser sends it, cookie and
+    # all, since its answer is an attachment the browser would save)
+    status, text = driver.execute_script(
+        "const f = document.getElementById('download-form');"
+        "const q = new URLSearchParams([...new FormData(f)].filter(([k, v]) => v !== ''));"
+        "q.set('format', 'trec');"
+        "const r = await fetch(f.action + '?' + q); return [r.status, await r.text()];")
+    assert status == 200 and "missing_api_key" not in text
+    assert len(text.splitlines()) == 300 and all(len(x.split()) == 4 for x in text.splitlines())
+    # the session reads; it writes nothing through the API, whatever the key may do
+    status = driver.execute_script(
+        "const r = await fetch('/api/v1/collections', {method: 'POST', "
+        "headers: {'content-type': 'application/json'}, body: JSON.stringify("
+        "{name: 'x', labels: [0, 1], relevant_from: 1})}); return r.status;")
+    assert status == 401
+    assert all("status of 401" in e for e in js_errors(driver))  # that refusal, logged
+
+    sign_in(admin, "/ui/collections/demo")
+    Select(driver.find_element("id", "fit-method")).select_by_value("ds")
+    driver.find_element("css selector", "#fit-form button").click()
+    wait_until(lambda: "fit #3 (ds) queued" in message_text(driver), what="the fit queued")
+    wait_until(lambda: row_status(driver, "#fits tr[data-aggregation='3']") == "succeeded",
+               timeout=120, what="the page to follow the fit to success")
+    assert js_errors(driver) == []
+    driver.delete_all_cookies()
