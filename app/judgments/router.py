@@ -117,7 +117,7 @@ async def put_gold(request: Request, session: SessionDep, principal: PrincipalDe
         audit.record(session, principal=principal,
                      action="gold_replaced" if mode == "replace" else "gold_set",
                      collection=collection, counts=dict(report))
-        return GoldReport(**report)
+        return GoldReport(**report, mode=mode)
 
     return await run_in_threadpool(idempotency.run, session, body=upload.content,
                                    status_code=200, work=work)

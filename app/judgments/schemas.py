@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
 
@@ -62,5 +62,8 @@ class JudgmentsPublic(BaseModel):
 
 
 class GoldReport(BaseModel):
-    gold_labels: int
-    new_tasks: int
+    gold_labels: int = Field(description="tasks whose gold this upload set")
+    new_tasks: int = Field(description="tasks the upload created (no judgment yet)")
+    cleared: int = Field(description="mode=replace: tasks that had a gold label and have none "
+                                     "now (not in the upload); 0 with merge")
+    mode: Literal["replace", "merge"]

@@ -148,7 +148,8 @@ def set_gold(
     session: Session, *, collection: Collection, qrels: dict[tuple[str, str], int],
     lines: dict[tuple[str, str], int], replace: bool,
 ) -> dict[str, int]:
-    """Set expert labels from qrels; with ``replace`` every other task's gold is cleared."""
+    """Set expert labels from qrels; with ``replace`` every other task's gold is cleared
+    (``cleared`` counts the tasks that had a gold label and now have none)."""
     allowed = set(collection.labels) | set(collection.ignore)
     for key, value in qrels.items():
         if value not in allowed:
@@ -162,11 +163,16 @@ def set_gold(
     task_ids, created = ensure_task_keys(
         session, collection_id=cid, keys=keys, topics=Topic.__table__,
         documents=Document.__table__, tasks=Task.__table__)
+    cleared = 0
     if replace:
-        session.execute(update(Task).where(Task.collection_id == cid).values(gold=None))
+        had = set(session.scalars(select(Task.id).where(Task.collection_id == cid,
+                                                        Task.gold.is_not(None))))
+        cleared = len(had - set(task_ids))
+        if had:
+            session.execute(update(Task).where(Task.collection_id == cid).values(gold=None))
     set_task_gold(session, {t: qrels[k] for t, k in zip(task_ids, keys, strict=True)})
     session.commit()
-    return {"gold_labels": len(keys), "new_tasks": len(created)}
+    return {"gold_labels": len(keys), "new_tasks": len(created), "cleared": cleared}
 
 
 def list_judgments(

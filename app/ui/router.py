@@ -250,8 +250,10 @@ async def upload_gold(request: Request, session: SessionDep, collection: Collect
             lines=lines, replace=mode == "replace")
     except (DomainError, FileFormatError) as exc:
         return await run_in_threadpool(form_error, request, session, collection, exc, "gold")
+    cleared = (f"; {report['cleared']:,} tasks no longer in the gold lost theirs"
+               if report["cleared"] else "")
     return done(collection, f"gold set for {report['gold_labels']:,} tasks ({mode}; "
-                             f"{report['new_tasks']:,} new tasks)")
+                             f"{report['new_tasks']:,} new tasks{cleared})")
 
 
 @router.post("/ui/collections/{c}/aggregations", response_class=HTMLResponse,
