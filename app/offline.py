@@ -293,11 +293,11 @@ def _aggregate(args: argparse.Namespace) -> int:
         print(f"fallback: {result.info['fallback']}")
     scored_labels, scored_proba = labels, result.proba
     if args.folds is not None:
-        from models.evaluation.heldout import heldout_predictions
+        from models.evaluation.heldout import held_out_seed, heldout_predictions
 
         held = heldout_predictions(
             lambda: build_aggregator(args.method, params, args.seed, relevant_from=split), data,
-            args.folds, random_state=args.seed, full_model=model)
+            args.folds, random_state=held_out_seed(args.seed, params), full_model=model)
         scored_labels, scored_proba = held.labels, held.proba
         clamp = "gold clamped" if params.get("use_gold") else "gold not used in fitting"
         print(f"held-out evaluation: {args.folds} folds over the gold tasks ({clamp}); each "
@@ -390,7 +390,9 @@ def add_offline_commands(subparsers: argparse._SubParsersAction) -> None:  # typ
     aggregate.add_argument("--output", help="write the aggregated qrels (TREC) here")
     aggregate.add_argument("--annotators", help="write the per-annotator TSV here")
     aggregate.add_argument("--tasks", help="write the per-task TSV here")
-    aggregate.add_argument("--seed", type=int, help="random_state of the method, if it has one")
+    aggregate.add_argument("--seed", type=int, help="random_state of the method, if it has one, "
+                           "and of the held-out folds (--folds; without a seed: the method's "
+                           "random_state, else 0)")
     aggregate.add_argument("--relevant-from", type=int, default=1,
                            help="labels from this value up are relevant (default 1)")
     aggregate.add_argument("--ignore", type=int, nargs="*", default=list(DEFAULT_IGNORE),

@@ -58,14 +58,14 @@ def _fit(context: JobContext) -> dict[str, Any]:
     n_gold = 0 if data.gold is None else int((data.gold >= 0).sum())
     if params.get("use_gold") and n_gold >= HELD_OUT_FOLDS:
         # Gold clamped in the fit: score each gold task by a fit that did not see its label.
-        from models.evaluation.heldout import heldout_predictions
+        from models.evaluation.heldout import held_out_seed, heldout_predictions
 
         start = time.perf_counter()
         context.progress(0.99, f"held-out evaluation: {HELD_OUT_FOLDS} folds over the gold")
         held = heldout_predictions(
             lambda: make_aggregator(aggregation.method, params, relevant_from=relevant_from),
             data, HELD_OUT_FOLDS,
-            random_state=params.get("random_state"), full_model=model)
+            random_state=held_out_seed(aggregation.seed, params), full_model=model)
         held_out = held.proba
         timings["held_out_s"] = time.perf_counter() - start
 

@@ -54,7 +54,8 @@ def public(aggregation: Aggregation) -> AggregationPublic:
     info = aggregation.info or {}
     return AggregationPublic(
         id=aggregation.id, collection_id=aggregation.collection_id, method=aggregation.method,
-        params=aggregation.params, graded=aggregation.graded, status=aggregation.status,
+        params=aggregation.params, graded=aggregation.graded, seed=aggregation.seed,
+        status=aggregation.status,
         progress={"fraction": aggregation.progress, "message": aggregation.progress_message},
         watermark=aggregation.watermark, n_judgments=aggregation.n_judgments,
         created_at=aggregation.created_at, started_at=aggregation.started_at,

@@ -16,7 +16,9 @@ class AggregationCreate(BaseModel):
     params: dict[str, Any] = Field(default_factory=dict)
     graded: bool = Field(default=False, description="fit the graded labels instead of binary")
     seed: int | None = Field(default=None, ge=0, le=MAX_SEED,
-                             description="random_state of methods that have one")
+                             description="random_state of methods that have one, and the seed of "
+                                         "the held-out folds of a fit with use_gold (without "
+                                         "one: the method's random_state, else 0)")
 
 
 class Progress(BaseModel):
@@ -30,6 +32,8 @@ class AggregationPublic(BaseModel):
     method: str
     params: dict[str, Any]
     graded: bool
+    seed: int | None = Field(description="the seed asked for (null: none): the method's "
+                             "random_state when it has one, and the held-out folds'")
     status: str
     progress: Progress
     watermark: int

@@ -75,7 +75,8 @@ def create_aggregation(session: Session, *, runner: JobRunner, collection: Colle
         _check_calibration(session, collection=collection, folds=params["calibrate_folds"])
     aggregation = Aggregation(
         collection_id=collection.id, method=spec.method, params=params, graded=spec.graded,
-        status="queued", progress=0.0, progress_message="queued", watermark=watermark,
+        seed=spec.seed, status="queued", progress=0.0, progress_message="queued",
+        watermark=watermark,
     )
     submit_job(session, runner, "fit", aggregation)
     return aggregation

@@ -6,6 +6,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Float,
     ForeignKey,
     Index,
@@ -29,6 +30,8 @@ class Aggregation(JobColumns, Base):
     method: Mapped[str] = mapped_column(String(20))
     params: Mapped[dict[str, Any]] = mapped_column(JSON)
     graded: Mapped[bool] = mapped_column(default=False)  # fit on graded labels, not binarised
+    # The seed asked for: the method's random_state when it has one, and the held-out folds'.
+    seed: Mapped[int | None] = mapped_column(BigInteger)
     # The consistent snapshot: the fit reads judgments with id <= watermark.
     watermark: Mapped[int] = mapped_column(BigId)
     n_judgments: Mapped[int | None] = mapped_column(Integer)  # judgments the model used

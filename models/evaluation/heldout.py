@@ -30,18 +30,38 @@ class HeldOut:
     n_folds: int
 
 
-def gold_folds(gold: np.ndarray, n_folds: int, random_state: int | None = None) -> np.ndarray:
-    """A fold index per task with a gold label (stratified by gold class), -1 elsewhere."""
+def held_out_seed(seed: int | None, params: dict | None = None) -> int:
+    """The seed of the folds: the fit's seed, else the method's ``random_state``, else 0, so that
+    a held-out evaluation is reproducible (the service and the CLI both take it from here)."""
+    if seed is not None:
+        return int(seed)
+    state = (params or {}).get("random_state")
+    return 0 if state is None else int(state)
+
+
+def gold_folds(gold: np.ndarray, n_folds: int, random_state: int | None = None,
+               order: np.ndarray | None = None) -> np.ndarray:
+    """A fold index per task with a gold label (stratified by gold class), -1 elsewhere.
+    ``order`` (a permutation of the tasks) is the order the draw sees them in: with the tasks
+    ranked by (topic, doc) the folds do not depend on how a file or a database numbered them."""
     if n_folds < 2:
         raise ValueError("held-out evaluation needs at least 2 folds")
     rng = np.random.default_rng(random_state)
+    order = np.arange(gold.shape[0]) if order is None else np.asarray(order)
+    ranked = gold[order]
     fold = np.full(gold.shape[0], -1, dtype=np.int64)
     for value in np.unique(gold[gold != UNKNOWN]):
-        members = rng.permutation(np.flatnonzero(gold == value))
+        members = order[rng.permutation(np.flatnonzero(ranked == value))]
         fold[members] = np.arange(members.shape[0]) % n_folds
     if (gold != UNKNOWN).sum() < n_folds:
         raise ValueError(f"{int((gold != UNKNOWN).sum())} gold tasks cannot fill {n_folds} folds")
     return fold
+
+
+def task_order(data: AnnotationData) -> np.ndarray:
+    """The tasks ranked by (topic, doc) as Python orders strings."""
+    keys = list(zip(data.topic_ids.tolist(), data.doc_ids.tolist(), strict=True))
+    return np.array(sorted(range(len(keys)), key=keys.__getitem__), dtype=np.int64)
 
 
 def heldout_predictions(
@@ -57,7 +77,7 @@ def heldout_predictions(
     fitted on all of ``data``) gives the other tasks' predictions, else one more fit does."""
     if data.gold is None or not (data.gold != UNKNOWN).any():
         raise ValueError("held-out evaluation needs gold labels")
-    fold = gold_folds(data.gold, n_folds, random_state)
+    fold = gold_folds(data.gold, n_folds, random_state, task_order(data))
     steps = n_folds + (full_model is None)
     if full_model is None:
         full_model = make_model().fit(

@@ -299,3 +299,45 @@ def test_graded_fits_on_the_pages_and_in_the_agreement(client, graded_file) -> N
         assert matrix[position[g["id"]]][position[binary["id"]]] == pytest.approx(expected)
         assert matrix[position[binary["id"]]][position[g["id"]]] == pytest.approx(expected)
         assert expected > share(by_fit[g["id"]], by_fit[binary["id"]])  # grade 2 ≠ label 1
+
+
+def test_held_out_evaluation_keeps_its_seed_and_matches_the_cli(client, graded_file, tmp_path,
+                                                                capsys) -> None:
+    """A fit with use_gold is scored over 5 folds of the gold: the fit keeps the seed asked for
+    (DS has no random_state of its own, and the seed used to be dropped, the folds then random),
+    the same seed gives the same evaluation, no seed gives the folds of seed 0, and the CLI gives
+    the same figures for the same seed on the file with its lines in another order (the folds
+    follow (topic, doc), not the order the tasks were numbered in)."""
+    ingest(client, graded_file)
+    params = {"use_gold": True}
+    first, again = fit(client, "ds", params=params), fit(client, "ds", params=params)
+    assert first["seed"] == SEED and first["params"] == params  # DS: no random_state in params
+    assert first["evaluation"]["held_out"] is True
+    assert first["evaluation"] == again["evaluation"]
+    unseeded = client.post(f"{API}/collections/graded/aggregations",
+                           json={"method": "ds", "graded": True, "params": params})
+    assert unseeded.status_code == 202
+    unseeded = wait_for(client, unseeded.json()["id"], timeout=600)
+    assert unseeded["seed"] is None and unseeded["status"] == "succeeded"
+
+    lines = (graded_file / "judgments.tsv").read_text().splitlines(keepends=True)
+    shuffled = tmp_path / "shuffled.tsv"
+    shuffled.write_text(lines[0] + "".join(reversed(lines[1:])))
+
+    def cli_scores(*seed: str) -> dict[str, float]:
+        capsys.readouterr()
+        code = cli(["aggregate", str(shuffled), "--method", "ds", "--graded", "--gold",
+                    str(graded_file / "gold.qrels"), "--clamp-gold", "--folds", "5",
+                    "--output", str(tmp_path / "ds.qrels"), "--quiet", *seed])
+        assert code == 0
+        out = capsys.readouterr().out
+        return {k: float(line.split()[1]) for line in out.splitlines()
+                for k in ("accuracy", "mae", "kappa") if line.startswith(f"{k} ")}
+
+    for done, seed in ((first, ("--seed", str(SEED))), (unseeded, ())):
+        scores = cli_scores(*seed)
+        assert set(scores) == {"accuracy", "mae", "kappa"}
+        for k, value in scores.items():
+            assert done["evaluation"][k] == pytest.approx(value, abs=5e-5), k
+    # the seed moves the folds: seed 11 and seed 0 give different held-out fits here
+    assert first["evaluation"] != unseeded["evaluation"]

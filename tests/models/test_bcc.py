@@ -198,3 +198,32 @@ def test_registry_builds_both() -> None:
         make_aggregator("ibcc", {"prior": "nope"})
     with pytest.raises(ValueError):
         make_aggregator("ebcc", {"class_prior_by": "nope"})
+
+
+def test_gold_folds_follow_topic_and_doc_not_task_numbering() -> None:
+    """The same tasks numbered in two orders get the same fold each (the service numbers tasks
+    as its database returns them, the CLI as its file lists them)."""
+    from models.evaluation.heldout import task_order
+
+    rng = np.random.default_rng(3)
+    topics = np.array([f"t{i % 7}" for i in range(60)])
+    docs = np.array([f"d{i}" for i in range(60)])
+    gold = rng.integers(0, 3, 60)
+    gold[::5] = UNKNOWN
+    perm = rng.permutation(60)
+
+    def folds(t: np.ndarray, d: np.ndarray, g: np.ndarray) -> dict[tuple[str, str], int]:
+        data = AnnotationData(task=np.zeros(0, np.int64), annotator=np.zeros(0, np.int64),
+                              label=np.zeros(0, np.int64), topic_ids=t, doc_ids=d,
+                              annotator_ids=np.array([], dtype=str), classes=np.arange(3),
+                              gold=g)
+        f = gold_folds(g, 4, random_state=5, order=task_order(data))
+        return dict(zip(zip(t.tolist(), d.tolist(), strict=True), f.tolist(), strict=True))
+
+    one, other = folds(topics, docs, gold), folds(topics[perm], docs[perm], gold[perm])
+    assert one == other
+    assert sorted(set(one.values())) == [-1, 0, 1, 2, 3]
+    # without the order the draw follows the numbering, and the folds differ
+    plain = gold_folds(gold[perm], 4, random_state=5)
+    assert dict(zip(zip(topics[perm].tolist(), docs[perm].tolist(), strict=True),
+                    plain.tolist(), strict=True)) != one
