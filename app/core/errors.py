@@ -74,10 +74,12 @@ def register_error_handlers(app: FastAPI) -> None:
         ]
         first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
         where = ".".join(str(p) for p in first["loc"])
-        return JSONResponse(
-            {"code": "invalid_body", "detail": f"{where}: {first['msg']}", "errors": errors},
-            status_code=422,
-        )
+        body: dict[str, object] = {"code": "invalid_body", "detail": f"{where}: {first['msg']}",
+                                   "errors": errors}
+        loc = first["loc"]
+        if len(loc) >= 3 and loc[0] == "body" and type(loc[2]) is int:
+            body["index"] = loc[2]  # the item of a JSON list (a bulk's judgment), 0-based
+        return JSONResponse(body, status_code=422)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:

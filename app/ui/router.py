@@ -16,6 +16,7 @@ from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from app.aggregations import service as aggregations_service
@@ -26,7 +27,7 @@ from app.api.uploads import read_upload
 from app.auth.csrf import FIELD, csrf_token, verify_csrf
 from app.auth.deps import PrincipalDep, require_scope
 from app.auth.principal import OPEN
-from app.auth.ui import HOME  # the dashboard's home: under /ui, where the sign-in cookie goes
+from app.auth.ui import HOME  # the dashboard's home, where signing in lands
 from app.collections import service as collections_service
 from app.collections.deps import CollectionDep
 from app.collections.tables import Collection
@@ -179,16 +180,24 @@ CheckedForm = Depends(checked_form)
 
 
 def form_error(request: Request, session: Any, collection: Collection, exc: Exception,
-                form: str) -> HTMLResponse:
-    """The collection page again, with the API's error (code, detail, line) above ``form``."""
+                form: str, sent: Any = None) -> HTMLResponse:
+    """The collection page again, with the API's error (code, detail, line) above ``form`` and
+    the form's fields as they were sent (``sent``: the submitted form; files are not kept)."""
     session.rollback()
     if isinstance(exc, FileFormatError):
         exc = invalid_file(exc)
     assert isinstance(exc, DomainError)
     error = exc.body()
+    kept = {k: v for k, v in (sent or {}).items() if isinstance(v, str)}
     return render(request, "collection.html",
                   {**_collection_context(request, session, collection), "error": error,
-                   "error_form": form}, status_code=exc.status_code)
+                   "error_form": form, "sent": kept}, status_code=exc.status_code)
+
+
+def invalid_fields(exc: ValidationError) -> InvalidInput:
+    """A form's fields failed the API's request model: the same message the API gives."""
+    parts = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()]
+    return InvalidInput("; ".join(parts), code="invalid_body")
 
 
 def whole_number(form: Any, name: str, default: int | None) -> int | None:
@@ -205,6 +214,22 @@ def whole_number(form: Any, name: str, default: int | None) -> int | None:
 def done(collection: Collection, message: str) -> RedirectResponse:
     return RedirectResponse(f"/ui/collections/{quote(collection.name, safe='')}?"
                             f"{urlencode({'msg': message})}", status_code=303)
+
+
+FORM_ADDRESSES = ("aggregations", "judgments", "gold", "evaluations", "samplings")
+
+
+def form_address(collection: CollectionDep) -> RedirectResponse:
+    """A form's address opened again (a reload after an error shown there, a bookmark): the
+    collection's page, where the form is."""
+    return RedirectResponse(f"/ui/collections/{quote(collection.name, safe='')}",
+                            status_code=303)
+
+
+for _form in FORM_ADDRESSES:
+    router.add_api_route(f"/ui/collections/{{c}}/{_form}", form_address, methods=["GET"],
+                         response_class=RedirectResponse, include_in_schema=False,
+                         dependencies=[require_scope("read")])
 
 
 @router.post("/ui/collections/{c}/judgments", response_class=HTMLResponse,
@@ -249,7 +274,8 @@ async def upload_gold(request: Request, session: SessionDep, collection: Collect
             judgments_service.set_gold, session, collection=collection, qrels=qrels,
             lines=lines, replace=mode == "replace")
     except (DomainError, FileFormatError) as exc:
-        return await run_in_threadpool(form_error, request, session, collection, exc, "gold")
+        return await run_in_threadpool(form_error, request, session, collection, exc, "gold",
+                                       form)
     cleared = (f"; {report['cleared']:,} tasks no longer in the gold lost theirs"
                if report["cleared"] else "")
     return done(collection, f"gold set for {report['gold_labels']:,} tasks ({mode}; "
@@ -272,14 +298,18 @@ async def start_fit(request: Request, session: SessionDep, runner: RunnerDep,
         if not isinstance(params, dict):
             raise InvalidInput("parameters: a JSON object, e.g. {\"n_restarts\": 10}",
                                code="invalid_body")
-        spec = AggregationCreate(method=str(form.get("method") or ""), params=params,
-                                 graded=form.get("graded") in ("on", "true", "1"),
-                                 seed=whole_number(form, "seed", None))
+        try:
+            spec = AggregationCreate(method=str(form.get("method") or ""), params=params,
+                                     graded=form.get("graded") in ("on", "true", "1"),
+                                     seed=whole_number(form, "seed", None))
+        except ValidationError as exc:
+            raise invalid_fields(exc) from None
         aggregation = await run_in_threadpool(
             aggregations_service.create_aggregation, session, runner=runner,
             collection=collection, spec=spec)
     except DomainError as exc:
-        return await run_in_threadpool(form_error, request, session, collection, exc, "fit")
+        return await run_in_threadpool(form_error, request, session, collection, exc, "fit",
+                                       form)
     return done(collection, f"fit #{aggregation.id} ({aggregation.method}) queued")
 
 

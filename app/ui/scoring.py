@@ -19,7 +19,7 @@ from app.api.deps import RunnerDep, SessionDep
 from app.auth.deps import require_scope
 from app.collections.deps import CollectionDep
 from app.collections.tables import Collection
-from app.core.errors import DomainError, InvalidInput
+from app.core.errors import DomainError
 from app.evaluations import service as evaluations_service
 from app.evaluations.router import EvaluationDep
 from app.evaluations.router import public as evaluation_public
@@ -28,17 +28,19 @@ from app.sampling import service as sampling_service
 from app.sampling.router import SamplingDep
 from app.sampling.schemas import RoundRequest, SamplingCreate, StoppingTarget, StopRule
 from app.ui import charts
-from app.ui.router import CheckedForm, done, figures, form_error, render, whole_number
+from app.ui.router import (
+    CheckedForm,
+    done,
+    figures,
+    form_error,
+    invalid_fields,
+    render,
+    whole_number,
+)
 from models.sampling.stopping import TARGET_RECALL
 
 router = APIRouter(tags=["dashboard"], include_in_schema=False)
 Measure = Annotated[str | None, Query(max_length=100)]
-
-
-def _invalid(exc: ValidationError) -> InvalidInput:
-    """A form's fields failed the API's request model: the same message the API gives."""
-    parts = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()]
-    return InvalidInput("; ".join(parts), code="invalid_body")
 
 
 def _words(text: Any) -> list[str]:
@@ -64,13 +66,13 @@ async def start_evaluation(request: Request, session: SessionDep, runner: Runner
         try:
             spec = EvaluationCreate(**fields)
         except ValidationError as exc:
-            raise _invalid(exc) from None
+            raise invalid_fields(exc) from None
         evaluation = await run_in_threadpool(
             evaluations_service.create_evaluation, session, runner=runner,
             collection=collection, spec=spec)
     except DomainError as exc:
         return await run_in_threadpool(form_error, request, session, collection, exc,
-                                       "evaluation")
+                                       "evaluation", form)
     return done(collection, f"evaluation #{evaluation.id} of {len(evaluation.runs)} runs on "
                              f"{evaluations_service.source_label(evaluation.source)} queued")
 
@@ -134,12 +136,12 @@ async def start_sampling(request: Request, session: SessionDep,
                 seed=whole_number(form, "seed", 0), strategy=str(form.get("strategy") or "active"),
                 method=str(form.get("method") or "mv"), depth=whole_number(form, "depth", None))
         except ValidationError as exc:
-            raise _invalid(exc) from None
+            raise invalid_fields(exc) from None
         sampling = await run_in_threadpool(sampling_service.create_sampling, session,
                                            collection=collection, spec=spec)
     except DomainError as exc:
         return await run_in_threadpool(form_error, request, session, collection, exc,
-                                       "sampling")
+                                       "sampling", form)
     return done(collection, f"sampling #{sampling.id} ({sampling.strategy}) over a pool of "
                              f"{sampling.pool_size:,} pairs created: draw its first round on "
                              f"its page")
@@ -212,7 +214,7 @@ async def draw_round(request: Request, session: SessionDep, sampling: SamplingDe
                                   stop=draw["stop"] or None,
                                   target_recall=draw["target_recall"] or target_recall)
         except ValidationError as exc:
-            raise _invalid(exc) from None
+            raise invalid_fields(exc) from None
         target_recall = params.target_recall
         drawn = await run_in_threadpool(sampling_service.draw_round, session,
                                         sampling=sampling, force=params.force,

@@ -38,7 +38,9 @@ _FAMILIES: dict[str, tuple[int, str, str | None, bool, bool, bool]] = {
     "unjudged": (12, "unjudged@k", "cutoff", False, False, False),
     "SimP": (13, "SimP@k", "cutoff", False, True, True),
 }
-VALID_MEASURES = tuple(f[1] for f in _FAMILIES.values())
+# One name pattern per entry (a family's message may list two and add a note in brackets).
+VALID_MEASURES = tuple(name.split(" (")[0] for f in _FAMILIES.values()
+                       for name in f[1].split(", "))
 DEFAULT_MEASURES = ("P@10", "AP", "nDCG@10", "R@100", "Rprec", "Bpref", "RR", "PRES@1000",
                     "nP@95", "LastRel", "unjudged@10")
 

@@ -116,6 +116,18 @@ def test_json_label_out_of_scale_names_the_index(client) -> None:
     assert response.json()["code"] == "label_out_of_scale"
     assert response.json()["index"] == 3
     assert counts(client) == EMPTY_COUNTS
+    # a judgment of the wrong shape names its index as well
+    for bad in ({"label": "x"}, {"label": None}):
+        shaped = [dict(j, label=1) for j in judgments]
+        shaped[2] = {**shaped[2], **bad}
+        response = client.post(f"{API}/collections/rf10/judgments", json={"judgments": shaped})
+        assert response.status_code == 422
+        assert response.json()["code"] == "invalid_body" and response.json()["index"] == 2
+    missing = [dict(j, label=1) for j in judgments]
+    del missing[4]["label"]
+    response = client.post(f"{API}/collections/rf10/judgments", json={"judgments": missing})
+    assert response.json()["index"] == 4
+    assert counts(client) == EMPTY_COUNTS
 
 
 def test_malformed_json_is_422(client) -> None:

@@ -181,8 +181,36 @@ def test_forms_validate_like_the_api_and_say_where(client, synthetic) -> None:
     assert r.status_code == 422 and "gold_out_of_scale" in r.text and "line 2" in r.text
 
     r = client.post("/ui/collections/crowd/aggregations",
-                    data={"csrf_token": csrf, "method": "mace", "params": '{"n_restarts": "x"}'})
+                    data={"csrf_token": csrf, "method": "mace", "params": '{"n_restarts": "x"}',
+                          "seed": "42", "graded": "on"})
     assert r.status_code == 422 and "invalid_params" in r.text
+    # the form comes back as it was sent, beside the error
+    assert '<option value="mace" data-defaults=' in r.text
+    assert re.search(r'<option value="mace"[^>]*selected>', r.text)
+    assert '{&#34;n_restarts&#34;: &#34;x&#34;}</textarea>' in r.text
+    assert 'id="fit-seed" value="42"' in r.text and 'value="on" checked' in r.text
+    r = client.post("/ui/collections/crowd/evaluations",
+                    data={"csrf_token": csrf, "source": "gold", "runs": "runA runB",
+                          "measures": "P@10 bogus", "samples": "200", "seed": "7"})
+    assert r.status_code in (404, 422) and 'id="form-error"' in r.text
+    for kept in ('id="evaluation-runs" value="runA runB"', 'value="P@10 bogus"', 'value="200"',
+                 '<option value="gold" selected>'):
+        assert kept in r.text, kept
+    r = client.post("/ui/collections/crowd/samplings",
+                    data={"csrf_token": csrf, "strategy": "depth", "budget_per_round": "999999",
+                          "runs": "runZ", "depth": "50", "method": "mace", "seed": "3"})
+    assert r.status_code in (404, 422) and 'id="form-error"' in r.text
+    for kept in ("<option selected>depth</option>", 'value="999999"', 'value="runZ"',
+                 'value="50"', "<option selected>mace</option>"):
+        assert kept in r.text, kept
+    # the address bar now shows the form's address: opened again, it is the collection's page
+    for form in ("aggregations", "judgments", "gold", "evaluations", "samplings"):
+        again = client.get(f"/ui/collections/crowd/{form}", follow_redirects=False)
+        assert again.status_code == 303 and again.headers["location"] == "/ui/collections/crowd"
+    assert client.get("/ui/collections/crowd/nonsense").status_code == 404
+    r = client.post("/ui/collections/crowd/aggregations",
+                    data={"csrf_token": csrf, "method": "mv", "params": "{}", "seed": "-5"})
+    assert r.status_code == 422 and "seed" in r.text and 'id="fit-seed" value="-5"' in r.text
     r = client.post("/ui/collections/crowd/aggregations",
                     data={"csrf_token": csrf, "method": "mace", "params": "{oops"})
     assert r.status_code == 422 and "not JSON" in r.text
