@@ -1,9 +1,11 @@
-"""The ``crowdqrels`` command: the service (serve, worker, migrate) and the offline tools
-(aggregate, synth). Heavy imports happen inside each command so ``--help`` stays instant."""
+"""The ``crowdqrels`` command: the service (serve, worker, migrate), API keys (keys) and the
+offline tools (aggregate, next, simulate, evaluate, synth). Heavy imports happen inside each
+command so ``--help`` stays instant."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -56,13 +58,21 @@ def _worker(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="crowdqrels", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="crowdqrels",
+        description="Crowd relevance judgments into qrels. The service: serve, worker, migrate; "
+                    "API keys: keys; offline, on files: aggregate, next, simulate, evaluate, "
+                    "synth. `crowdqrels COMMAND --help` for each.")
     sub = parser.add_subparsers(dest="command", required=True)
 
     serve = sub.add_parser("serve", help="apply migrations and serve the HTTP API")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000)
-    serve.add_argument("--log-level", default="info")
+    serve.add_argument("--host", default="127.0.0.1",
+                       help="address to listen on (default 127.0.0.1; another address needs "
+                            "CROWDQRELS_AUTH=required)")
+    serve.add_argument("--port", type=int, default=8000, help="default 8000")
+    serve.add_argument("--log-level", default="info",
+                       choices=("critical", "error", "warning", "info", "debug", "trace"),
+                       help="uvicorn's log level (default info)")
     serve.add_argument("--workers", type=_positive_int, default=1,
                        help="API processes (above 1 only with CROWDQRELS_JOBS=celery)")
     serve.set_defaults(func=_serve)
@@ -90,6 +100,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # TensorFlow's C++ start-up notices (CPU features, no CUDA) would interleave with the GP
+    # commands' progress: warnings and errors only, unless the caller chose a level.
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     args = build_parser().parse_args(argv)
     return int(args.func(args) or 0)
 

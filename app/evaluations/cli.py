@@ -15,7 +15,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:  # type: ignor
         "evaluate", help="score TREC runs on (crowd) qrels, with the crowd's uncertainty",
         description="Score runs on fixed qrels (--qrels) or on the posterior of an aggregation "
                     "(--tasks, the TSV of `aggregate --tasks`): each measure on the most probable "
-                    "qrels, and its mean, std and 95%% interval over --samples draws of the qrels; "
+                    "qrels, and its mean, std and 95% interval over --samples draws of the qrels; "
                     "P(a beats b) for every pair of runs; Kendall's tau of the rankings.")
     source = evaluate.add_mutually_exclusive_group(required=True)
     source.add_argument("--qrels", help="TREC qrels (fixed labels)")

@@ -87,10 +87,11 @@ def get_features(session: SessionDep, collection: CollectionDep) -> FeatureSetPu
 @router.post("/features/build", status_code=202, response_model=FeatureBuildPublic,
              dependencies=[require_scope("admin")])
 def build_features(session: SessionDep, runner: RunnerDep, collection: CollectionDep,
-                   body: FeatureBuildCreate) -> FeatureBuildPublic:
+                   body: FeatureBuildCreate | None = None) -> FeatureBuildPublic:
     """Build task features from the uploaded topic/document texts (lexical: tf, idf, tf-idf,
     cosine, BM25, query likelihood; semantic: embeddings) and runs (rank, reciprocal rank), as
-    a job; the result replaces the collection's features."""
+    a job; the result replaces the collection's features. No body: every default."""
+    body = body if body is not None else FeatureBuildCreate()
     build = service.request_build(session, runner=runner, collection=collection,
                                   **body.model_dump())
     return FeatureBuildPublic.model_validate(build)

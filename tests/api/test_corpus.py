@@ -70,6 +70,9 @@ def test_feature_build_needs_inputs(client) -> None:
     setup_collection(client)
     response = client.post(f"{API}/collections/c/features/build", json={})
     assert response.status_code == 422 and response.json()["code"] == "missing_inputs"
+    # no body at all means every default, as {} does
+    response = client.post(f"{API}/collections/c/features/build")
+    assert response.status_code == 422 and response.json()["code"] == "missing_inputs"
     response = client.post(f"{API}/collections/c/features/build", json={"ranking": True})
     assert response.status_code == 422 and response.json()["code"] == "missing_runs"
     response = client.post(f"{API}/collections/c/features/build", json={"lexical": True})
