@@ -89,12 +89,10 @@ def build_aggregator(method: str, params: dict[str, Any] | None = None,
                      seed: int | None = None, *, relevant_from: int | None = None) -> Aggregator:
     """The registry's aggregator; ``seed`` becomes ``random_state`` when the method has one and
     the params do not set it already; ``relevant_from`` as ``make_aggregator``'s."""
-    from models.registry import get_method, make_aggregator
+    from models.registry import make_aggregator, with_seed
 
-    params = dict(params or {})
-    if seed is not None and "random_state" in get_method(method).defaults:
-        params.setdefault("random_state", seed)
-    return make_aggregator(method, params, relevant_from=relevant_from)
+    return make_aggregator(method, with_seed(method, dict(params or {}), seed),
+                           relevant_from=relevant_from)
 
 
 def score_labels(labels: np.ndarray, proba: np.ndarray, gold: np.ndarray, *,
