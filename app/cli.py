@@ -20,7 +20,7 @@ def _serve(args: argparse.Namespace) -> int:
     try:
         settings = get_settings()
         mode = check_serve_mode(settings, args.host)
-    except (InsecureMode, ValueError) as exc:
+    except InsecureMode as exc:
         print(f"crowdqrels serve: {exc}", file=sys.stderr)
         return 2
     print(f"crowdqrels serve: {mode}", file=sys.stderr, flush=True)
@@ -104,7 +104,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     # commands' progress: warnings and errors only, unless the caller chose a level.
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     args = build_parser().parse_args(argv)
-    return int(args.func(args) or 0)
+    from pydantic import ValidationError
+
+    try:
+        return int(args.func(args) or 0)
+    except ValidationError as exc:
+        if exc.title != "Settings":  # not the environment's fault: a bug, with its traceback
+            raise
+        from app.core.config import describe_invalid
+
+        print(f"crowdqrels {args.command}: invalid settings\n{describe_invalid(exc)}",
+              file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

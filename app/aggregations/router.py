@@ -30,6 +30,7 @@ from app.core.config import Settings
 from app.core.db import get_sessionmaker
 from app.core.integers import MAX_INT
 from app.jobs.maintenance import fail_stale_jobs
+from app.jobs.progress import Progress
 
 collection_router = APIRouter(prefix="/collections/{c}", tags=["aggregations"])
 router = APIRouter(prefix="/aggregations", tags=["aggregations"])
@@ -56,7 +57,7 @@ def public(aggregation: Aggregation) -> AggregationPublic:
         id=aggregation.id, collection_id=aggregation.collection_id, method=aggregation.method,
         params=aggregation.params, graded=aggregation.graded, seed=aggregation.seed,
         status=aggregation.status,
-        progress={"fraction": aggregation.progress, "message": aggregation.progress_message},
+        progress=Progress.of(aggregation),
         watermark=aggregation.watermark, n_judgments=aggregation.n_judgments,
         created_at=aggregation.created_at, started_at=aggregation.started_at,
         finished_at=aggregation.finished_at, timings=aggregation.timings,
@@ -145,7 +146,8 @@ def qrels(session: SessionDep, aggregation: AggregationDep,
         return JSONResponse(downloads.as_json(rows, classes, threshold, grade))
     if format == "tsv":
         return PlainTextResponse(downloads.tsv(rows, classes, threshold, grade),
-                                 media_type="text/tab-separated-values")
+                                 media_type="text/tab-separated-values", headers={
+            "content-disposition": f'attachment; filename="aggregation-{aggregation.id}.tsv"'})
     return PlainTextResponse(downloads.trec(rows, threshold, classes, grade), headers={
         "content-disposition": f'attachment; filename="aggregation-{aggregation.id}.qrels"'})
 

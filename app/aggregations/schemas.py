@@ -6,6 +6,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.core.integers import MAX_SEED
+from app.jobs.progress import Progress
 
 
 class AggregationCreate(BaseModel):
@@ -19,11 +20,6 @@ class AggregationCreate(BaseModel):
                              description="random_state of methods that have one, and the seed of "
                                          "the held-out folds of a fit with use_gold (without "
                                          "one: the method's random_state, else 0)")
-
-
-class Progress(BaseModel):
-    fraction: float
-    message: str | None
 
 
 class AggregationPublic(BaseModel):

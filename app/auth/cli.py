@@ -34,7 +34,9 @@ def _create(args: argparse.Namespace) -> int:
             return 1
         audit.record(session, principal=CLI, action="key_created", target_id=row.id,
                      counts={"name": row.name, "scope": row.scope})
-        limited = f", collections {row.collections}" if row.collections else ""
+        names = keys.collection_names(session, [row])
+        limited = (", collections " + ", ".join(names.get(i, str(i)) for i in row.collections)
+                   if row.collections else "")
         print(f"created key {row.name!r} (scope {row.scope}{limited}, prefix {row.prefix})")
         print("it is shown only now and stored as a hash: keep it somewhere safe")
         print(f"key: {key}")
@@ -46,12 +48,14 @@ def _list(args: argparse.Namespace) -> int:
 
     with _session() as session:
         rows = keys.list_keys(session)
+        names = keys.collection_names(session, rows)
     print(f"{'name':<24} {'prefix':<9} {'scope':<7} {'collections':<16} {'last used':<26} "
           "state")
     for row in rows:
         state = f"revoked {row.revoked_at:%Y-%m-%d %H:%M}" if row.revoked_at else "active"
         used = f"{row.last_used_at:%Y-%m-%d %H:%M:%S}" if row.last_used_at else "never"
-        collections = ",".join(map(str, row.collections)) if row.collections else "all"
+        collections = (",".join(names.get(i, str(i)) for i in row.collections)
+                       if row.collections else "all")
         print(f"{row.name:<24} {row.prefix:<9} {row.scope:<7} {collections:<16} {used:<26} "
               f"{state}")
     return 0

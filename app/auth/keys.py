@@ -83,6 +83,13 @@ def list_keys(session: Session) -> list[ApiKey]:
     return list(session.scalars(select(ApiKey).order_by(ApiKey.id)))
 
 
+def collection_names(session: Session, rows: list[ApiKey]) -> dict[int, str]:
+    """The names of the collections the keys are limited to, by id (one query). A collection
+    deleted since is absent: its id is shown instead."""
+    return collections_service.names_by_id(
+        session, {i for row in rows for i in (row.collections or ())})
+
+
 def get_key(session: Session, *, name: str) -> ApiKey:
     row = session.scalar(select(ApiKey).where(ApiKey.name == name))
     if row is None:

@@ -7,6 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import AwareDatetime, BeforeValidator
+from sqlalchemy.orm import Session
 
 from app.api.deps import SessionDep
 from app.auth import audit, keys
@@ -19,6 +20,7 @@ from app.auth.schemas import (
     KeyPublic,
     KeysPublic,
 )
+from app.auth.tables import ApiKey
 from app.collections import service as collections_service
 
 router = APIRouter(tags=["access"])
@@ -41,13 +43,21 @@ def create_key(session: SessionDep, principal: PrincipalDep, body: KeyCreate) ->
                                collections=body.collections)
     audit.record(session, principal=principal, action="key_created", target_id=row.id,
                  counts={"name": row.name, "scope": row.scope})
-    return KeyCreated(**KeyPublic.model_validate(row).model_dump(), key=key)
+    return KeyCreated(**key_public(session, [row])[0].model_dump(), key=key)
+
+
+def key_public(session: Session, rows: list[ApiKey]) -> list[KeyPublic]:
+    """Keys as the API shows them: with the names of the collections they are limited to."""
+    names = keys.collection_names(session, rows)
+    return [KeyPublic.model_validate(r).model_copy(update={"collection_names": None
+             if r.collections is None else [names.get(i, str(i)) for i in r.collections]})
+            for r in rows]
 
 
 @router.get("/keys", response_model=KeysPublic, dependencies=KEY_ADMIN)
 def list_keys(session: SessionDep) -> KeysPublic:
     rows = keys.list_keys(session)
-    return KeysPublic(data=[KeyPublic.model_validate(r) for r in rows], count=len(rows))
+    return KeysPublic(data=key_public(session, rows), count=len(rows))
 
 
 @router.delete("/keys/{name}", response_model=KeyPublic, dependencies=KEY_ADMIN)
@@ -60,7 +70,7 @@ def revoke_key(request: Request, session: SessionDep, principal: PrincipalDep,
         verifier.forget_key(row.id)
     audit.record(session, principal=principal, action="key_revoked", target_id=row.id,
                  counts={"name": row.name})
-    return KeyPublic.model_validate(row)
+    return key_public(session, [row])[0]
 
 
 def _rfc3339(value: object) -> object:

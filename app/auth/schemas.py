@@ -23,7 +23,11 @@ class KeyPublic(BaseModel):
     name: str
     prefix: str
     scope: Scope
-    collections: list[int] | None
+    collections: list[int] | None = Field(description="ids of the collections the key is "
+                                          "limited to; null: every collection")
+    collection_names: list[str] | None = Field(
+        default=None, description="their names, in the same order (a deleted collection: its "
+        "id as text)")
     created_at: datetime
     last_used_at: datetime | None
     revoked_at: datetime | None

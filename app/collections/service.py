@@ -56,6 +56,15 @@ def get_collection(session: Session, *, key: str) -> Collection:
     return collection
 
 
+def names_by_id(session: Session, ids: set[int]) -> dict[int, str]:
+    """The names of the collections with these ids (one query; absent ids are left out)."""
+    if not ids:
+        return {}
+    rows = session.execute(select(Collection.id, Collection.name)
+                           .where(Collection.id.in_(sorted(ids))))
+    return {collection_id: name for collection_id, name in rows}
+
+
 def collection_not_found(key: str) -> NotFound:
     """The one 404 for a collection that does not exist or that the caller may not see."""
     return NotFound(f"no collection {key!r}", code="collection_not_found")

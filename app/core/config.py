@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -72,3 +72,18 @@ class Settings(BaseSettings):
 @lru_cache
 def get_settings() -> Settings:
     return Settings()
+
+
+def describe_invalid(exc: ValidationError) -> str:
+    """A settings error as the person who set the variables needs it: each problem on a line,
+    named by its environment variable, without pydantic's internals."""
+    lines = []
+    for error in exc.errors():
+        message = str(error["msg"]).removeprefix("Value error, ")
+        field = ".".join(str(part) for part in error["loc"])
+        if field:
+            got = error.get("input")
+            message = f"CROWDQRELS_{field.upper()}: {message}" + (
+                f" (got {got!r})" if isinstance(got, str | int | float) else "")
+        lines.append(message)
+    return "\n".join(lines)

@@ -31,7 +31,13 @@ class RunPublic(BaseModel):
     n_topics: int
     max_depth: int
     uploaded_at: datetime
-    unknown_topics: int | None = None  # on upload: topics the collection does not have
+
+
+class RunStored(RunPublic):
+    """The answer to an upload: the run, and how many of its topics the collection does not
+    have at that moment (kept; an evaluation counts them per run)."""
+
+    unknown_topics: int
 
 
 class RunsPublic(BaseModel):
@@ -70,16 +76,16 @@ async def put_document_texts(request: Request, session: SessionDep,
     return TextsReport(**report)
 
 
-@router.put("/runs/{name}", response_model=RunPublic, dependencies=[require_scope("ingest")])
+@router.put("/runs/{name}", response_model=RunStored, dependencies=[require_scope("ingest")])
 async def put_run(request: Request, session: SessionDep, collection: CollectionDep,
                   name: str = Path(min_length=1, max_length=200,
-                                   pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")) -> RunPublic:
+                                   pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")) -> RunStored:
     """A TREC run (``topic Q0 doc rank score tag``); replaces the run of the same name. Topics
     the collection does not have are kept and counted (``unknown_topics``)."""
     upload = await read_upload(request, filename=None)
     run, unknown = await run_in_threadpool(service.store_run, session, collection=collection,
                                            name=name, raw=upload.content)
-    return RunPublic.model_validate(run).model_copy(update={"unknown_topics": unknown})
+    return RunStored(**RunPublic.model_validate(run).model_dump(), unknown_topics=unknown)
 
 
 @router.get("/runs", response_model=RunsPublic, dependencies=[require_scope("read")])

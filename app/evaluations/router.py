@@ -21,6 +21,7 @@ from app.evaluations.schemas import (
     QrelsFormat,
 )
 from app.evaluations.tables import Evaluation
+from app.jobs.progress import Progress
 from models.evaluation.scoring import format_trec, format_tsv
 
 collection_router = APIRouter(prefix="/collections/{c}", tags=["evaluations"])
@@ -44,7 +45,7 @@ def public(evaluation: Evaluation, *, with_results: bool = False) -> EvaluationP
         id=evaluation.id, collection_id=evaluation.collection_id, aggregation=evaluation.source,
         runs=evaluation.runs, measures=evaluation.measures, samples=evaluation.samples,
         seed=evaluation.seed, status=evaluation.status,
-        progress={"fraction": evaluation.progress, "message": evaluation.progress_message},
+        progress=Progress.of(evaluation),
         created_at=evaluation.created_at, started_at=evaluation.started_at,
         finished_at=evaluation.finished_at, timings=evaluation.timings, error=evaluation.error,
         report=evaluation.report, **extra)

@@ -6,6 +6,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.core.integers import MAX_INT32, RowId
+from app.jobs.progress import Progress
 from models.evaluation.measures import DEFAULT_MEASURES
 
 # An aggregation id or "gold"; union / intersection of two or more of them.
@@ -34,7 +35,7 @@ class EvaluationPublic(BaseModel):
     samples: int
     seed: int
     status: str
-    progress: dict[str, Any]
+    progress: Progress
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None

@@ -15,6 +15,7 @@ from app.core.errors import NotFound
 from app.core.integers import MAX_INT
 from app.features import service
 from app.formats.features_file import parse_features
+from app.jobs.progress import Progress
 
 router = APIRouter(prefix="/collections/{c}", tags=["features"])
 builds_router = APIRouter(prefix="/feature-builds", tags=["features"])
@@ -38,14 +39,22 @@ class FeatureBuildPublic(BaseModel):
     collection_id: int
     params: dict[str, Any]
     status: str
-    progress: float
-    progress_message: str | None
+    progress: Progress
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
     timings: dict[str, float] | None
     report: dict[str, Any] | None
     error: str | None
+
+
+def build_public(build: Any) -> FeatureBuildPublic:
+    """A feature build as the API shows it: progress as every job shows it."""
+    return FeatureBuildPublic(
+        id=build.id, collection_id=build.collection_id, params=build.params,
+        status=build.status, progress=Progress.of(build), created_at=build.created_at,
+        started_at=build.started_at, finished_at=build.finished_at, timings=build.timings,
+        report=build.report, error=build.error)
 
 
 class FeatureReport(BaseModel):
@@ -94,7 +103,7 @@ def build_features(session: SessionDep, runner: RunnerDep, collection: Collectio
     body = body if body is not None else FeatureBuildCreate()
     build = service.request_build(session, runner=runner, collection=collection,
                                   **body.model_dump())
-    return FeatureBuildPublic.model_validate(build)
+    return build_public(build)
 
 
 @builds_router.get("/{build_id}", response_model=FeatureBuildPublic,
@@ -104,4 +113,4 @@ def get_feature_build(session: SessionDep, principal: PrincipalDep,
     build = service.get_build(session, build_id=build_id)
     if not principal.can_see(build.collection_id):
         raise service.build_not_found(build_id)
-    return FeatureBuildPublic.model_validate(build)
+    return build_public(build)

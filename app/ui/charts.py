@@ -16,8 +16,22 @@ LAYOUT = {"margin": {"l": 55, "r": 15, "t": 35, "b": 45}, "height": 300,
 
 
 def _layout(title: str, x: str, y: str, **extra: Any) -> dict[str, Any]:
-    return {**LAYOUT, "title": {"text": title, "font": {"size": 14}},
-            "xaxis": {"title": {"text": x}}, "yaxis": {"title": {"text": y}}, **extra}
+    """Every axis grows its margin to fit its tick labels (long run names, topic ids, a right
+    axis): Plotly's fixed margins otherwise cut them off."""
+    layout = {**LAYOUT, "title": {"text": title, "font": {"size": 14}},
+              "xaxis": {"title": {"text": x}}, "yaxis": {"title": {"text": y}}, **extra}
+    for name, axis in layout.items():
+        if name.startswith(("xaxis", "yaxis")):
+            layout[name] = {"automargin": True, **axis}
+    return layout
+
+
+def count_axis(title: str, largest: float) -> dict[str, Any]:
+    """A y axis of counts: whole-number ticks (Plotly draws 0.5 steps for counts up to 4)."""
+    axis: dict[str, Any] = {"title": {"text": title}, "rangemode": "tozero", "tickformat": ",d"}
+    if largest <= 10:
+        axis["dtick"] = 1
+    return axis
 
 
 def _finite(values: list[float | None]) -> np.ndarray:
@@ -38,7 +52,7 @@ def histogram(values: list[float | None], *, title: str, x: str, bins: int = 30,
     return {"data": [{"type": "bar", "x": [round(float(c), 6) for c in centres],
                       "y": [int(c) for c in counts], "width": float(edges[1] - edges[0]),
                       "marker": {"color": color}, "name": x}],
-            "layout": _layout(title, x, "count")}
+            "layout": _layout(title, x, "count", yaxis=count_axis("count", int(counts.max())))}
 
 
 INTEGER_BARS = 40  # up to this many judgments: one bar per count; above: doubling bins
@@ -55,7 +69,10 @@ def integer_histogram(histogram_: dict[int, int], *, title: str, x: str,
     if keys[-1] <= INTEGER_BARS or keys[0] < 0:
         return {"data": [{"type": "bar", "x": keys, "y": [histogram_[k] for k in keys],
                           "marker": {"color": color}}],
-                "layout": _layout(title, x, "count")}
+                "layout": _layout(title, x, "count",
+                                  xaxis={"title": {"text": x}, "tickformat": ",d",
+                                         **({"dtick": 1} if keys[-1] - keys[0] <= 10 else {})},
+                                  yaxis=count_axis("count", max(histogram_.values())))}
     first = 1 if keys[0] >= 1 else 0  # 0 keeps a bin of its own
     edges = ([0] if first == 0 else []) + [2 ** b for b in range(keys[-1].bit_length() + 1)]
     labels, counts = [], []
@@ -67,16 +84,21 @@ def integer_histogram(histogram_: dict[int, int], *, title: str, x: str,
     return {"data": [{"type": "bar", "x": labels, "y": counts, "marker": {"color": color}}],
             "layout": _layout(title, f"{x} (bins double)", "count",
                               xaxis={"title": {"text": f"{x} (bins double)"},
-                                     "type": "category", "tickangle": -35, "automargin": True})}
+                                     "type": "category", "tickangle": -35},
+                              yaxis=count_axis("count", max(counts)))}
 
 
 def bars(labels: list[Any], values: list[float | int], *, title: str, x: str, y: str,
          color: str = "#3b6ea8") -> dict[str, Any] | None:
-    if not labels:
+    """Bars per category; None (the page says there is nothing to draw) when every value is 0.
+    Whole-number values get a count axis."""
+    if not labels or not any(values):
         return None
+    counts = all(isinstance(v, int) for v in values)
     return {"data": [{"type": "bar", "x": [str(v) for v in labels], "y": values,
                       "marker": {"color": color}}],
-            "layout": _layout(title, x, y, xaxis={"title": {"text": x}, "type": "category"})}
+            "layout": _layout(title, x, y, xaxis={"title": {"text": x}, "type": "category"},
+                              **({"yaxis": count_axis(y, max(values))} if counts else {}))}
 
 
 def _r(value: float | None, digits: int = 4) -> float | None:

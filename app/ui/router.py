@@ -61,9 +61,12 @@ def render(request: Request, name: str, context: dict[str, Any], *,
     token = csrf_token(request)
     settings = getattr(request.app.state, "settings", None)
     access_control = bool(settings is not None and settings.auth_required)  # else no sign-in
+    # Forms the signed-in key may not submit are left out (they would only answer 403).
+    principal = getattr(request.state, "principal", None) or OPEN
     response = templates.TemplateResponse(
         request, name, {**context, "csrf_field": FIELD, "csrf": token,
-                        "access_control": access_control}, status_code=status_code)
+                        "access_control": access_control, "can": principal.allows,
+                        "principal": principal}, status_code=status_code)
     csrf_token(request, response)  # sets the cookie when the token is new
     return response
 

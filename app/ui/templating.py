@@ -23,7 +23,7 @@ def _fmt(value: Any, digits: int = 3) -> str:
     if isinstance(value, int):
         return f"{value:,}"
     if isinstance(value, float):
-        return "–" if not math.isfinite(value) else f"{value:.{digits}f}"
+        return "–" if not math.isfinite(value) else f"{value:,.{digits}f}"
     return str(value)
 
 

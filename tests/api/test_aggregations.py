@@ -74,7 +74,10 @@ def test_fit_downloads_match_the_offline_cli(jobs_client, synthetic_file, tmp_pa
     thresholded = client.get(f"{API}/aggregations/{created['id']}/qrels?format=json&threshold=0.9")
     assert [r["label"] for r in thresholded.json()["data"]] == [
         int(r["p_relevant"] >= 0.9) for r in as_json["data"]]
-    tsv = client.get(f"{API}/aggregations/{created['id']}/qrels?format=tsv").text.splitlines()
+    tsv_response = client.get(f"{API}/aggregations/{created['id']}/qrels?format=tsv")
+    assert tsv_response.headers["content-disposition"] == (
+        f'attachment; filename="aggregation-{created["id"]}.tsv"')  # saved, not shown
+    tsv = tsv_response.text.splitlines()
     assert tsv[0].split("\t")[:5] == ["topic", "doc", "label", "p_relevant", "p_0"]
     assert len(tsv) == 301
 

@@ -53,6 +53,9 @@ def test_texts_runs_and_feature_build(jobs_client) -> None:
     done = wait_for(client, build.json()["id"], kind="feature-builds")
     assert done["status"] == "succeeded", done["error"]
     assert done["report"]["tasks"] == 6
+    # progress reads as every job's does (fits, evaluations): {fraction, message}
+    assert set(build.json()["progress"]) == {"fraction", "message"}
+    assert done["progress"]["fraction"] == 1.0 and isinstance(done["progress"]["message"], str)
 
     described = client.get(f"{API}/collections/c/features").json()
     assert described["source"] == "built" and described["tasks"] == 6
@@ -102,6 +105,9 @@ def test_run_with_unknown_topics_is_kept_and_counted(client) -> None:
                           headers={"content-type": "text/plain"})
     assert response.status_code == 200, response.text
     assert response.json()["unknown_topics"] == 2 and response.json()["n_topics"] == 3
+    # An upload-time fact: the listing does not carry it (it said null before).
+    listed = client.get(f"{API}/collections/c/runs").json()["data"]
+    assert [r["name"] for r in listed] == ["r"] and "unknown_topics" not in listed[0]
 
 
 def test_bad_texts(client) -> None:

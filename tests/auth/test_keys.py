@@ -12,6 +12,8 @@ from sqlalchemy import select
 from app.auth.keys import KeyVerifier, key_prefix
 from app.auth.tables import ApiKey
 from app.cli import main as cli
+from app.collections.schemas import CollectionCreate
+from app.collections.service import create_collection
 from app.core.config import get_settings
 from app.core.db import get_sessionmaker
 from tests.api.helpers import API
@@ -60,6 +62,13 @@ def _in_process(key: str, url: str, capsys) -> None:
     assert "exists already" in capsys.readouterr().err
     assert cli(["keys", "create", "--name", "r", "--scope", "read", "--collection", "nope"]) == 1
     assert "no collection 'nope'" in capsys.readouterr().err
+    with get_sessionmaker(url)() as session:
+        create_collection(session, spec=CollectionCreate(name="rf10"))
+    assert cli(["keys", "create", "--name", "r", "--scope", "read", "--collection", "rf10"]) == 0
+    assert "(scope read, collections rf10, prefix" in capsys.readouterr().out
+    assert cli(["keys", "list"]) == 0
+    assert [line.split()[3] for line in capsys.readouterr().out.splitlines()
+            if line.startswith("r ")] == ["rf10"]
     assert cli(["keys", "revoke", "first-admin"]) == 0
     assert cli(["keys", "list"]) == 0
     assert "revoked" in capsys.readouterr().out

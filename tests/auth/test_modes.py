@@ -48,6 +48,14 @@ def test_serve_command_refuses_to_start(tmp_path) -> None:
         [sys.executable, "-m", "app.cli", "serve"], capture_output=True, text=True, timeout=60,
         env={**env, "CROWDQRELS_ENVIRONMENT": "production", "CROWDQRELS_DATABASE_URL": PG})
     assert production.returncode == 2 and "CROWDQRELS_AUTH=off in production" in production.stderr
+    # The settings' problem in words, not pydantic's report (type=value_error, input_value=...)
+    on_sqlite = subprocess.run(
+        [sys.executable, "-m", "app.cli", "serve"], capture_output=True, text=True, timeout=60,
+        env={**env, "CROWDQRELS_ENVIRONMENT": "production", "CROWDQRELS_AUTH": "required"})
+    assert on_sqlite.returncode == 2, on_sqlite.stderr
+    assert on_sqlite.stderr.splitlines() == [
+        "crowdqrels serve: invalid settings",
+        "CROWDQRELS_DATABASE_URL points at SQLite in production: use PostgreSQL"]
     assert not (tmp_path / "x.db").exists()  # refused before touching the database
 
 
@@ -115,6 +123,33 @@ def test_dashboard_sign_in(auth_client, auth_settings) -> None:
     assert auth_client.get("/ui/some/page", follow_redirects=False).status_code == 303
     assert auth_client.get(f"{API}/collections",
                            headers={"Cookie": f"{SESSION_COOKIE}={latest}"}).status_code == 401
+
+
+def sign_in(client, key: str) -> None:  # type: ignore[no-untyped-def]
+    form = client.get("/ui/login")
+    token = re.search(r'name="csrf_token" value="([^"]+)"', form.text).group(1)
+    signed = client.post("/ui/login", follow_redirects=False,
+                         data={"key": key, "csrf_token": token, "next": "/ui/"})
+    assert signed.status_code == 303, signed.text
+
+
+def test_pages_offer_only_the_forms_the_key_may_submit(auth_client, auth_settings,
+                                                        admin) -> None:
+    """A read key's session sees the collection without the forms that would answer 403; an
+    ingest key may upload judgments and nothing else; an admin key sees every form."""
+    created = admin.post(f"{API}/collections",
+                         json={"name": "c1", "labels": [0, 1], "relevant_from": 1})
+    assert created.status_code == 201, created.text
+    forms = ("fit-form", "judgments-form", "gold-form", "evaluation-form", "sampling-form")
+    expected = {"read": set(), "ingest": {"judgments-form"}, "admin": set(forms)}
+    for scope, shown in expected.items():
+        sign_in(auth_client, make_key(auth_settings.database_url, f"k-{scope}", scope))
+        page = auth_client.get("/ui/collections/c1")
+        assert page.status_code == 200
+        assert {f for f in forms if f'id="{f}"' in page.text} == shown, scope
+        assert page.text.count('class="form-locked"') == len(forms) - len(shown), scope
+        if scope != "admin":
+            assert f"you are signed in as <code>k-{scope}</code> ({scope})" in page.text
 
 
 def test_auth_off_leaves_everything_open(client) -> None:

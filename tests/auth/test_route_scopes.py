@@ -229,3 +229,17 @@ def test_listings_show_only_the_keys_collections(auth_client, auth_settings, adm
     refused = auth_client.post(f"{API}/keys", headers=limited_admin,
                                json={"name": "x", "scope": "admin"})
     assert refused.status_code == 403
+    # Keys name the collections they are limited to (ids alone meant nothing to a reader).
+    made = auth_client.post(f"{API}/keys", headers=admin,
+                            json={"name": "later", "scope": "read", "collections": ["a3", "a2"]})
+    assert made.status_code == 201, made.text
+    ids = {c["name"]: c["id"] for c in auth_client.get(f"{API}/collections",
+                                                        headers=admin).json()["data"]}
+    assert made.json()["collections"] == sorted([ids["a2"], ids["a3"]])
+    assert made.json()["collection_names"] == [n for _, n in sorted(
+        (ids[n], n) for n in ("a2", "a3"))]
+    listed = {k["name"]: k for k in auth_client.get(f"{API}/keys", headers=admin).json()["data"]}
+    assert listed["two"]["collection_names"] == ["a1", "a3"]
+    assert listed["later"]["collection_names"] == made.json()["collection_names"]
+    assert listed["ladmin"]["collection_names"] == ["a1"]
+    assert listed[next(iter(listed))]["collection_names"] is None  # the unlimited admin

@@ -270,7 +270,25 @@ def test_dashboard_in_a_browser(server: str, browser, tmp_path: Path) -> None:  
     driver.find_element("id", "annotator-q").send_keys(names[0])
     wait_until(lambda: table_settled(driver) and table_rows(driver)
                and all(names[0] in r[0] for r in table_rows(driver)), what="filter")
+    driver.find_element("id", "annotator-q").send_keys("-matches-nobody")
+    wait_until(lambda: table_settled(driver)
+               and table_rows(driver) == [["No annotator matches this filter."]],
+               what="the empty filter's message")
     assert js_errors(driver) == []
+
+    # A narrow window (a phone): the page is no wider than the window; wide tables scroll
+    # inside themselves.
+    driver.set_window_size(400, 900)
+    for page in ("/ui/collections/demo", "/ui/aggregations/2"):
+        load(driver, server + page)
+        wait_until(lambda: not driver.find_elements("css selector",
+                                                    ".chart:not([data-rendered])"),
+                   what="charts")
+        overflow = driver.execute_script(
+            "return document.documentElement.scrollWidth - document.documentElement.clientWidth")
+        assert overflow <= 0, (page, overflow)
+    driver.set_window_size(1400, 1000)
+    load(driver, server + "/ui/aggregations/2")
 
     # Task, annotator and comparison pages.
     driver.find_element("css selector", "#uncertain-tasks tbody a").click()

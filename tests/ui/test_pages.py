@@ -437,3 +437,26 @@ def test_a_heavy_tail_of_judgments_gets_doubling_bins() -> None:
     assert small is not None and small["data"][0]["x"] == [0, 3, 40]  # a bar per count
     zero = integer_histogram({0: 2, 41: 1}, title="t", x="judgments")
     assert zero is not None and zero["data"][0]["x"][:3] == ["0", "1", "2–3"]
+
+
+def test_count_axes_tick_whole_numbers_and_labels_get_room() -> None:
+    """Small counts (a collection of a few tasks) drew ticks at 0.5, 1.5; long labels (run
+    names, topic ids, a right-hand axis) were cut off by fixed margins; an empty collection's
+    gold chart was an axis without bars."""
+    from app.ui.charts import bars, histogram, integer_histogram, per_topic
+
+    few = integer_histogram({1: 2, 3: 1}, title="t", x="judgments")
+    assert few is not None
+    assert few["layout"]["yaxis"]["dtick"] == 1 and few["layout"]["yaxis"]["tickformat"] == ",d"
+    assert few["layout"]["xaxis"]["dtick"] == 1
+    many = integer_histogram({1: 5000, 2: 30}, title="t", x="judgments")
+    assert many is not None and "dtick" not in many["layout"]["yaxis"]  # Plotly's own steps
+    spread = histogram([0.1, 0.2, 0.2], title="t", x="competence")
+    assert spread is not None and spread["layout"]["yaxis"]["dtick"] == 1
+    assert bars(["with gold", "without gold"], [0, 0], title="g", x="", y="tasks") is None
+    probabilities = bars([0, 1], [0.25, 0.75], title="p", x="label", y="probability")
+    assert probabilities is not None and "dtick" not in probabilities["layout"]["yaxis"]
+    topics = per_topic([{"topic": "a-very-long-topic-id", "share_relevant": 0.5,
+                         "mean_uncertainty": 0.3}])
+    assert topics is not None
+    assert all(topics["layout"][axis]["automargin"] for axis in ("xaxis", "yaxis", "yaxis2"))

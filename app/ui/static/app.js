@@ -87,6 +87,13 @@
             tr.appendChild(td); tbody.appendChild(tr); return;
           }
           state.count = body.count;
+          if (!body.data.length) {  // a filter that matches nobody, or a page past the last
+            var empty = document.createElement("tr"), cell = document.createElement("td");
+            cell.colSpan = 7; cell.className = "muted empty";
+            cell.textContent = state.count ? "No annotators on this page." :
+              (state.q || state.min ? "No annotator matches this filter." : "No annotators.");
+            empty.appendChild(cell); tbody.appendChild(empty);
+          }
           body.data.forEach(function (r) {
             var tr = document.createElement("tr");
             var link = document.createElement("a");
