@@ -227,10 +227,11 @@ def task_detail(session: SessionDep, aggregation: AggregationDep,
 
 
 @collection_router.get("/aggregations/agreement", dependencies=[require_scope("read")])
-def agreement(session: SessionDep, collection: CollectionDep) -> dict[str, Any]:
+def agreement(request: Request, session: SessionDep, collection: CollectionDep) -> dict[str, Any]:
     """Share of common tasks with the same label, for every two succeeded fits (a graded and a
     binary fit: the same relevance, grade >= relevant_from against the binary label)."""
-    return service.agreement_matrix(session, collection=collection)
+    return service.agreement_matrix(session, collection=collection,
+                                    cache=get_listing_cache(request))
 
 
 @collection_router.get("/annotators/{annotator}/confusion", dependencies=[require_scope("read")])

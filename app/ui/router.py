@@ -496,7 +496,8 @@ def annotator_page(request: Request, session: SessionDep, collection: Collection
 def comparison_page(request: Request, session: SessionDep,
                     collection: CollectionDep) -> HTMLResponse:
     rows = aggregations_service.comparison(session, collection=collection)
-    matrix = aggregations_service.agreement_matrix(session, collection=collection)
+    matrix = aggregations_service.agreement_matrix(session, collection=collection,
+                                                   cache=get_listing_cache(request))
     methods = {r["aggregation_id"]: r["method"] for r in rows}
     names = [f"#{i} {methods.get(i, '')}" for i in matrix["aggregation_ids"]]
     return render(request, "comparison.html", {
