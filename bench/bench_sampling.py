@@ -7,6 +7,8 @@ strategy and budget; and the warm-start refit times of DS and MACE on RF10.
     python bench/bench_sampling.py --part warm
     python bench/bench_sampling.py --part speed    # an active round and the estimates, 50 topics
     python bench/bench_sampling.py --part stopping --seeds 10   # chapter 3's stopping rules
+    python bench/bench_sampling.py --part page [--database sqlite|postgres] [--repeat 5]
+                                   # /ui/samplings/{s} on RF10 through the API (run_page)
 
 Synthetic collection: ``--topics`` topics of ``--docs`` documents, each relevant with a topic
 prevalence drawn from U(0.05, 0.2); ``--runs`` runs whose quality q_k is spread evenly over
@@ -19,7 +21,13 @@ Prints markdown tables. A script, never part of the test run.
 from __future__ import annotations
 
 import argparse
+import csv
+import os
+import statistics
+import sys
+import tempfile
 import time
+from collections import defaultdict
 
 import numpy as np
 
@@ -314,9 +322,162 @@ def run_speed(args: argparse.Namespace) -> None:
         print(f"| {r + 1} | {took:.2f} | {time.perf_counter() - started:.2f} |")
 
 
+def rf10_runs(*, runs: int, depth: int, extra: int, seed: int) -> tuple[
+        dict[str, str], dict[tuple[str, str], int]]:
+    """Synthetic TREC runs over the RF10 topics: per topic the RF10 documents (relevant when
+    most of their usable labels are ≥ 1) and ``extra`` unjudged ones (non-relevant); run k
+    scores q_k·rel + N(0, 1), q_k spread over [0.2, 2.5], and returns its top ``depth``.
+    Returns the run files' text and the relevance of every candidate (topic, doc)."""
+    from _server import RF10
+
+    votes: dict[tuple[str, str], list[int]] = defaultdict(list)
+    with RF10.open(newline="") as f:
+        for row in csv.DictReader(f, delimiter="\t"):
+            if int(row["label"]) >= 0:
+                votes[(row["topicID"], row["docID"])].append(int(row["label"]) >= 1)
+            else:
+                votes.setdefault((row["topicID"], row["docID"]), [])
+    rel = {k: int(bool(v) and 2 * sum(v) > len(v)) for k, v in votes.items()}
+    per_topic: dict[str, list[str]] = defaultdict(list)
+    for topic, doc in sorted(rel):
+        per_topic[topic].append(doc)
+    for topic in per_topic:
+        for i in range(extra):
+            rel[(topic, f"bench-{topic}-{i:04d}")] = 0
+            per_topic[topic].append(f"bench-{topic}-{i:04d}")
+    rng = np.random.default_rng(seed)
+    quality = np.linspace(0.2, 2.5, runs)
+    texts = {}
+    for k in range(runs):
+        name = f"run{k:02d}"
+        lines = []
+        for topic, docs in per_topic.items():
+            y = np.array([rel[(topic, d)] for d in docs], dtype=np.float64)
+            score = quality[k] * y + rng.normal(0.0, 1.0, y.size)
+            for r, i in enumerate(np.argsort(-score)[:depth], start=1):
+                lines.append(f"{topic} Q0 {docs[i]} {r} {score[i]:.4f} {name}\n")
+        texts[name] = "".join(lines)
+    return texts, rel
+
+
+def nothing_kept(database_url: str, sampling_id: int, repeat: int) -> float:
+    """The sampling page's context built ``repeat`` times with nothing kept between calls."""
+    import gc
+
+    from app.core.db import get_sessionmaker
+    from app.sampling.inputs import NextInputs
+    from app.sampling.tables import Sampling
+    from app.ui.scoring import _sampling_context
+
+    times = []
+    gc.collect()
+    gc.freeze()  # as the API process does: no full collections over long-lived objects
+    with get_sessionmaker(database_url)() as session:
+        sampling = session.get(Sampling, sampling_id)
+        for _ in range(repeat):
+            start = time.perf_counter()
+            _sampling_context(session, sampling, None, 0.9,
+                              NextInputs(max_fits=0, max_collections=0, max_memos=0))
+            times.append(time.perf_counter() - start)
+    gc.unfreeze()
+    return statistics.median(times)
+
+
+def run_page(args: argparse.Namespace) -> None:
+    """The sampling page (/ui/samplings/{s}) and the JSON it is built from, on RF10 through
+    the API (uvicorn in its own process). Set-up: RF10 uploaded (0/1/2, relevant from 1, -2
+    ignored), ``--page-runs`` synthetic runs of depth ``--page-depth`` over its topics
+    (``rf10_runs``), an active sampling with majority-vote labels (its round 0: the pooled pairs
+    RF10 judged), then ``--page-rounds`` rounds of ``--page-budget`` pairs, each judged by 3
+    synthetic annotators before the next. Then the API is restarted on the same database and
+    timed: the page's first request in the new process, the median of ``--repeat`` more, the
+    first after a batch of ``--page-batch`` new judgments, the first after one more round is
+    drawn (and after its judgments); the median of ``--repeat`` calls of
+    GET /samplings/{s}/estimates and /rounds (every pair, JSON); ``nothing kept``: the page's
+    work (``_sampling_context``) in this process on the same database with nothing kept between
+    calls, what every request cost before the application kept its inputs. Prints a markdown
+    table."""
+    import httpx
+    from _server import RF10, ROOT, reset_postgres, running_api
+
+    sys.path.insert(0, str(ROOT))
+    if args.database == "postgres":
+        url = os.environ.get("CROWDQRELS_BENCH_POSTGRES_URL", "postgresql+psycopg://postgres"
+                             "@127.0.0.1:5432/crowdqrels_bench_sampling")
+        reset_postgres(url)
+    else:
+        url = f"sqlite:///{tempfile.mkdtemp(prefix='bench-sampling-')}/crowdqrels.sqlite"
+    texts, rel = rf10_runs(runs=args.page_runs, depth=args.page_depth, extra=args.page_extra,
+                           seed=1)
+
+    def judge(client: httpx.Client, pairs: list[dict], annotators: range) -> None:
+        judgments = [{"topic": p["topic"], "doc": p["doc"], "annotator": f"bench{a}",
+                      "label": rel[(p["topic"], p["doc"])]} for p in pairs for a in annotators]
+        client.post("/api/v1/collections/rf10/judgments",
+                    json={"judgments": judgments}).raise_for_status()
+
+    def draw(client: httpx.Client, sid: int) -> list[dict]:
+        drawn = client.post(f"/api/v1/samplings/{sid}/rounds")
+        drawn.raise_for_status()
+        return drawn.json()["pairs"]  # type: ignore[no-any-return]
+
+    def timed(client: httpx.Client, path: str) -> float:
+        start = time.perf_counter()
+        client.get(path).raise_for_status()
+        return time.perf_counter() - start
+
+    with running_api(url) as (base, _), httpx.Client(base_url=base, timeout=600) as client:
+        client.post("/api/v1/collections", json={
+            "name": "rf10", "labels": [0, 1, 2], "relevant_from": 1, "ignore": [-2]}
+        ).raise_for_status()
+        client.post("/api/v1/collections/rf10/judgments/file", content=RF10.read_bytes(),
+                    headers={"content-type": "text/tab-separated-values"}).raise_for_status()
+        for name, text in texts.items():
+            client.put(f"/api/v1/collections/rf10/runs/{name}", content=text.encode(),
+                       headers={"content-type": "text/plain"}).raise_for_status()
+        created = client.post("/api/v1/collections/rf10/samplings", json={
+            "runs": None, "budget_per_round": args.page_budget, "seed": 1,
+            "strategy": "active", "method": "mv"})
+        created.raise_for_status()
+        sid = created.json()["id"]
+        for _ in range(args.page_rounds):
+            judge(client, draw(client, sid), range(3))
+    page = f"/ui/samplings/{sid}"
+    rows: list[tuple[str, float]] = []
+    with running_api(url) as (base, _), httpx.Client(base_url=base, timeout=600) as client:
+        info = client.get(f"/api/v1/samplings/{sid}").json()
+        rows.append(("page, first request of a new process", timed(client, page)))
+        rows.append((f"page again (median of {args.repeat})", statistics.median(
+            timed(client, page) for _ in range(args.repeat))))
+        last = client.get(f"/api/v1/samplings/{sid}/rounds?round=-1").json()["data"][0]["pairs"]
+        judge(client, last[:args.page_batch], range(3, 4))  # one more annotator
+        rows.append((f"page after {min(args.page_batch, len(last))} new judgments",
+                     timed(client, page)))
+        pairs = draw(client, sid)
+        rows.append((f"page after a new round ({len(pairs)} pairs)", timed(client, page)))
+        judge(client, pairs, range(3))
+        rows.append((f"page after its {3 * len(pairs)} judgments", timed(client, page)))
+        rows.append((f"page again (median of {args.repeat})", statistics.median(
+            timed(client, page) for _ in range(args.repeat))))
+        for name in ("estimates", "rounds"):
+            rows.append((f"GET /api/v1/samplings/{{s}}/{name} (median of {args.repeat})",
+                         statistics.median(timed(client, f"/api/v1/samplings/{sid}/{name}")
+                                           for _ in range(args.repeat))))
+    rows.append((f"page's work, nothing kept (median of {args.repeat})",
+                 nothing_kept(url, sid, args.repeat)))
+    print(f"\nRF10 ({args.database}): {len(texts)} runs of depth {args.page_depth}, a pool of "
+          f"{info['pool_size']:,} pairs, {info['prejudged']:,} judged before the sampling "
+          f"(round 0), {args.page_rounds} rounds of {args.page_budget:,} judged; "
+          f"{info['n_sampled']:,} sampled\n")
+    print("| request | seconds |")
+    print("|---|---:|")
+    for label, seconds in rows:
+        print(f"| {label} | {seconds:.3f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--part", choices=("sampling", "stopping", "warm", "speed", "all"),
+    parser.add_argument("--part", choices=("sampling", "stopping", "warm", "speed", "page", "all"),
                         default="all")
     parser.add_argument("--topics", type=int, default=20)
     parser.add_argument("--docs", type=int, default=400)
@@ -330,6 +491,13 @@ def main() -> None:
     parser.add_argument("--batch-share", type=float, default=0.01)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--targets", type=float, nargs="+", default=[0.8, 0.9, 1.0])
+    parser.add_argument("--database", choices=("sqlite", "postgres"), default="sqlite")
+    parser.add_argument("--page-runs", type=int, default=20)
+    parser.add_argument("--page-depth", type=int, default=50)
+    parser.add_argument("--page-extra", type=int, default=200)
+    parser.add_argument("--page-rounds", type=int, default=3)
+    parser.add_argument("--page-budget", type=int, default=1000)
+    parser.add_argument("--page-batch", type=int, default=100)
     args = parser.parse_args()
     if args.part in ("sampling", "all"):
         run_sampling(args)
@@ -339,6 +507,8 @@ def main() -> None:
         run_warm(args)
     if args.part in ("speed", "all"):
         run_speed(args)
+    if args.part == "page":
+        run_page(args)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,9 @@
-"""What ``/next`` reads, kept between requests: a succeeded fit's posterior (it never changes) and
-a collection's judgments as columns, extended with only the judgments that arrived since.
+"""What ``/next`` and the samplings read, kept between requests: a succeeded fit's posterior (it
+never changes) and a collection's judgments as columns, extended with only the judgments that
+arrived since; for the samplings (``app.sampling.service``), what their pages and estimates
+recompute from those (``memo``): the crowd labels and the tasks' names at a watermark, the pools
+of a set of stored runs, a sampling's pairs, and its estimates and rounds' counts in a given
+state.
 
 Reading them costs far more than planning (RF10: about 0.2 s of rows decoded against 5 ms of
 ``plan_next``), and the dashboard's page, its TSV link and a crowd platform's poll ask for the
@@ -18,8 +22,9 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from sqlalchemy import select
@@ -32,6 +37,11 @@ from app.judgments.tables import Annotator, Document, Judgment, Task, Topic
 
 MAX_FITS = 8  # posteriors kept (200,000 tasks x 3 grades: about 20 MB each with the names)
 MAX_COLLECTIONS = 4  # judgment columns kept (24 bytes a judgment: 1M judgments, 24 MB)
+# entries per kind of memo (labels, pools, pairs, estimates, ...): RF10's 20,000 labels, a
+# 30,000-pair pool of 20 runs or the estimates of 20 runs x 100 topics take a few MB each
+MAX_MEMOS = 8
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -116,11 +126,14 @@ class NextInputs:
     """The application's cache of posteriors and judgment columns (thread-safe; two requests
     that miss at once both read, and the later one is kept)."""
 
-    def __init__(self, max_fits: int = MAX_FITS, max_collections: int = MAX_COLLECTIONS) -> None:
+    def __init__(self, max_fits: int = MAX_FITS, max_collections: int = MAX_COLLECTIONS,
+                 max_memos: int = MAX_MEMOS) -> None:
         self.max_fits, self.max_collections = max_fits, max_collections
+        self.max_memos = max_memos
         self._lock = threading.Lock()
         self._fits: OrderedDict[tuple[Any, ...], FitPosterior] = OrderedDict()
         self._judgments: OrderedDict[tuple[Any, ...], JudgmentColumns] = OrderedDict()
+        self._memos: dict[str, OrderedDict[tuple[Any, ...], Any]] = {}
 
     def posterior(self, session: Session, aggregation: Aggregation) -> FitPosterior:
         key = (aggregation.id, aggregation.finished_at)
@@ -137,6 +150,26 @@ class NextInputs:
         if now is not before:
             self._put(self._judgments, key, now, self.max_collections)
         return now
+
+    def memo(self, kind: str, key: tuple[Any, ...], build: Callable[[], T]) -> T:
+        """``build()``, kept under ``key`` among the last ``max_memos`` of its ``kind``. The
+        value is shared between requests: callers never change it."""
+        hit = self.kept(kind, key)
+        if hit is None:
+            hit = build()
+            self.keep(kind, key, hit)
+        return hit  # type: ignore[no-any-return]
+
+    def kept(self, kind: str, key: tuple[Any, ...]) -> Any:
+        """What was kept under ``key`` (None: nothing)."""
+        with self._lock:
+            store = self._memos.setdefault(kind, OrderedDict())
+        return self._get(store, key)
+
+    def keep(self, kind: str, key: tuple[Any, ...], value: Any) -> None:
+        with self._lock:
+            store = self._memos.setdefault(kind, OrderedDict())
+        self._put(store, key, value, self.max_memos)
 
     def _get(self, store: OrderedDict[tuple[Any, ...], Any], key: tuple[Any, ...]) -> Any:
         with self._lock:

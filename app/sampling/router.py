@@ -47,8 +47,11 @@ SamplingDep = Annotated[Sampling, Depends(load_sampling)]
 
 
 def get_next_inputs(request: Request) -> NextInputs:
-    """The application's cache of what /next reads (made by ``create_app``)."""
+    """The application's cache of what /next and the samplings read (made by ``create_app``)."""
     return request.app.state.next_inputs  # type: ignore[no-any-return]
+
+
+InputsDep = Annotated[NextInputs, Depends(get_next_inputs)]
 
 
 @aggregation_router.get("/{a}/next", response_model=NextTasks,
@@ -91,12 +94,13 @@ def next_to_judge(request: Request, session: SessionDep, aggregation: Aggregatio
 @collection_router.post("/samplings", status_code=201, response_model=SamplingPublic,
                         dependencies=[require_scope("admin")])
 def create_sampling(session: SessionDep, idempotency: IdempotencyDep, collection: CollectionDep,
-                    body: SamplingCreate) -> Any:
+                    body: SamplingCreate, inputs: InputsDep) -> Any:
     """Create a sampling over the pool of the collection's runs; with an ``Idempotency-Key`` a
     retry returns the same sampling."""
 
     def work() -> SamplingPublic:
-        sampling = service.create_sampling(session, collection=collection, spec=body)
+        sampling = service.create_sampling(session, collection=collection, spec=body,
+                                           inputs=inputs)
         return SamplingPublic.model_validate(service.sampling_public(session, sampling))
 
     return idempotency.run(session, body=body.model_dump_json(), status_code=201, work=work)
@@ -117,7 +121,7 @@ def get_sampling(session: SessionDep, sampling: SamplingDep) -> SamplingPublic:
 @router.post("/{s}/rounds", status_code=201, response_model=RoundPublic,
              dependencies=[require_scope("admin")])
 def draw_round(session: SessionDep, idempotency: IdempotencyDep, sampling: SamplingDep,
-               params: Annotated[RoundRequest, Query()]) -> Any:
+               params: Annotated[RoundRequest, Query()], inputs: InputsDep) -> Any:
     """Draw the next round: the (topic, doc) pairs to send to the crowd with their inclusion
     probabilities. 409 ``round_not_judged`` while the previous round has no judgments yet
     (``force=true`` draws anyway); ``short`` when the pool had fewer pairs left than the budget.
@@ -129,7 +133,7 @@ def draw_round(session: SessionDep, idempotency: IdempotencyDep, sampling: Sampl
     def work() -> RoundPublic:
         return RoundPublic.model_validate(service.draw_round(
             session, sampling=sampling, force=params.force, stop_rule=params.stop,
-            target_recall=params.target_recall))
+            target_recall=params.target_recall, inputs=inputs))
 
     return idempotency.run(session, body=b"", status_code=201, work=work)
 
@@ -142,8 +146,10 @@ def list_rounds(session: SessionDep, sampling: SamplingDep,
                     "only this round (-1: the latest)"))] = None,
                 format: Literal["json", "tsv"] = "json") -> RoundsPublic | PlainTextResponse:
     """The rounds with their pairs, each marked ``judged`` when the collection has a judgment
-    for it now (and per round how many are). ``format=tsv``: one pair per line (round, topic,
-    doc, inclusion, selection, source_run, judged 1/0), to send a round to a crowd platform."""
+    for it now (and per round how many are, and how many are ``labelled``: judged with a value
+    other than "could not judge", the pairs the estimates use). ``format=tsv``: one pair per
+    line (round, topic, doc, inclusion, selection, source_run, judged 1/0), to send a round to
+    a crowd platform."""
     rounds = service.list_rounds(session, sampling=sampling, number=number)
     if format == "tsv":
         name = f"sampling-{sampling.id}-" + ("rounds" if number is None else "latest-round"
@@ -156,7 +162,7 @@ def list_rounds(session: SessionDep, sampling: SamplingDep,
 
 @router.get("/{s}/estimates", response_model=Estimates, dependencies=[require_scope("read")])
 def estimates(session: SessionDep, sampling: SamplingDep,
-              query: Annotated[StoppingTarget, Query()]) -> Estimates:
+              query: Annotated[StoppingTarget, Query()], inputs: InputsDep) -> Estimates:
     """Horvitz–Thompson estimates per run and topic and overall (topic "all"): n_relevant,
     P@5/10/20, recall and AP, each with its variance and a normal 95 % interval; and
     ``stopping``: per topic and overall, the relevant documents found (r), the estimated
@@ -164,4 +170,5 @@ def estimates(session: SessionDep, sampling: SamplingDep,
     whether to stop at ``target_recall`` (optimistic: r / target ≥ R̂; conservative:
     r / target ≥ R̂ + sd; thesis chapter 3)."""
     return Estimates.model_validate(service.estimates(session, sampling=sampling,
-                                                      target_recall=query.target_recall))
+                                                      target_recall=query.target_recall,
+                                                      inputs=inputs))

@@ -84,6 +84,9 @@ class RoundPublic(BaseModel):
     requested: int
     drawn: int
     judged: int = Field(description="how many of its pairs have a judgment now")
+    labelled: int = Field(description="how many of its pairs have a label now: a judgment "
+                          "other than the collection's 'could not judge' values (ignore), "
+                          "the pairs the estimates use")
     stop_rule: str | None = Field(None, description="drawn skipping the topics at the target "
                                   "recall by this rule (null: no rule)")
     target_recall: float | None = None
@@ -144,7 +147,9 @@ class Estimates(BaseModel):
     strategy: str
     rounds: int
     sampled: int
-    judged: int
+    judged: int = Field(description="sampled pairs with a label (a judgment other than the "
+                        "collection's 'could not judge' values): the estimates' sample; the "
+                        "rounds' labelled counts add up to it")
     results: list[EstimateRow]
     count: int
     stopping: Stopping

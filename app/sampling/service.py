@@ -2,28 +2,44 @@
 
 The pool, the sampling state and the estimates are recomputed from what is stored (the runs,
 each round's selection probabilities and draws, the sampled pairs) and the crowd labels
-aggregated now with the sampling's method, so estimates can be recomputed at any time.
+aggregated now with the sampling's method, so estimates can be recomputed at any time. With the
+application's ``NextInputs`` (``inputs``) what they are recomputed from is kept between
+requests under keys that name every input (``app.sampling.inputs``): the judgments are read
+forward from the last watermark, the runs parsed once per upload, the labels fitted once per
+watermark and the estimates computed once per state of the sampling, so a page shown again, or
+after a few new judgments, does not redo the whole work.
+
+"Judged" has two readings here, both shown: a pair is *judged* when the collection has a
+judgment for it (the crowd has answered; a "could not judge" value such as -2, broken link,
+counts), and *labelled* when it has a judgment outside the collection's ``ignore`` values, the
+only ones the aggregation reads: the estimates rest on the labelled pairs (their ``judged``),
+the rounds report both (``judged``, ``labelled``).
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
-from collections.abc import Mapping
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
 import numpy as np
 from sqlalchemy import func, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, defer
 
-from app.aggregations.snapshot import current_watermark, load_snapshot
+from app.aggregations.snapshot import current_watermark
 from app.collections.tables import Collection
 from app.core.errors import Conflict, InvalidInput, NotFound
 from app.corpus.service import known_topics, load_runs
-from app.judgments.tables import Document, Judgment, Task, Topic
+from app.corpus.tables import Run
+from app.judgments.tables import Document, Task, Topic
+from app.sampling.inputs import NextInputs
 from app.sampling.schemas import SamplingCreate
 from app.sampling.tables import SampledPair, Sampling, SamplingRound
+from models.data import AnnotationData
 from models.sampling.design import TopicPool, build_pools, inclusion_first
 from models.sampling.sampler import SAMPLING, TopicState, estimate, plan_round
 from models.sampling.stopping import (
@@ -49,30 +65,60 @@ def get_sampling(session: Session, *, sampling_id: int) -> Sampling:
     return sampling
 
 
-def _pools(session: Session, *, collection: Collection, runs: list[str] | None,
-           depth: int | None) -> tuple[list[str], dict[str, TopicPool]]:
+def _scratch() -> NextInputs:
+    """For a call without the application's cache: what the call reads, kept for it alone (its
+    judgments are read once however many parts of it need them)."""
+    return NextInputs(max_fits=0, max_collections=1)
+
+
+def _run_versions(session: Session, *, collection: Collection) -> dict[str, bytes]:
+    """Each stored run's name -> a digest of its stored text. (A replaced run's new row can
+    have the old one's id and, to the second, its upload time; a few MB of gzip are hashed in
+    milliseconds, parsed in tenths of a second.)"""
+    return {name: hashlib.blake2b(payload, digest_size=16).digest()
+            for name, payload in session.execute(
+                select(Run.name, Run.payload).where(Run.collection_id == collection.id))}
+
+
+def _build_pools(session: Session, *, collection: Collection, names: Sequence[str],
+                 depth: int | None) -> tuple[list[str], dict[str, TopicPool], frozenset[str]]:
     stored = load_runs(session, collection_id=collection.id)
-    if not stored:
+    runs, pools = build_pools({r: stored[r].rankings for r in names}, depth=depth)
+    return runs, pools, frozenset(t for r in names for t in stored[r])
+
+
+def _pools(session: Session, *, collection: Collection, runs: list[str] | None,
+           depth: int | None, inputs: NextInputs | None = None
+           ) -> tuple[list[str], dict[str, TopicPool], tuple[Any, ...]]:
+    """(run names, pools, key): the key names the stored runs the pools are built from."""
+    versions = _run_versions(session, collection=collection)
+    if not versions:
         raise InvalidInput(f"collection {collection.name!r} has no runs", code="no_runs")
-    names = sorted(stored) if runs is None else runs
-    unknown = [r for r in names if r not in stored]
+    names = sorted(versions) if runs is None else runs
+    unknown = [r for r in names if r not in versions]
     if unknown:
         raise NotFound(f"no run {', '.join(map(repr, unknown))} in collection "
                        f"{collection.name!r}", code="run_not_found", runs=unknown)
-    topics = known_topics(session, collection=collection)
-    outside = sorted({t for r in names for t in stored[r]} - topics)
+    key = ("pools", collection.id, collection.created_at, depth,
+           tuple((r, versions[r]) for r in names))
+    names_, pools, answered = (inputs or _scratch()).memo("pools", key, lambda: _build_pools(
+        session, collection=collection, names=names, depth=depth))
+    outside = sorted(answered - known_topics(session, collection=collection))
     if outside:
         raise InvalidInput(f"the runs answer {len(outside)} topics the collection does not have "
                            f"(e.g. {outside[0]!r})", code="runs_without_topics",
                            topics=outside[:20])
-    return build_pools({r: stored[r].rankings for r in names}, depth=depth)
+    return names_, pools, key
 
 
-def create_sampling(session: Session, *, collection: Collection, spec: SamplingCreate
-                    ) -> Sampling:
-    runs, pools = _pools(session, collection=collection, runs=spec.runs, depth=spec.depth)
+def create_sampling(session: Session, *, collection: Collection, spec: SamplingCreate,
+                    inputs: NextInputs | None = None) -> Sampling:
+    """``inputs``: the application's cache of the runs' pools and the judgments."""
+    inputs = inputs or _scratch()
+    runs, pools, _ = _pools(session, collection=collection, runs=spec.runs, depth=spec.depth,
+                            inputs=inputs)
     pool_size = sum(p.n_docs for p in pools.values())
-    judged = judged_pairs(session, collection=collection)
+    judged = judged_pairs(session, collection=collection, inputs=inputs)
     prejudged = [(t, d) for t, pool in pools.items() for d in pool.docs.tolist()
                  if (t, d) in judged]
     unjudged = pool_size - len(prejudged)
@@ -99,35 +145,66 @@ def create_sampling(session: Session, *, collection: Collection, spec: SamplingC
     return sampling
 
 
-def judged_pairs(session: Session, *, collection: Collection) -> set[tuple[str, str]]:
-    """Every (topic, doc) of the collection with at least one judgment."""
-    return {(t, d) for t, d in session.execute(
-        select(Topic.external_id, Document.external_id)
-        .select_from(Task)
-        .join(Topic, Topic.id == Task.topic_id)
-        .join(Document, Document.id == Task.document_id)
-        .where(Task.collection_id == collection.id,
-               select(Judgment.id).where(Judgment.task_id == Task.id).exists())
-    ).all()}
+def judged_pairs(session: Session, *, collection: Collection, labelled: bool = False,
+                 inputs: NextInputs | None = None) -> set[tuple[str, str]]:
+    """Every (topic, doc) of the collection with at least one judgment; ``labelled``: with at
+    least one judgment outside the collection's ``ignore`` values ("could not judge"), i.e. the
+    pairs the aggregation reads (``crowd_labels`` has a label for exactly these). From the
+    judgment columns (``inputs``: read forward from the application's last read)."""
+    inputs = inputs or _scratch()
+    columns = inputs.judgments(session, collection)
+    tasks = columns.task_id
+    if labelled and collection.ignore:
+        tasks = tasks[~np.isin(columns.label, collection.ignore)]
+    names = _task_names(session, collection=collection, watermark=columns.watermark,
+                        inputs=inputs)
+    return {names[t] for t in np.unique(tasks).tolist()}
 
 
-def _rounds(session: Session, sampling: Sampling) -> list[SamplingRound]:
-    return list(session.scalars(select(SamplingRound).where(
-        SamplingRound.sampling_id == sampling.id).order_by(SamplingRound.number)))
+def _rounds(session: Session, sampling: Sampling, *, design: bool = True
+            ) -> list[SamplingRound]:
+    """``design=False``: without the selection probabilities (a pool's worth of numbers per
+    round), for a listing."""
+    query = select(SamplingRound).where(SamplingRound.sampling_id == sampling.id)
+    if not design:
+        query = query.options(defer(SamplingRound.design))
+    return list(session.scalars(query.order_by(SamplingRound.number)))
 
 
-def _pairs(session: Session, sampling: Sampling) -> list[SampledPair]:
-    return list(session.scalars(select(SampledPair).where(
-        SampledPair.sampling_id == sampling.id).order_by(SampledPair.id)))
+def _pairs(session: Session, sampling: Sampling, inputs: NextInputs | None = None
+           ) -> Sequence[Any]:
+    """The sampled pairs in the order drawn, as rows (``.round_id``, ``.topic``, ``.doc``,
+    ...): tens of thousands of them, read without building ORM objects; with ``inputs`` read
+    again only when pairs were added."""
+    key = ("pairs", sampling.id, sampling.created_at, _version(session, sampling)[2:])
+    return (inputs or _scratch()).memo("pairs", key, lambda: session.execute(select(
+        SampledPair.id, SampledPair.round_id, SampledPair.topic, SampledPair.doc,
+        SampledPair.source_run, SampledPair.selection, SampledPair.inclusion,
+    ).where(SampledPair.sampling_id == sampling.id).order_by(SampledPair.id)).all())
 
 
-def _state(session: Session, sampling: Sampling
+def _version(session: Session, sampling: Sampling) -> tuple[int, int, int, int]:
+    """(rounds, largest round id, pairs, largest pair id): rounds and pairs are only added, so
+    these change whenever the sampling's state does."""
+    rounds = session.execute(select(func.count(), func.max(SamplingRound.id)).where(
+        SamplingRound.sampling_id == sampling.id)).one()
+    pairs = session.execute(select(func.count(), func.max(SampledPair.id)).where(
+        SampledPair.sampling_id == sampling.id)).one()
+    return rounds[0], rounds[1] or 0, pairs[0], pairs[1] or 0
+
+
+def _state(session: Session, sampling: Sampling, inputs: NextInputs | None = None,
+           pooled: tuple[list[str], dict[str, TopicPool]] | None = None
            ) -> tuple[list[str], dict[str, TopicPool], dict[str, TopicState], list[SamplingRound],
-                      list[SampledPair]]:
-    collection = session.get(Collection, sampling.collection_id)
-    assert collection is not None
-    runs, pools = _pools(session, collection=collection, runs=sampling.runs,
-                         depth=sampling.depth)
+                      Sequence[Any]]:
+    """``pooled``: the sampling's (runs, pools) when the caller has them (``_pools``)."""
+    if pooled is None:
+        collection = session.get(Collection, sampling.collection_id)
+        assert collection is not None
+        runs, pools, _ = _pools(session, collection=collection, runs=sampling.runs,
+                                depth=sampling.depth, inputs=inputs)
+    else:
+        runs, pools = pooled
     if sum(p.n_docs for p in pools.values()) != sampling.pool_size:
         raise Conflict("the sampling's runs changed since it was created (the pool differs)",
                        code="runs_changed")
@@ -137,33 +214,61 @@ def _state(session: Session, sampling: Sampling
         for topic, design in r.design.items():
             states[topic].p_rounds.append(np.array(design["p"], dtype=np.float64))
             states[topic].draws.append(int(design["draws"]))
-    pairs = _pairs(session, sampling)
+    pairs = _pairs(session, sampling, inputs)
     run_index = {name: k for k, name in enumerate(runs)}
     beforehand = {r.id for r in rounds if r.number == 0}
+    by_topic: dict[str, list[Any]] = defaultdict(list)  # in the order drawn
     for pair in pairs:
-        pool = pools[pair.topic]
-        doc = int(np.searchsorted(pool.docs, pair.doc))
-        states[pair.topic].docs.append(doc)
-        states[pair.topic].sources.append(run_index.get(pair.source_run or "", -1))
-        if pair.round_id in beforehand:
-            states[pair.topic].certain.add(doc)
+        by_topic[pair.topic].append(pair)
+    for topic, topic_pairs in by_topic.items():
+        state = states[topic]
+        docs = np.searchsorted(pools[topic].docs, [p.doc for p in topic_pairs]).tolist()
+        state.docs.extend(docs)
+        state.sources.extend(run_index.get(p.source_run or "", -1) for p in topic_pairs)
+        state.certain.update(d for d, p in zip(docs, topic_pairs, strict=True)
+                             if p.round_id in beforehand)
     return runs, pools, states, rounds, pairs
 
 
-def crowd_labels(session: Session, *, collection: Collection, method: str
-                 ) -> dict[tuple[str, str], float]:
-    """Binary relevance of every judged (topic, doc), aggregated now with ``method``."""
+def _task_names(session: Session, *, collection: Collection, watermark: int,
+                inputs: NextInputs) -> dict[int, tuple[str, str]]:
+    """Task id -> (topic, doc) for the tasks of the collection's judgments up to
+    ``watermark`` (and any task since)."""
+    key = ("task_names", collection.id, collection.created_at, watermark)
+    return inputs.memo("task_names", key, lambda: {
+        ident: (t, d) for ident, t, d in session.execute(
+            select(Task.id, Topic.external_id, Document.external_id)
+            .join(Topic, Topic.id == Task.topic_id)
+            .join(Document, Document.id == Task.document_id)
+            .where(Task.collection_id == collection.id))})
+
+
+def _fit_labels(session: Session, *, collection: Collection, method: str,
+                inputs: NextInputs) -> dict[tuple[str, str], float]:
+    """The fit ``crowd_labels`` describes, on the judgments as ``load_snapshot`` hands them to
+    an aggregation (binary, arrival order, the same (topic, doc, annotator) names; its tasks and
+    annotators are ordered by name, so MACE's random restarts start alike), read as columns
+    forward from the last read (``inputs``). Gold is left out: these methods read it only with
+    ``use_gold``, which the labels here never set."""
     from models.registry import make_aggregator
 
-    watermark = current_watermark(session, collection_id=collection.id)
-    if watermark == 0:
+    columns = inputs.judgments(session, collection)
+    if not columns.task_id.shape[0]:
         return {}
+    names = _task_names(session, collection=collection, watermark=columns.watermark,
+                        inputs=inputs)
+    tasks, task_at = np.unique(columns.task_id, return_inverse=True)
+    topic = np.array([names[t][0] for t in tasks.tolist()], dtype=object)[task_at]
+    doc = np.array([names[t][1] for t in tasks.tolist()], dtype=object)[task_at]
+    annotators, annotator_at = np.unique(columns.annotator_id, return_inverse=True)
+    annotator = np.array([columns.annotators[a] for a in annotators.tolist()],
+                         dtype=object)[annotator_at]
     try:
-        snapshot = load_snapshot(session, collection=collection, watermark=watermark,
-                                 graded=False)
-    except ValueError:
+        data = AnnotationData.from_rows(topic, doc, annotator, columns.label,
+                                        ignore=collection.ignore,
+                                        relevant_from=collection.relevant_from)
+    except ValueError:  # nothing but "could not judge" values
         return {}
-    data = snapshot.data
     params = {"random_state": 0} if method == "mace" else {}
     model = make_aggregator(method, params).fit(data)
     labels = data.classes[model.labels_]
@@ -171,16 +276,33 @@ def crowd_labels(session: Session, *, collection: Collection, method: str
                                                 labels.tolist(), strict=True)}
 
 
+def crowd_labels(session: Session, *, collection: Collection, method: str,
+                 inputs: NextInputs | None = None) -> dict[tuple[str, str], float]:
+    """Binary relevance of every labelled (topic, doc) (``judged_pairs(labelled=True)``),
+    aggregated now with ``method``; fitted once per judgment watermark with ``inputs``."""
+    inputs = inputs or _scratch()
+    watermark = current_watermark(session, collection_id=collection.id)
+    if watermark == 0:
+        return {}
+    key = ("labels", collection.id, collection.created_at, tuple(collection.ignore or ()),
+           collection.relevant_from, method, watermark)
+    return inputs.memo("labels", key, lambda: _fit_labels(
+        session, collection=collection, method=method, inputs=inputs))
+
+
 def _known(pools: Mapping[str, TopicPool], labels: Mapping[tuple[str, str], float]
            ) -> dict[str, dict[int, float]]:
-    out: dict[str, dict[int, float]] = {t: {} for t in pools}
+    by_topic: dict[str, tuple[list[str], list[float]]] = {t: ([], []) for t in pools}
     for (topic, doc), value in labels.items():
-        pool = pools.get(topic)
-        if pool is None:
-            continue
-        i = int(np.searchsorted(pool.docs, doc))
-        if i < pool.n_docs and pool.docs[i] == doc:
-            out[topic][i] = value
+        if topic in by_topic:
+            by_topic[topic][0].append(doc)
+            by_topic[topic][1].append(value)
+    out: dict[str, dict[int, float]] = {}
+    for topic, (docs, values) in by_topic.items():
+        pool = pools[topic]
+        at = np.minimum(np.searchsorted(pool.docs, docs), max(pool.n_docs - 1, 0)).tolist()
+        out[topic] = {i: v for i, d, v in zip(at, docs, values, strict=True)
+                      if pool.n_docs and pool.docs[i] == d}
     return out
 
 
@@ -194,18 +316,20 @@ def topics_at_target(strategy: str, pools: Mapping[str, TopicPool],
 
 
 def draw_round(session: Session, *, sampling: Sampling, force: bool = False,
-               stop_rule: str | None = None,
-               target_recall: float = TARGET_RECALL) -> dict[str, Any]:
+               stop_rule: str | None = None, target_recall: float = TARGET_RECALL,
+               inputs: NextInputs | None = None) -> dict[str, Any]:
     """The next round. With ``stop_rule`` (thesis chapter 3: optimistic or conservative), the
     topics whose judged sample has reached ``target_recall`` by that rule take no draws and
-    the budget goes to the others; 409 ``target_reached`` when no other topic is left."""
+    the budget goes to the others; 409 ``target_reached`` when no other topic is left.
+    ``inputs``: the application's cache of the runs' pools and the crowd labels."""
     if stop_rule is not None and stop_rule not in STOP_RULES:
         raise InvalidInput(f"stop must be one of {', '.join(STOP_RULES)}, not {stop_rule!r}",
                            code="invalid_body")
     collection = session.get(Collection, sampling.collection_id)
     assert collection is not None
-    runs, pools, states, rounds, pairs = _state(session, sampling)
-    labels = crowd_labels(session, collection=collection, method=sampling.method)
+    inputs = inputs or _scratch()
+    runs, pools, states, rounds, pairs = _state(session, sampling, inputs)
+    labels = crowd_labels(session, collection=collection, method=sampling.method, inputs=inputs)
     if rounds and not force:
         last = [p for p in pairs if p.round_id == rounds[-1].id]
         missing = sum(1 for p in last if (p.topic, p.doc) not in labels)
@@ -257,21 +381,34 @@ def draw_round(session: Session, *, sampling: Sampling, force: bool = False,
             out_pairs.append(pair)
     session.commit()
     # a pair can have been judged outside the sampling since it was created
-    return round_public(row, out_pairs, judged_pairs(session, collection=collection))
+    return round_public(row, out_pairs, judged_pairs(session, collection=collection,
+                                                     inputs=inputs),
+                        judged_pairs(session, collection=collection, labelled=True,
+                                     inputs=inputs))
 
 
-def round_public(row: SamplingRound, pairs: list[SampledPair],
-                 judged: set[tuple[str, str]] | None = None) -> dict[str, Any]:
-    """``judged``: the collection's judged (topic, doc) pairs now (a pair drawn just now can
-    have been judged outside the sampling)."""
+def round_public(row: SamplingRound, pairs: Sequence[Any] | None,
+                 judged: set[tuple[str, str]] | None = None,
+                 labelled: set[tuple[str, str]] | None = None, *,
+                 counts: tuple[int, int] | None = None) -> dict[str, Any]:
+    """``judged``, ``labelled``: the collection's judged and labelled (topic, doc) pairs now
+    (``judged_pairs``; a pair drawn just now can have been judged outside the sampling).
+    ``counts``: (judged, labelled) of a round listed without its pairs (``pairs`` None)."""
     judged = judged or set()
+    labelled = labelled or set()
+    n_judged, n_labelled = counts if counts is not None else (
+        sum(1 for p in pairs or () if (p.topic, p.doc) in judged),
+        sum(1 for p in pairs or () if (p.topic, p.doc) in labelled))
+    unusable = n_judged - n_labelled
     return {
         "id": row.id, "number": row.number, "requested": row.requested, "drawn": row.drawn,
-        "judged": sum(1 for p in pairs if (p.topic, p.doc) in judged),
+        "judged": n_judged, "labelled": n_labelled,
         "short": row.short, "forced": row.forced, "created_at": row.created_at,
         "note": "; ".join(n for n in (
             "the pooled pairs judged before the sampling (in the sample with certainty)"
             if row.number == 0 else None,
+            f"{unusable} of its judged pairs {'has' if unusable == 1 else 'have'} only "
+            "\"could not judge\" values (no label: not in the estimates)" if unusable else None,
             f"{len(row.stopped)} topic{'' if len(row.stopped) == 1 else 's'} at a recall of "
             f"{row.target_recall} ({row.stop_rule}) skipped" if row.stopped else None,
             (f"short round: the pool had only {row.drawn} unsampled pairs left"
@@ -281,15 +418,42 @@ def round_public(row: SamplingRound, pairs: list[SampledPair],
         "stopped": row.stopped,
         "pairs": [{"topic": p.topic, "doc": p.doc, "selection": p.selection,
                    "inclusion": p.inclusion, "source_run": p.source_run,
-                   "judged": (p.topic, p.doc) in judged} for p in pairs],
+                   "judged": (p.topic, p.doc) in judged} for p in pairs]
+        if pairs is not None else None,
     }
 
 
-def list_rounds(session: Session, *, sampling: Sampling,
-                number: int | None = None) -> list[dict[str, Any]]:
+def _judged_by_round(session: Session, *, sampling: Sampling, collection: Collection,
+                     inputs: NextInputs
+                     ) -> tuple[dict[int, list[Any]], set[tuple[str, str]], set[tuple[str, str]]]:
+    """The sampled pairs per round id, and the collection's judged and labelled pairs now."""
+    judged = judged_pairs(session, collection=collection, inputs=inputs)
+    labelled = (judged_pairs(session, collection=collection, labelled=True, inputs=inputs)
+                if collection.ignore else judged)
+    by_round: dict[int, list[Any]] = defaultdict(list)
+    for pair in _pairs(session, sampling, inputs):
+        by_round[pair.round_id].append(pair)
+    return by_round, judged, labelled
+
+
+def _round_counts(session: Session, *, sampling: Sampling, collection: Collection,
+                  inputs: NextInputs) -> dict[int, tuple[int, int]]:
+    by_round, judged, labelled = _judged_by_round(session, sampling=sampling,
+                                                  collection=collection, inputs=inputs)
+    return {r: (sum(1 for p in pairs if (p.topic, p.doc) in judged),
+                sum(1 for p in pairs if (p.topic, p.doc) in labelled))
+            for r, pairs in by_round.items()}
+
+
+def list_rounds(session: Session, *, sampling: Sampling, number: int | None = None,
+                with_pairs: bool = True, inputs: NextInputs | None = None
+                ) -> list[dict[str, Any]]:
     """Every round (or round ``number``; −1: the latest) with its pairs, each marked judged
-    when the collection has a judgment for it now."""
-    rounds = _rounds(session, sampling)
+    when the collection has a judgment for it now; per round how many are judged and how many
+    labelled (the estimates' sample: see the module's docstring). ``with_pairs=False``: the
+    rounds' counts without their pairs (``pairs`` None), with ``inputs`` counted once per
+    state of the sampling and judgment watermark."""
+    rounds = _rounds(session, sampling, design=False)
     if number is not None:
         wanted = rounds[-1].number if number == -1 and rounds else number
         rounds = [r for r in rounds if r.number == wanted]
@@ -297,9 +461,17 @@ def list_rounds(session: Session, *, sampling: Sampling,
         return []
     collection = session.get(Collection, sampling.collection_id)
     assert collection is not None
-    judged = judged_pairs(session, collection=collection)
-    pairs = _pairs(session, sampling)
-    return [round_public(r, [p for p in pairs if p.round_id == r.id], judged) for r in rounds]
+    inputs = inputs or _scratch()
+    if not with_pairs:
+        key = ("round_counts", sampling.id, sampling.created_at, _version(session, sampling),
+               current_watermark(session, collection_id=collection.id),
+               tuple(collection.ignore or ()))
+        counts = inputs.memo("round_counts", key, lambda: _round_counts(
+            session, sampling=sampling, collection=collection, inputs=inputs))
+        return [round_public(r, None, counts=counts.get(r.id, (0, 0))) for r in rounds]
+    by_round, judged, labelled = _judged_by_round(session, sampling=sampling,
+                                                  collection=collection, inputs=inputs)
+    return [round_public(r, by_round[r.id], judged, labelled) for r in rounds]
 
 
 ROUND_TSV_COLUMNS = ("round", "topic", "doc", "inclusion", "selection", "source_run", "judged")
@@ -359,30 +531,63 @@ def list_samplings(session: Session, *, collection: Collection) -> list[dict[str
     return [sampling_public(session, s) for s in rows]
 
 
-def estimates(session: Session, *, sampling: Sampling,
-              target_recall: float = TARGET_RECALL) -> dict[str, Any]:
+def estimates(session: Session, *, sampling: Sampling, target_recall: float = TARGET_RECALL,
+              inputs: NextInputs | None = None) -> dict[str, Any]:
     """HT estimates per run and topic and overall (mean over topics; variance Σ var / T²), and
     per topic and overall whether to stop judging at ``target_recall`` (thesis chapter 3:
-    ``models.sampling.stopping``)."""
+    ``models.sampling.stopping``). ``judged``: the sampled pairs with a label (the estimates'
+    sample). With ``inputs`` the estimates are computed once per state of the sampling (its
+    runs, rounds and pairs, the judgment watermark) and shared: callers never change them."""
     collection = session.get(Collection, sampling.collection_id)
     assert collection is not None
-    runs, pools, states, rounds, pairs = _state(session, sampling)
-    labels = crowd_labels(session, collection=collection, method=sampling.method)
+    inputs = inputs or _scratch()
+    runs, pools, pools_key = _pools(session, collection=collection, runs=sampling.runs,
+                                    depth=sampling.depth, inputs=inputs)
+    key = ("estimates", sampling.id, sampling.created_at, pools_key,
+           _version(session, sampling), current_watermark(session, collection_id=collection.id),
+           tuple(collection.ignore or ()), collection.relevant_from)
+    measured, topics = inputs.memo("estimates", key, lambda: _estimates(
+        session, sampling=sampling, collection=collection, pooled=(runs, pools),
+        pools_key=pools_key, inputs=inputs))
+    return {**measured, "stopping": _stopping(topics, target_recall)}
+
+
+def _estimates(session: Session, *, sampling: Sampling, collection: Collection,
+               pooled: tuple[list[str], dict[str, TopicPool]], pools_key: tuple[Any, ...],
+               inputs: NextInputs
+               ) -> tuple[dict[str, Any], list[tuple[str, float, float, float]]]:
+    """The estimates without the stopping checks, and per topic what they need: (topic, r,
+    R̂, var R̂). A topic's estimates are a function of its pool, the rounds that drew from it,
+    its sampled docs and their labels: those whose inputs did not change since the sampling's
+    last estimates are taken from them (a few new judgments touch a few topics)."""
+    runs, pools, states, rounds, pairs = _state(session, sampling, inputs, pooled)
+    labels = crowd_labels(session, collection=collection, method=sampling.method,
+                          inputs=inputs)
     known = _known(pools, labels)
     judged = sum(1 for p in pairs if (p.topic, p.doc) in labels)
     per_topic: list[dict[str, Any]] = []
     totals: dict[str, dict[str, list[tuple[float, float]]]] = {r: {} for r in runs}
     topic_rel = []
-    stopping = []
+    topics = []
+    kept_key = ("topics", sampling.id, sampling.created_at, pools_key)
+    before = inputs.kept("topics", kept_key) or {}
+    now = {}
     for topic, pool in pools.items():
         state = states[topic]
         if not state.docs:
             continue
-        est = estimate(sampling.strategy, pool, state, known[topic], cutoffs=CUTOFFS)
+        inputs_of = (tuple(r.id for r in rounds if topic in r.design), tuple(state.docs),
+                     tuple(sorted(state.certain)),
+                     tuple(known[topic].get(d, 0.0) for d in state.docs))
+        kept = before.get(topic)
+        if kept is not None and kept[0] == inputs_of:
+            est, found = kept[1]
+        else:
+            est = estimate(sampling.strategy, pool, state, known[topic], cutoffs=CUTOFFS)
+            found = found_relevant(state, known[topic])
+        now[topic] = (inputs_of, (est, found))
         topic_rel.append((est.n_relevant.value, est.n_relevant.variance))
-        stopping.append({"topic": topic, **asdict(stopping_check(
-            found_relevant(state, known[topic]), est.n_relevant.value,
-            est.n_relevant.variance, target_recall))})
+        topics.append((topic, found, est.n_relevant.value, est.n_relevant.variance))
         for k, run in enumerate(runs):
             if pool.depth[k] == 0:
                 continue
@@ -406,6 +611,18 @@ def estimates(session: Session, *, sampling: Sampling,
         rel = np.array(topic_rel)
         overall.append(_row(None, "all", "n_relevant", float(rel[:, 0].sum()),
                             float(rel[:, 1].sum())))
+    inputs.keep("topics", kept_key, now)
+    return {"sampling_id": sampling.id, "strategy": sampling.strategy, "rounds": len(rounds),
+            "sampled": len(pairs), "judged": judged,
+            "results": overall + per_topic, "count": len(overall) + len(per_topic)}, topics
+
+
+def _stopping(topics: list[tuple[str, float, float, float]], target_recall: float
+              ) -> dict[str, Any]:
+    """Per topic and over all topics, whether to stop judging at ``target_recall``."""
+    stopping = [{"topic": topic, **asdict(stopping_check(found, value, variance,
+                                                         target_recall))}
+                for topic, found, value, variance in topics]
     # over the topics: r and R̂ add up, and so do the variances (the topics are independent
     # strata); a variance the design cannot estimate leaves the sum without one
     variances = [s["sd"] ** 2 if s["sd"] is not None else None for s in stopping]
@@ -413,11 +630,8 @@ def estimates(session: Session, *, sampling: Sampling,
         sum(s["found"] for s in stopping), sum(s["estimate"] for s in stopping),
         None if None in variances else sum(v for v in variances if v is not None),
         target_recall)) if stopping else None)
-    return {"sampling_id": sampling.id, "strategy": sampling.strategy, "rounds": len(rounds),
-            "sampled": len(pairs), "judged": judged,
-            "results": overall + per_topic, "count": len(overall) + len(per_topic),
-            "stopping": {"target_recall": target_recall, "overall": total,
-                         "topics_stopping": {
-                             "optimistic": sum(s["optimistic"] for s in stopping),
-                             "conservative": sum(s["conservative"] for s in stopping)},
-                         "topics": stopping}}
+    return {"target_recall": target_recall, "overall": total,
+            "topics_stopping": {
+                "optimistic": sum(s["optimistic"] for s in stopping),
+                "conservative": sum(s["conservative"] for s in stopping)},
+            "topics": stopping}

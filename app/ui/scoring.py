@@ -25,7 +25,7 @@ from app.evaluations.router import EvaluationDep
 from app.evaluations.router import public as evaluation_public
 from app.evaluations.schemas import EvaluationCreate
 from app.sampling import service as sampling_service
-from app.sampling.router import SamplingDep
+from app.sampling.router import InputsDep, SamplingDep, get_next_inputs
 from app.sampling.schemas import RoundRequest, SamplingCreate, StoppingTarget, StopRule
 from app.ui import charts
 from app.ui.router import (
@@ -148,11 +148,14 @@ async def start_sampling(request: Request, session: SessionDep,
 
 
 def _sampling_context(session: Any, sampling: Any, measure: str | None,
-                      target_recall: float = TARGET_RECALL) -> dict[str, Any]:
+                      target_recall: float = TARGET_RECALL,
+                      inputs: Any = None) -> dict[str, Any]:
+    """``inputs``: the application's NextInputs (what the estimates are computed from, kept)."""
     collection = session.get(Collection, sampling.collection_id)
-    rounds = sampling_service.list_rounds(session, sampling=sampling)
+    rounds = sampling_service.list_rounds(session, sampling=sampling, with_pairs=False,
+                                          inputs=inputs)
     estimates = sampling_service.estimates(session, sampling=sampling,
-                                           target_recall=target_recall)
+                                           target_recall=target_recall, inputs=inputs)
     overall = [r for r in estimates["results"] if r["topic"] == "all"]
     measures = list(dict.fromkeys(r["measure"] for r in overall if r["run"] is not None))
     if measure not in measures:
@@ -189,13 +192,14 @@ def _sampling_context(session: Any, sampling: Any, measure: str | None,
 @router.get("/ui/samplings/{s}", response_class=HTMLResponse,
             dependencies=[require_scope("read")])
 def sampling_page(request: Request, session: SessionDep, sampling: SamplingDep,
-                  target: Annotated[StoppingTarget, Query()], measure: Measure = None,
+                  target: Annotated[StoppingTarget, Query()], inputs: InputsDep,
+                  measure: Measure = None,
                   stop: StopRule | None = None,
                   msg: Annotated[str | None, Query(max_length=500)] = None) -> HTMLResponse:
     """``target_recall`` sets the stopping check's target; ``stop`` (and the target) fill the
     draw form, so that the page after a draw offers the same rule again."""
     return render(request, "sampling.html", {
-        **_sampling_context(session, sampling, measure, target.target_recall),
+        **_sampling_context(session, sampling, measure, target.target_recall, inputs),
         "draw": {"stop": stop or "", "target_recall": target.target_recall}, "message": msg})
 
 
@@ -222,7 +226,7 @@ async def draw_round(request: Request, session: SessionDep, sampling: SamplingDe
     except DomainError as exc:
         session.rollback()
         context = await run_in_threadpool(_sampling_context, session, sampling, None,
-                                          target_recall)
+                                          target_recall, get_next_inputs(request))
         return render(request, "sampling.html", {**context, "draw": draw, "error": exc.body()},
                       status_code=exc.status_code)
     skipped = len(drawn["stopped"] or [])

@@ -4,15 +4,24 @@ re-judging endpoint GET /aggregations/{a}/next."""
 from __future__ import annotations
 
 import collections
+import json
 import math
 import re
 import time
 
+import numpy as np
 import pytest
+from sqlalchemy import select
 
 from models.sampling.estimators import true_measures
 from tests.api.helpers import API, create_collection
 from tests.api.jobs import wait_for
+
+
+def cell(page: str, table_id: str) -> str:
+    match = re.search(rf'<table class="data" id="{table_id}">(.*?)</table>', page, re.S)
+    assert match, f"no table {table_id}"
+    return match.group(1)
 
 TOPICS = ("t1", "t2")
 DOCS = [f"d{i}" for i in range(12)]
@@ -25,8 +34,8 @@ def run_text(name: str, docs: list[str]) -> str:
                    for r, d in enumerate(docs, start=1))
 
 
-def setup_collection(client, name: str = "pool") -> None:
-    create_collection(client, name=name, labels=[0, 1], relevant_from=1, ignore=[])
+def setup_collection(client, name: str = "pool", ignore: tuple[int, ...] = ()) -> None:
+    create_collection(client, name=name, labels=[0, 1], relevant_from=1, ignore=list(ignore))
     topics = client.put(f"{API}/collections/{name}/topics",
                         json=[{"id": t, "text": f"topic {t}"} for t in TOPICS])
     assert topics.status_code == 200, topics.text
@@ -37,9 +46,12 @@ def setup_collection(client, name: str = "pool") -> None:
         assert response.status_code == 200, response.text
 
 
-def judge(client, pairs, name: str = "pool", annotators=("w1", "w2", "w3")) -> None:
+def judge(client, pairs, name: str = "pool", annotators=("w1", "w2", "w3"),
+          label: int | None = None) -> None:
+    """Every annotator judges every pair: its relevance, or ``label`` when given."""
     judgments = [{"topic": p["topic"], "doc": p["doc"], "annotator": a,
-                  "label": int(p["doc"] in RELEVANT)} for p in pairs for a in annotators]
+                  "label": int(p["doc"] in RELEVANT) if label is None else label}
+                 for p in pairs for a in annotators]
     response = client.post(f"{API}/collections/{name}/judgments", json={"judgments": judgments})
     assert response.status_code == 201, response.text
 
@@ -277,6 +289,155 @@ def test_pairs_judged_before_the_sampling_are_round_zero(client) -> None:
     rounds = client.get(f"{API}/samplings/{created['id']}/rounds").json()["data"]
     assert [r["number"] for r in rounds] == [0, 1]
     assert all(p["inclusion"] == 1.0 for p in rounds[0]["pairs"])
+
+
+def test_judged_and_labelled_pairs_add_up(client) -> None:
+    """A pair whose only judgments are "could not judge" (-2) is judged (the crowd answered:
+    the rounds' ``judged``, the TSV) but has no label, so the estimates leave it out (their
+    ``judged``). The page once showed the two side by side as "judged" (RF10: 10,058 sampled
+    and judged against 10,063 judged in round 0); now each round gives both, and the counts
+    add up: the estimates' ``judged`` is the sum of the rounds' ``labelled``."""
+    setup_collection(client, name="cnj", ignore=(-2,))
+    judge(client, [{"topic": "t1", "doc": d} for d in ("d0", "d1", "d2")], name="cnj")
+    judge(client, [{"topic": "t1", "doc": "d3"}], name="cnj", annotators=("w1", "w2"),
+          label=-2)  # a broken link, twice: judged, no label
+    created = client.post(f"{API}/collections/cnj/samplings",
+                          json={"budget_per_round": 6, "strategy": "active", "seed": 1}).json()
+    assert created["prejudged"] == 4  # round 0 holds every pooled pair judged before
+    sid = created["id"]
+    drawn = client.post(f"{API}/samplings/{sid}/rounds").json()["pairs"]
+    judge(client, drawn[:4], name="cnj")
+    judge(client, drawn[4:5], name="cnj", label=-2)  # one pair of round 1 cannot be judged
+    judge(client, drawn[4:5], name="cnj", annotators=("w9",), label=-2)  # not even twice
+
+    rounds = client.get(f"{API}/samplings/{sid}/rounds").json()["data"]
+    assert [(r["number"], r["drawn"], r["judged"], r["labelled"]) for r in rounds] == [
+        (0, 4, 4, 3), (1, 6, 5, 4)]
+    assert '1 of its judged pairs has only "could not judge"' in rounds[0]["note"]
+    assert sum(p["judged"] for p in rounds[1]["pairs"]) == 5
+    estimates = client.get(f"{API}/samplings/{sid}/estimates").json()
+    assert estimates["sampled"] == 10 and estimates["judged"] == 7
+    assert estimates["judged"] == sum(r["labelled"] for r in rounds)
+    # the estimates see only the labelled pairs: r counts the relevant among them
+    assert estimates["stopping"]["overall"]["found"] == sum(
+        1 for p in drawn[:4] if p["doc"] in RELEVANT) + 2  # d0, d1 before the sampling
+    third = client.post(f"{API}/samplings/{sid}/rounds", params={"force": True})
+    assert third.status_code == 201
+
+    page = client.get(f"/ui/samplings/{sid}").text
+    rounds = client.get(f"{API}/samplings/{sid}/rounds").json()["data"]
+    assert '<b>7</b>sampled and judged (with a label)' in page
+    assert '+ 2 judged only &quot;could not judge&quot;' in page
+    total = re.search(r'<tr id="rounds-total"><th>all</th>(.*?)</tr>', page, re.S)
+    assert total and re.findall(r'<td class="num">([\d,]+)</td>', total.group(1)) == [
+        "12", str(10 + rounds[2]["drawn"]), "9", "7"]
+    assert re.search(r'>1</a></td><td class="num">6</td><td class="num">6</td>'
+                     r'<td class="num">5</td><td class="num">4</td>', page)
+
+
+def test_crowd_labels_are_the_aggregations_labels(client, database_url) -> None:
+    """The labels the estimates use are read forward from the judgment columns; they are the
+    labels a fit of the aggregation's snapshot gives (repeats, "could not judge" values, an
+    annotator with nothing but those), for every method, and they cover exactly the labelled
+    pairs; the judged and labelled pairs are those the database has a judgment for."""
+    from app.aggregations.snapshot import current_watermark, load_snapshot
+    from app.collections.tables import Collection
+    from app.core.db import get_sessionmaker
+    from app.judgments.tables import Document, Judgment, Task, Topic
+    from app.sampling import service
+    from app.sampling.inputs import NextInputs
+    from models.registry import make_aggregator
+
+    def in_database(session, collection, labelled: bool) -> set[tuple[str, str]]:
+        judgment = select(Judgment.id).where(Judgment.task_id == Task.id)
+        if labelled:
+            judgment = judgment.where(Judgment.label.not_in(collection.ignore))
+        return {(t, d) for t, d in session.execute(
+            select(Topic.external_id, Document.external_id).select_from(Task)
+            .join(Topic, Topic.id == Task.topic_id).join(Document, Document.id == Task.document_id)
+            .where(Task.collection_id == collection.id, judgment.exists()))}
+
+    create_collection(client, name="labels", labels=[0, 1, 2], relevant_from=1, ignore=[-2])
+    rng = np.random.default_rng(4)
+    rows = [{"topic": f"t{rng.integers(3)}", "doc": f"d{rng.integers(40)}",
+             "annotator": f"w{rng.integers(9)}", "label": int(rng.choice([-2, 0, 1, 2]))}
+            for _ in range(400)]
+    rows.append({"topic": "t0", "doc": "d-broken", "annotator": "w-unsure", "label": -2})
+    inputs = NextInputs()
+    with get_sessionmaker(database_url)() as session:
+        for half in (rows[:200], rows[200:]):  # the second read starts from the first
+            assert client.post(f"{API}/collections/labels/judgments",
+                               json={"judgments": half}).status_code == 201
+            session.rollback()  # a new transaction: it sees the judgments just posted
+            collection = session.scalars(select(Collection).where(
+                Collection.name == "labels")).one()
+            snapshot = load_snapshot(session, collection=collection, graded=False,
+                                     watermark=current_watermark(
+                                         session, collection_id=collection.id)).data
+            for method in ("mv", "ds", "mace"):
+                params = {"random_state": 0} if method == "mace" else {}
+                model = make_aggregator(method, params).fit(snapshot)
+                expected = dict(zip(zip(snapshot.topic_ids.tolist(),
+                                        snapshot.doc_ids.tolist(), strict=True),
+                                    snapshot.classes[model.labels_].astype(float).tolist(),
+                                    strict=True))
+                labels = service.crowd_labels(session, collection=collection, method=method,
+                                              inputs=inputs)
+                assert labels == expected, method
+            for labelled in (False, True):
+                judged = service.judged_pairs(session, collection=collection,
+                                              labelled=labelled, inputs=inputs)
+                assert judged == in_database(session, collection, labelled)
+            assert judged == set(labels)  # labelled
+        assert ("t0", "d-broken") in service.judged_pairs(session, collection=collection)
+        assert ("t0", "d-broken") not in labels
+
+
+def test_estimates_kept_between_requests_follow_the_sampling(client) -> None:
+    """The estimates, the rounds' counts and the pools are kept between requests; new
+    judgments, a new round and a replaced run each give what a fresh computation gives."""
+    from app.sampling.inputs import NextInputs
+
+    setup_collection(client)
+    sid = client.post(f"{API}/collections/pool/samplings",
+                      json={"budget_per_round": 6, "strategy": "active", "seed": 5}).json()["id"]
+    first = client.post(f"{API}/samplings/{sid}/rounds").json()["pairs"]
+    kept = client.app.state.next_inputs
+
+    def now() -> tuple[dict, list, str]:
+        estimates = client.get(f"{API}/samplings/{sid}/estimates").json()
+        rounds = client.get(f"{API}/samplings/{sid}/rounds").json()["data"]
+        page = client.get(f"/ui/samplings/{sid}").text
+        return estimates, [(r["judged"], r["labelled"]) for r in rounds], cell(page, "rounds")
+
+    def fresh() -> tuple[dict, list, str]:
+        client.app.state.next_inputs = NextInputs(max_fits=0, max_collections=0, max_memos=0)
+        try:
+            return now()
+        finally:
+            client.app.state.next_inputs = kept
+
+    states = [now()]
+    judge(client, first[:3])
+    states.append(now())
+    assert states[1][0]["judged"] == 3 and states[1] == fresh() and now() == states[1]
+    judge(client, first[3:])
+    second = client.post(f"{API}/samplings/{sid}/rounds").json()["pairs"]
+    states.append(now())
+    assert states[2][0]["sampled"] == 12 and states[2] == fresh()
+    judge(client, second, annotators=("w1",))
+    states.append(now())
+    assert states[3][0]["judged"] == 12 and states[3] == fresh()
+    # "poor" replaced by a better run over the same pool: the same pool size, other estimates
+    # (on SQLite the new row can take the old one's id, within the same second)
+    response = client.put(f"{API}/collections/pool/runs/poor",
+                          content=run_text("poor", ["d0", "d1", "d3", "d8", "d9", "d10", "d11",
+                                                    "d2"]).encode(),
+                          headers={"content-type": "text/plain"})
+    assert response.status_code == 200, response.text
+    states.append(now())
+    assert states[4] == fresh() and states[4][0]["results"] != states[3][0]["results"]
+    assert len({json.dumps(s[0], sort_keys=True) for s in states}) == len(states)
 
 
 def test_a_short_last_round_is_stated(client) -> None:

@@ -140,6 +140,12 @@ def test_pages_offer_only_the_forms_the_key_may_submit(auth_client, auth_setting
     created = admin.post(f"{API}/collections",
                          json={"name": "c1", "labels": [0, 1], "relevant_from": 1})
     assert created.status_code == 201, created.text
+    assert admin.post(f"{API}/collections/c1/judgments", json={"judgments": [
+        {"topic": "t", "doc": "d1", "annotator": "w", "label": 1}]}).status_code == 201
+    assert admin.put(f"{API}/collections/c1/runs/r", content=b"t Q0 d1 1 2.0 r\nt Q0 d2 2 1.0 r\n",
+                     headers={"content-type": "text/plain"}).status_code == 200
+    sampling = admin.post(f"{API}/collections/c1/samplings", json={"budget_per_round": 1})
+    assert sampling.status_code == 201, sampling.text
     forms = ("fit-form", "judgments-form", "gold-form", "evaluation-form", "sampling-form")
     expected = {"read": set(), "ingest": {"judgments-form"}, "admin": set(forms)}
     for scope, shown in expected.items():
@@ -150,6 +156,10 @@ def test_pages_offer_only_the_forms_the_key_may_submit(auth_client, auth_setting
         assert page.text.count('class="form-locked"') == len(forms) - len(shown), scope
         if scope != "admin":
             assert f"you are signed in as <code>k-{scope}</code> ({scope})" in page.text
+        rounds = auth_client.get(f"/ui/samplings/{sampling.json()['id']}")
+        assert rounds.status_code == 200
+        assert ('id="round-form"' in rounds.text) == (scope == "admin")
+        assert ('id="round-locked"' in rounds.text) == (scope != "admin")
 
 
 def test_auth_off_leaves_everything_open(client) -> None:

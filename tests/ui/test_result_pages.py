@@ -158,7 +158,11 @@ def test_sampling_page_and_its_rounds(client) -> None:
     for run, value in zip(chart[-1]["x"], chart[-1]["y"], strict=True):
         assert abs(value - ap[run]["value"]) < 1e-4
     assert "good" in cell(page, "estimates") and "poor" in cell(page, "estimates")
-    assert '<a href="?measure=AP" class="current"' in page
+    # the page opens on the sampling's progress (rounds, when to stop); the estimates per run
+    # and measure (AP first) follow, and a measure's tab leads back to them
+    assert page.index('id="rounds"') < page.index('id="stopping"') < page.index(
+        'id="measure-tabs"') < page.index('id="estimates"')
+    assert '<a href="?measure=AP#estimates-section" class="current"' in page
     r = client.post(f"/ui/samplings/{sid}/rounds", data={"csrf_token": csrf, "force": "on"},
                     follow_redirects=False)
     assert r.status_code == 303
