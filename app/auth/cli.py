@@ -67,10 +67,13 @@ def _revoke(args: argparse.Namespace) -> int:
 
     with _session() as session:
         try:
-            row = keys.revoke_key(session, name=args.name)
+            row, changed = keys.revoke_key(session, name=args.name)
         except DomainError as exc:
             print(f"crowdqrels keys revoke: {exc.detail}", file=sys.stderr)
             return 1
+        if not changed:
+            print(f"key {args.name!r} was revoked already ({row.revoked_at:%Y-%m-%d %H:%M} UTC)")
+            return 0
         audit.record(session, principal=CLI, action="key_revoked", target_id=row.id,
                      counts={"name": row.name})
     print(f"revoked key {args.name!r} (running API processes drop it from their cache within "

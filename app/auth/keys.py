@@ -61,7 +61,10 @@ def create_key(session: Session, *, name: str, scope: Scope,
         raise InvalidInput(f"unknown scope {scope!r}; one of {list(SCOPES)}",
                            code="invalid_scope")
     ids = None
-    if collections:
+    if collections is not None:
+        if not collections:  # never read an empty limit as no limit
+            raise InvalidInput("collections: name at least one, or leave it out for every "
+                               "collection", code="invalid_body")
         ids = sorted({collections_service.get_collection(session, key=c).id
                       for c in collections})
     key, prefix = new_key()
@@ -97,14 +100,19 @@ def get_key(session: Session, *, name: str) -> ApiKey:
     return row
 
 
-def revoke_key(session: Session, *, name: str) -> ApiKey:
-    """Revoke (keep the row, for the audit log and so the name is never reused)."""
+def revoke_key(session: Session, *, name: str) -> tuple[ApiKey, bool]:
+    """Revoke (keep the row, for the audit log and so the name is never reused). Returns the row
+    and whether this call revoked it: a key revoked already (or by a concurrent call: the
+    change is conditional) is left as it was, so only one revocation is ever recorded."""
     row = get_key(session, name=name)
-    if row.revoked_at is None:
-        row.revoked_at = datetime.now(UTC)
+    changed = session.execute(
+        update(ApiKey).where(ApiKey.id == row.id, ApiKey.revoked_at.is_(None))
+        .values(revoked_at=datetime.now(UTC))).rowcount == 1  # type: ignore[attr-defined]
+    if changed:
         session.execute(delete(UiSession).where(UiSession.key_id == row.id))
-        session.commit()
-    return row
+    session.commit()
+    session.refresh(row)
+    return row, changed
 
 
 def _digest(secret: str) -> bytes:

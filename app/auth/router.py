@@ -22,6 +22,7 @@ from app.auth.schemas import (
 )
 from app.auth.tables import ApiKey
 from app.collections import service as collections_service
+from app.core.integers import MAX_INT
 
 router = APIRouter(tags=["access"])
 
@@ -64,12 +65,13 @@ def list_keys(session: SessionDep) -> KeysPublic:
 def revoke_key(request: Request, session: SessionDep, principal: PrincipalDep,
                name: str) -> KeyPublic:
     """Revoke at once in this process (every API process within CROWDQRELS_KEY_CACHE_S)."""
-    row = keys.revoke_key(session, name=name)
+    row, changed = keys.revoke_key(session, name=name)
     verifier = getattr(request.app.state, "key_verifier", None)
     if verifier is not None:
         verifier.forget_key(row.id)
-    audit.record(session, principal=principal, action="key_revoked", target_id=row.id,
-                 counts={"name": row.name})
+    if changed:  # revoking a revoked key again answers the same and records nothing
+        audit.record(session, principal=principal, action="key_revoked", target_id=row.id,
+                     counts={"name": row.name})
     return key_public(session, [row])[0]
 
 
@@ -94,7 +96,7 @@ def list_audit(
                      Query(description="before this time, RFC 3339")] = None,
     action: str | None = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_INT)] = 0,
 ) -> AuditEventsPublic:
     """Changes, newest first."""
     collection_id = None

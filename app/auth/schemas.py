@@ -14,7 +14,9 @@ class KeyCreate(BaseModel):
     name: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9][A-Za-z0-9._@-]*$")
     scope: Scope
     collections: list[str] | None = Field(
-        default=None, description="limit the key to these collections (ids or names)")
+        default=None, min_length=1, max_length=1000,
+        description="limit the key to these collections (ids or names); omit it or null for "
+        "every collection (an empty list is refused: it would read as no limit)")
 
 
 class KeyPublic(BaseModel):

@@ -46,7 +46,7 @@ def list_collections(session: Session, *, limit: int, offset: int,
 
 def get_collection(session: Session, *, key: str) -> Collection:
     """By id when ``key`` is all digits, else by name (names cannot be all digits)."""
-    if key.isdigit():
+    if key.isascii() and key.isdigit():  # ("²".isdigit() and "١".isdigit() are true too)
         # (beyond the integer range no row can match; the database would refuse the value)
         collection = session.get(Collection, int(key)) if len(key) < 10 else None
     else:

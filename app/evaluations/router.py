@@ -7,11 +7,13 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from app.aggregations import downloads
+from app.aggregations.service import aggregation_not_found
 from app.api.deps import RunnerDep, SessionDep, id_path
 from app.auth.deps import PrincipalDep, require_scope
 from app.auth.idempotency import IdempotencyDep
 from app.collections.deps import CollectionDep
 from app.core.errors import InvalidInput
+from app.core.integers import MAX_INT
 from app.evaluations import service
 from app.evaluations.schemas import (
     EvaluationCreate,
@@ -87,7 +89,9 @@ def combined_qrels(session: SessionDep, collection: CollectionDep, mode: str,
         part = part.strip()
         if part == "gold":
             refs.append("gold")
-        elif part.isdigit():
+        elif part.isascii() and part.isdigit():
+            if int(part) > MAX_INT:  # no row has such an id (and the database refuses it)
+                raise aggregation_not_found(int(part))
             refs.append(int(part))
         else:
             raise InvalidInput(f'a source is an aggregation id or "gold", got {part!r}',

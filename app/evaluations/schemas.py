@@ -15,11 +15,13 @@ Source = SourceRef | dict[Literal["union", "intersection"], list[SourceRef]]
 
 
 class EvaluationCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # strict: true is no aggregation id, "5" no number of draws (as for keys)
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     aggregation: Source = Field(description='an aggregation id, "gold", or {"union": [...]} / '
                                             '{"intersection": [...]} of two or more of them')
-    runs: list[str] | None = Field(default=None, description="run names; null: every run")
+    runs: list[str] | None = Field(default=None, min_length=1,
+                                   description="run names; null: every run")
     measures: list[str] = Field(default_factory=lambda: list(DEFAULT_MEASURES), min_length=1,
                                 max_length=50, description="ir_measures names, e.g. P@10, AP")
     samples: int = Field(default=1000, ge=0, le=10_000, description="draws of the qrels")

@@ -35,10 +35,10 @@ class RoundRequest(StoppingTarget):
 
 
 class SamplingCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # true is no budget, "5" neither
 
-    runs: list[str] | None = Field(None, description="run names; null: every run of the "
-                                   "collection")
+    runs: list[str] | None = Field(None, min_length=1, description="run names; null: every "
+                                   "run of the collection")
     budget_per_round: int = Field(gt=0, le=MAX_INT32, description="(topic, doc) pairs per round")
     seed: int = Field(0, ge=0, le=MAX_INT32)
     strategy: Strategy = "active"

@@ -27,7 +27,7 @@ from dataclasses import asdict
 from typing import Any
 
 import numpy as np
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, defer
 
 from app.aggregations.snapshot import current_watermark
@@ -315,6 +315,16 @@ def topics_at_target(strategy: str, pools: Mapping[str, TopicPool],
     return [t for t, check in checks.items() if check is not None and getattr(check, rule)]
 
 
+def _lock(session: Session, sampling: Sampling) -> None:
+    """Serialise the draws of one sampling to the end of the transaction. Two draws that read
+    the same state would number their rounds alike and draw the same pairs again (the inclusion
+    probabilities would then be wrong). A no-op UPDATE of the sampling's row takes its row lock
+    on PostgreSQL and the database's write lock on SQLite (whose reads take none); everything
+    the draw reads after it includes every round committed before."""
+    session.execute(update(Sampling).where(Sampling.id == sampling.id)
+                    .values(pool_size=Sampling.pool_size))
+
+
 def draw_round(session: Session, *, sampling: Sampling, force: bool = False,
                stop_rule: str | None = None, target_recall: float = TARGET_RECALL,
                inputs: NextInputs | None = None) -> dict[str, Any]:
@@ -325,6 +335,7 @@ def draw_round(session: Session, *, sampling: Sampling, force: bool = False,
     if stop_rule is not None and stop_rule not in STOP_RULES:
         raise InvalidInput(f"stop must be one of {', '.join(STOP_RULES)}, not {stop_rule!r}",
                            code="invalid_body")
+    _lock(session, sampling)
     collection = session.get(Collection, sampling.collection_id)
     assert collection is not None
     inputs = inputs or _scratch()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 from collections.abc import AsyncIterator
 from dataclasses import asdict
 from typing import Annotated, Any
@@ -209,7 +210,7 @@ def whole_number(form: Any, name: str, default: int | None) -> int | None:
     text = str(form.get(name) or "").strip()
     if not text:
         return default
-    if not text.lstrip("-").isdigit():
+    if not re.fullmatch(r"-?[0-9]+", text):
         raise InvalidInput(f"{name} must be a whole number, not {text!r}", code="invalid_body")
     return int(text)
 

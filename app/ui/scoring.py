@@ -57,7 +57,7 @@ async def start_evaluation(request: Request, session: SessionDep, runner: Runner
     form = await request.form()
     try:
         raw = str(form.get("source") or "").strip()
-        source: Any = int(raw) if raw.isdigit() else raw
+        source: Any = int(raw) if raw.isascii() and raw.isdigit() else raw
         fields: dict[str, Any] = {
             "aggregation": source, "runs": _words(form.get("runs")) or None,
             "samples": whole_number(form, "samples", 1000), "seed": whole_number(form, "seed", 0)}

@@ -152,6 +152,18 @@ def test_bad_input(client, settings) -> None:
     response = client.post(url, json={"aggregation": 99999})
     assert response.status_code == 404
 
+    # An empty run list is no "every run", true no aggregation id, "5" no number of draws.
+    for body in ({"aggregation": aggregation, "runs": []}, {"aggregation": True},
+                 {"aggregation": aggregation, "samples": "5"}):
+        response = client.post(url, json=body)
+        assert response.status_code == 422 and response.json()["code"] == "invalid_body", body
+    # union sources beyond any row id: the 404 of an unknown fit, not a database error
+    union = client.get(f"{API}/collections/ev/qrels/union",
+                       params={"sources": f"{aggregation},99999999999999999999"})
+    assert union.status_code == 404 and union.json()["code"] == "aggregation_not_found"
+    for key in ("%C2%B2", "%D9%A1"):  # "²" and "١" are digits to str.isdigit, not ids
+        assert client.get(f"{API}/collections/{key}").status_code == 404
+
     response = client.post(url, json={"aggregation": {"union": [aggregation]}})
     assert response.status_code == 422 and response.json()["code"] == "invalid_source"
 

@@ -457,6 +457,9 @@ def test_a_short_last_round_is_stated(client) -> None:
     ({"budget_per_round": 5, "seed": 2**40}, 422, "invalid_body"),  # INTEGER columns
     ({"budget_per_round": 5, "depth": 2**40}, 422, "invalid_body"),
     ({"budget_per_round": 5, "budget": 7}, 422, "invalid_body"),  # a misspelt field
+    ({"budget_per_round": 5, "runs": []}, 422, "invalid_body"),  # was a "pool of 0"
+    ({"budget_per_round": True}, 422, "invalid_body"),  # was a budget of 1
+    ({"budget_per_round": "5"}, 422, "invalid_body"),
 ])
 def test_bad_sampling_requests(client, body, status, code) -> None:
     setup_collection(client)
@@ -754,3 +757,42 @@ def test_next_keeps_up_with_concurrent_ingestion(database_url) -> None:
                            inputs=NextInputs(max_fits=0, max_collections=0))["data"]
     assert len(served) == 200 and served == fresh
     assert sum(t["n_judgments"] for t in served) > 200  # the writers' judgments are in it
+
+
+def test_concurrent_draws_get_their_own_rounds(database_url) -> None:
+    """Rounds drawn at once (a double click, a client's retry without an Idempotency-Key) are
+    drawn one after the other: distinct numbers, and no pair drawn twice (a pair drawn again
+    would be counted twice and its inclusion probability be wrong). QA saw round numbers
+    [1, 1, 2, 2, 3, 3, 3, 3, 4, 4] with 30 distinct pairs of 50 drawn."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import httpx
+
+    from tests.auth.test_idempotency import start_server
+
+    server, base = start_server(database_url)
+    try:
+        with httpx.Client(base_url=base, timeout=120) as http:
+            setup_collection(http)
+            sampling = http.post(f"{API}/collections/pool/samplings",
+                                 json={"budget_per_round": 2, "seed": 3})
+            assert sampling.status_code == 201, sampling.text
+            rounds_url = f"{API}/samplings/{sampling.json()['id']}/rounds"
+            pool_size = sampling.json()["pool_size"]
+
+        def draw(_: int) -> httpx.Response:
+            with httpx.Client(base_url=base, timeout=120) as own:
+                return own.post(rounds_url, params={"force": "true"})
+
+        with ThreadPoolExecutor(8) as pool:
+            answers = list(pool.map(draw, range(8)))
+        assert all(a.status_code == 201 for a in answers), [a.text for a in answers]
+        assert sorted(a.json()["number"] for a in answers) == list(range(1, 9))
+        with httpx.Client(base_url=base, timeout=120) as http:
+            listed = http.get(rounds_url).json()["data"]
+            drawn = [(p["topic"], p["doc"]) for r in listed for p in r["pairs"]]
+            assert len(drawn) == len(set(drawn)) == 16 <= pool_size
+            assert http.get(f"{API}/samplings/{sampling.json()['id']}").json()["n_sampled"] == 16
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

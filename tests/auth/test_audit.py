@@ -38,6 +38,8 @@ def test_changes_are_audited(auth_client, auth_settings, admin_key) -> None:
     assert auth_client.post(f"{API}/keys", headers=admin,
                             json={"name": "temp", "scope": "read"}).status_code == 201
     assert auth_client.delete(f"{API}/keys/temp", headers=admin).status_code == 200
+    again = auth_client.delete(f"{API}/keys/temp", headers=admin)  # answers alike, not audited
+    assert again.status_code == 200 and again.json()["revoked_at"] is not None
 
     everything = auth_client.get(f"{API}/audit", headers=admin).json()
     actions = [e["action"] for e in reversed(everything["data"])]

@@ -35,6 +35,7 @@ SCOPES = {
     ("GET", f"{API}/collections/{{c}}/features"): "read",
     ("POST", f"{API}/collections/{{c}}/features/build"): "admin",
     ("GET", f"{API}/feature-builds/{{build_id}}"): "read",
+    ("DELETE", f"{API}/feature-builds/{{build_id}}"): "admin",
     ("PUT", f"{API}/collections/{{c}}/topics"): "ingest",
     ("PUT", f"{API}/collections/{{c}}/documents"): "ingest",
     ("PUT", f"{API}/collections/{{c}}/runs/{{name}}"): "ingest",
@@ -243,3 +244,9 @@ def test_listings_show_only_the_keys_collections(auth_client, auth_settings, adm
     assert listed["later"]["collection_names"] == made.json()["collection_names"]
     assert listed["ladmin"]["collection_names"] == ["a1"]
     assert listed[next(iter(listed))]["collection_names"] is None  # the unlimited admin
+    # An empty list is no limit in disguise (a script whose filter matched nothing): refused.
+    empty = auth_client.post(f"{API}/keys", headers=admin,
+                             json={"name": "none", "scope": "read", "collections": []})
+    assert empty.status_code == 422 and empty.json()["code"] == "invalid_body"
+    assert "none" not in {k["name"] for k in auth_client.get(f"{API}/keys",
+                                                              headers=admin).json()["data"]}
