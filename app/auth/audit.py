@@ -12,7 +12,7 @@ from app.auth.principal import Principal
 from app.auth.tables import AuditEvent
 
 ACTIONS = ("collection_created", "judgments_added", "gold_set", "gold_replaced", "fit_started",
-           "fit_cancelled", "key_created", "key_revoked")
+           "fit_cancelled", "feature_build_cancelled", "key_created", "key_revoked")
 
 
 def record(session: Session, *, principal: Principal, action: str,

@@ -25,9 +25,11 @@ def run_feature_build(database_url: str, build_id: int) -> str:
 def _build(context: JobContext) -> dict[str, Any]:
     collection = context.session.get(Collection, context.job.collection_id)
     assert collection is not None
+    # context.progress stops the build (JobCancelled) once it has been cancelled; the features
+    # stay uncommitted until run_tracked commits them with 'succeeded', so a build cancelled
+    # at any point stores none.
     return build_and_store(context.session, collection, dict(context.job.params),
-                           context.timings,
-                           lambda f, msg: context.set(progress=f, progress_message=msg))
+                           context.timings, context.progress, commit=False)
 
 
 # What a feature build uses when nobody chose: the router's defaults (BM25 k1, b; LM mu).
@@ -45,9 +47,11 @@ def buildable_inputs(session: Session, collection: Collection) -> dict[str, bool
 
 def build_and_store(session: Session, collection: Collection, params: dict[str, Any],
                     timings: dict[str, float],
-                    progress: Callable[[float, str], None]) -> dict[str, Any]:
+                    progress: Callable[[float, str], None], *,
+                    commit: bool = True) -> dict[str, Any]:
     """Build the collection's task features from its texts and runs and store them (the body of
-    a feature-build job, also run by a GP fit that finds texts or runs but no features)."""
+    a feature-build job, also run by a GP fit that finds texts or runs but no features);
+    ``commit=False``: stored in the session's open transaction, for the caller to commit."""
     start = time.perf_counter()
     tasks = session.execute(
         select(Topic.external_id, Document.external_id)
@@ -85,7 +89,8 @@ def build_and_store(session: Session, collection: Collection, params: dict[str, 
     progress(0.9, "storing features")
     start = time.perf_counter()
     replace_features(session, collection=collection, names=features.names,
-                     vectors=features.as_dict(), source="built", groups=features.groups)
+                     vectors=features.as_dict(), source="built", groups=features.groups,
+                     commit=commit)
     timings["store_s"] = time.perf_counter() - start
     return {"report": {"tasks": len(tasks), "names": features.names, "groups": features.groups,
                        "notes": list(features.notes), "constant": list(features.constant)}}

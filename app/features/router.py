@@ -9,8 +9,10 @@ from starlette.concurrency import run_in_threadpool
 
 from app.api.deps import RunnerDep, SessionDep
 from app.api.uploads import read_upload
+from app.auth import audit
 from app.auth.deps import PrincipalDep, require_scope
 from app.collections.deps import CollectionDep
+from app.collections.tables import Collection
 from app.core.errors import NotFound
 from app.core.integers import MAX_INT
 from app.features import service
@@ -114,3 +116,20 @@ def get_feature_build(session: SessionDep, principal: PrincipalDep,
     if not principal.can_see(build.collection_id):
         raise service.build_not_found(build_id)
     return build_public(build)
+
+
+@builds_router.delete("/{build_id}", response_model=FeatureBuildPublic,
+                      dependencies=[require_scope("admin")])
+def cancel_feature_build(session: SessionDep, runner: RunnerDep, principal: PrincipalDep,
+                         build_id: Annotated[int, Path(ge=1, le=MAX_INT)]) -> FeatureBuildPublic:
+    """Cancel a queued or running feature build (as ``DELETE /aggregations/{a}`` cancels a
+    fit): it ends ``cancelled`` and stores no features; a finished build is 409
+    ``feature_build_finished``."""
+    build = service.get_build(session, build_id=build_id)
+    if not principal.can_see(build.collection_id):
+        raise service.build_not_found(build_id)
+    cancelled = service.cancel_build(session, runner=runner, build=build)
+    audit.record(session, principal=principal, action="feature_build_cancelled",
+                 collection=session.get(Collection, cancelled.collection_id),
+                 target_id=cancelled.id)
+    return build_public(cancelled)

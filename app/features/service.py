@@ -7,8 +7,9 @@ from sqlalchemy.orm import Session
 
 from app.collections.tables import Collection
 from app.core.db import bulk_insert
-from app.core.errors import InvalidInput, NotFound
+from app.core.errors import Conflict, InvalidInput, NotFound
 from app.features.tables import FeatureBuild, FeatureSet, TaskFeatures
+from app.jobs.lifecycle import JobFinished, cancel_job
 from app.jobs.runner import JobRunner, submit_job
 from app.judgments.ids import ensure_task_keys
 from app.judgments.tables import Document, Task, Topic
@@ -31,9 +32,12 @@ def feature_groups(names: list[str]) -> dict[str, list[int]]:
 def replace_features(
     session: Session, *, collection: Collection, names: list[str],
     vectors: dict[tuple[str, str], list[float]], source: str,
-    groups: dict[str, list[int]] | None = None,
+    groups: dict[str, list[int]] | None = None, commit: bool = True,
 ) -> dict[str, int]:
-    """Store one vector per (topic, doc); tasks are created on first sight (for predictions)."""
+    """Store one vector per (topic, doc); tasks are created on first sight (for predictions).
+
+    ``commit=False`` leaves the transaction open: a feature build commits the features with its
+    'succeeded' status, or drops them when it was cancelled meanwhile (app.jobs.lifecycle)."""
     cid = collection.id
     keys = list(vectors)
     task_ids, created = ensure_task_keys(
@@ -46,7 +50,8 @@ def replace_features(
     rows = [{"task_id": t, "collection_id": cid, "vector": vectors[k]}
             for t, k in zip(task_ids, keys, strict=True)]
     bulk_insert(session, TaskFeatures.__table__, rows)
-    session.commit()
+    if commit:
+        session.commit()
     return {"tasks": len(rows), "dimensions": len(names), "new_tasks": len(created)}
 
 
@@ -106,6 +111,17 @@ def get_build(session: Session, *, build_id: int) -> FeatureBuild:
     build = session.get(FeatureBuild, build_id)
     if build is None:
         raise build_not_found(build_id)
+    return build
+
+
+def cancel_build(session: Session, *, runner: JobRunner, build: FeatureBuild) -> FeatureBuild:
+    """Cancel a queued or running feature build as fits are cancelled (app.jobs.lifecycle's
+    cancel_job): it ends 'cancelled' and stores no features; a finished one is a Conflict."""
+    try:
+        cancel_job(session, runner=runner, kind="features", job=build)
+    except JobFinished as exc:
+        raise Conflict(f"feature build {build.id} has already {exc.status}",
+                       code="feature_build_finished", status=exc.status) from None
     return build
 
 

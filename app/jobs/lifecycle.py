@@ -4,6 +4,10 @@ cancelled, with throttled progress reports that also notice a cancel.
 ``run_tracked`` marks the row running, calls the kind's body with a ``JobContext``, and records
 the outcome; the body does the work and returns the columns to set on success. A failed job
 keeps its error; nothing a body raises escapes (a worker must never die of a bad job).
+
+``cancel_job`` is the API's side of a cancel, the same for every kind. A cancel and the job's
+own end are each one conditional UPDATE of the row's status, so exactly one of them wins; what
+a body writes without committing is committed with 'succeeded' or dropped with a cancel.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from app.core.db import get_sessionmaker
+from app.jobs.runner import JobRunner
 from app.jobs.tables import ACTIVE, FINISHED
 
 PROGRESS_EVERY_S = 0.5
@@ -28,6 +33,37 @@ PROGRESS_EVERY_S = 0.5
 
 class JobCancelled(Exception):
     """Raised by a progress report once the job's row says 'cancelled'."""
+
+
+class JobFinished(Exception):
+    """A cancel that changed nothing: the job had already finished with ``status``."""
+
+    def __init__(self, status: str) -> None:
+        super().__init__(f"the job has already {status}")
+        self.status = status
+
+
+def cancel_job(session: Session, *, runner: JobRunner, kind: str, job: Any) -> None:
+    """Cancel a queued or running job of ``kind`` (a row of a table with JobColumns).
+
+    One conditional UPDATE (queued or running -> cancelled) decides against the job's own end
+    and against other cancels, then the runner drops the job from its queue or stops its
+    process. Raises ``JobFinished`` when this call did not change the row: the job had already
+    finished (cancelled included), or it finished or was cancelled by another request between
+    the caller's read and the UPDATE.
+    """
+    if job.status not in FINISHED:
+        table = type(job)
+        changed = session.execute(
+            update(table).where(table.id == job.id, table.status.in_(ACTIVE)).values(
+                status="cancelled", finished_at=datetime.now(UTC), progress_message="cancelled")
+        ).rowcount
+        session.commit()
+        session.refresh(job)
+        if changed:
+            runner.cancel(kind, job.id, job.job_id)
+            return
+    raise JobFinished(job.status)
 
 
 @dataclass
@@ -83,13 +119,18 @@ def run_tracked(database_url: str, table: Any, job_id: int,
                                  progress=progress_reporter(progress_session, table, job_id))
             try:
                 values = body(context) or {}
-                session.refresh(job)
-                if job.status == "cancelled":
-                    return "cancelled"
                 timings = {**context.timings, **values.pop("timings", {})}
-                _set(session, table, job_id, status="succeeded", progress=1.0,
-                     progress_message="done", finished_at=datetime.now(UTC),
-                     timings=timings or None, **values)
+                # Conditional, in the body's transaction: a cancel that came first wins, and
+                # whatever the body left uncommitted is dropped with it.
+                succeeded = session.execute(
+                    update(table).where(table.id == job_id, table.status != "cancelled").values(
+                        status="succeeded", progress=1.0, progress_message="done",
+                        finished_at=datetime.now(UTC), timings=timings or None, **values)
+                ).rowcount
+                if not succeeded:
+                    session.rollback()
+                    return "cancelled"
+                session.commit()
                 return "succeeded"
             except JobCancelled:
                 session.rollback()

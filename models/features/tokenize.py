@@ -15,6 +15,18 @@ exactly when both come from the same surface word family:
    token count).
 
 Numbers are kept as words. Words that stem to the empty string are dropped.
+
+Words longer than ``MAX_WORD_CHARS`` (64) are dropped before stop words and stemming, like
+stop words: they are not index terms and do not count in a document's length. The Snowball
+stemmer's time grows faster than linearly in a word's length (a 640,000-character run of
+letters took 38 s, five megabytes would take hours), so one such run in a document could hold a
+feature build for hours; with the bound, analysing a text costs time linear in its length.
+64 characters keep every dictionary word (the longest English one,
+"pneumonoultramicroscopicsilicovolcanoconiosis", has 45 letters; the German law name
+"rindfleischetikettierungsüberwachungsaufgabenübertragungsgesetz" 63), while longer runs of
+letters and digits are base64, hex dumps, hashes or markup debris that no query shares. Dropped
+rather than cut to 64 characters: a cut prefix is no word either, and would make two unrelated
+blobs with a common prefix match each other.
 """
 
 from __future__ import annotations
@@ -29,6 +41,9 @@ from stop_words import get_stop_words
 
 # A word: letters/digits of any script, inner apostrophes allowed ("don't", "o'brien").
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
+
+# The longest surface word that becomes a term (see the module docstring: why, and why 64).
+MAX_WORD_CHARS = 64
 
 
 class Analyzer:
@@ -54,11 +69,16 @@ class Analyzer:
         self._cache: dict[str, str | None] = {}
 
     def words(self, text: str) -> list[str]:
-        """Normalised, lower-cased surface words, stop words included."""
-        return _WORD.findall(_normalise(text))
+        """Normalised, lower-cased surface words of at most ``MAX_WORD_CHARS`` characters, stop
+        words included (longer runs are dropped: they are no words, and stemming them costs
+        more than linear time)."""
+        return [w for w in _WORD.findall(_normalise(text)) if len(w) <= MAX_WORD_CHARS]
 
     def term(self, word: str) -> str | None:
-        """The index term of one surface word, or None for a stop word."""
+        """The index term of one surface word, or None for a stop word or a word longer than
+        ``MAX_WORD_CHARS`` (never stemmed)."""
+        if len(word) > MAX_WORD_CHARS:
+            return None
         try:
             return self._cache[word]
         except KeyError:

@@ -142,3 +142,58 @@ def test_gp_fit_builds_missing_features_first(jobs_client) -> None:
     assert any(k.startswith("features_") for k in done["timings"])
     described = client.get(f"{API}/collections/c/features").json()
     assert described["source"] == "built" and described["tasks"] == 6
+
+
+def upload_texts(client) -> None:
+    topics = client.put(f"{API}/collections/c/topics", content=TOPICS.encode(),
+                        headers={"content-type": "text/tab-separated-values"})
+    assert topics.status_code == 200, topics.text
+    docs = client.put(f"{API}/collections/c/documents",
+                      json=[{"id": k, "text": v} for k, v in DOCS.items()])
+    assert docs.status_code == 200, docs.text
+
+
+def test_cancel_feature_builds(jobs_client) -> None:
+    """DELETE /feature-builds/{id} cancels as DELETE /aggregations/{a} does: a queued build
+    ends cancelled without running or storing features, is audited, and a finished build
+    (cancelled or succeeded) is 409 feature_build_finished."""
+    client = jobs_client
+    setup_collection(client)
+    upload_texts(client)
+    # A long fit holds the one job slot (inline: CROWDQRELS_MAX_PARALLEL_FITS=1; Celery: a
+    # worker of concurrency 1), so the build behind it stays queued.
+    slow = client.post(f"{API}/collections/c/aggregations",
+                       json={"method": "mace", "params": {"n_restarts": 1000, "n_iter": 100000}})
+    assert slow.status_code == 202, slow.text
+    build = client.post(f"{API}/collections/c/features/build", json={})
+    assert build.status_code == 202, build.text
+    build_id = build.json()["id"]
+
+    cancelled = client.delete(f"{API}/feature-builds/{build_id}")
+    assert cancelled.status_code == 200, cancelled.text
+    body = cancelled.json()
+    assert body["status"] == "cancelled" and body["started_at"] is None
+    assert body["finished_at"] is not None and body["progress"]["message"] == "cancelled"
+    assert client.delete(f"{API}/aggregations/{slow.json()['id']}").status_code == 200
+    done = wait_for(client, build_id, kind="feature-builds")
+    assert done["status"] == "cancelled" and done["started_at"] is None
+    assert client.get(f"{API}/collections/c/features").json()["code"] == "no_features"
+    again = client.delete(f"{API}/feature-builds/{build_id}")
+    assert again.status_code == 409
+    assert again.json()["code"] == "feature_build_finished"
+    assert again.json()["status"] == "cancelled"
+    audit = client.get(f"{API}/audit", params={"action": "feature_build_cancelled"}).json()
+    assert [(e["action"], e["collection"], e["target_id"]) for e in audit["data"]] == [
+        ("feature_build_cancelled", "c", build_id)]
+
+    # The job slot is free again: the next build runs; cancelling it once it succeeded is 409.
+    second = client.post(f"{API}/collections/c/features/build", json={}).json()
+    assert wait_for(client, second["id"], kind="feature-builds")["status"] == "succeeded"
+    late = client.delete(f"{API}/feature-builds/{second['id']}")
+    assert late.status_code == 409, late.text
+    assert late.json()["code"] == "feature_build_finished"
+    assert late.json()["status"] == "succeeded"
+    assert client.get(f"{API}/collections/c/features").json()["source"] == "built"
+
+    missing = client.delete(f"{API}/feature-builds/999")
+    assert missing.status_code == 404 and missing.json()["code"] == "feature_build_not_found"

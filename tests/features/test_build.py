@@ -78,3 +78,44 @@ def test_tsv_round_trip_through_the_features_file_parser() -> None:
     assert parsed.names == f.names
     np.testing.assert_allclose(np.array([parsed.vectors[t] for t in TASKS]), f.matrix)
     assert f.as_dict()[("q1", "d3")] == f.matrix[2].tolist()
+
+
+# Lexical features of a small fixture as computed before long words were dropped (the output
+# of build_features at the time of the change): the bound must leave ordinary text alone.
+BEAR_TOPICS = {"t1": "black bear attacks", "t2": "solar panel efficiency"}
+BEAR_DOCS = {
+    "d1": "a black bear attacks hikers near the camp; bear attacks are rare",
+    "d2": "the bear market hit solar stocks",
+    "d3": "solar panel efficiency reached a record for silicon panels",
+    "d4": "cooking pasta with tomato sauce",
+}
+BEAR_TASKS = [("t1", "d1"), ("t1", "d2"), ("t1", "d4"), ("t2", "d3"), ("t2", "d2"), ("t2", "d4")]
+BEAR_RAW = [
+    [5.0, 3.4657359028, 5.5451774445, 0.7777777778, 3.5195542842, -7.7030001284],
+    [1.0, 0.6931471806, 0.6931471806, 0.0890870806, 0.715749806, -7.7493964767],
+    [0.0, 0.0, 0.0, 0.0, 0.0, -7.7543780856],
+    [4.0, 3.4657359028, 4.8520302639, 0.7543365091, 3.3846856456, -8.109432347],
+    [1.0, 0.6931471806, 0.6931471806, 0.0890870806, 0.715749806, -8.1509011836],
+    [0.0, 0.0, 0.0, 0.0, 0.0, -8.1598431937],
+]
+
+
+def test_lexical_features_of_ordinary_text_are_unchanged() -> None:
+    built = build_features(BEAR_TASKS, topic_texts=BEAR_TOPICS, doc_texts=BEAR_DOCS)
+    assert built.names == list(LEXICAL_FEATURES)
+    np.testing.assert_allclose(built.raw, BEAR_RAW, rtol=1e-9, atol=1e-9)
+
+
+def test_a_megabyte_token_is_ignored_and_never_stemmed() -> None:
+    """A document holding a 1 MB run of letters (or a query with a long one) gets the features
+    it has without it, and the stemmer never sees a word over the bound."""
+    from models.features.tokenize import MAX_WORD_CHARS
+    from tests.features.test_tokenize import recording_analyzer
+
+    analyzer, stemmer = recording_analyzer()
+    docs = {**BEAR_DOCS, "d1": BEAR_DOCS["d1"] + " " + "y" * 1_000_000,
+            "d3": "x" * (MAX_WORD_CHARS + 1) + " " + BEAR_DOCS["d3"]}
+    topics = {**BEAR_TOPICS, "t2": BEAR_TOPICS["t2"] + " " + "q" * 100_000}
+    built = build_features(BEAR_TASKS, topic_texts=topics, doc_texts=docs, analyzer=analyzer)
+    np.testing.assert_allclose(built.raw, BEAR_RAW, rtol=1e-9, atol=1e-9)
+    assert stemmer.seen and max(map(len, stemmer.seen)) <= MAX_WORD_CHARS
