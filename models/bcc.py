@@ -40,7 +40,7 @@ small (n_annotators·K × K·M) table and every M step one product with its tran
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Self
+from typing import Annotated, Self
 
 import numpy as np
 import scipy.sparse as sp
@@ -56,6 +56,7 @@ from models.dirichlet import (
     kl_dirichlet,
     polya_fixed_point,
 )
+from models.params import Iterations1, Prior, Range, Restarts, Seed, Tolerance
 
 PRIORS = ("fixed", "empirical")
 
@@ -136,12 +137,12 @@ class IBCC(Aggregator):
     def __init__(
         self,
         prior: str = "fixed",
-        alpha_diagonal: float = 4.0,
-        alpha_off_diagonal: float = 1.0,
-        class_prior: float = 1.0,
+        alpha_diagonal: Prior = 4.0,
+        alpha_off_diagonal: Prior = 1.0,
+        class_prior: Prior = 1.0,
         class_prior_by: str = "collection",
-        n_iter: int = 200,
-        tol: float = 1e-6,
+        n_iter: Iterations1 = 200,
+        tol: Tolerance = 1e-6,
         use_gold: bool = False,
     ) -> None:
         if prior not in PRIORS:
@@ -239,17 +240,17 @@ class EBCC(Aggregator):
 
     def __init__(
         self,
-        n_subtypes: int = 10,
-        a_pi: float = 0.1,
-        class_prior: float = 1.0,
+        n_subtypes: Annotated[int, Range(1, 50)] = 10,
+        a_pi: Prior = 0.1,
+        class_prior: Prior = 1.0,
         class_prior_by: str = "collection",
-        alpha_diagonal: float = 4.0,
-        alpha_off_diagonal: float = 1.0,
-        n_iter: int = 500,
-        tol: float = 1e-3,
-        n_restarts: int = 1,
+        alpha_diagonal: Prior = 4.0,
+        alpha_off_diagonal: Prior = 1.0,
+        n_iter: Iterations1 = 500,
+        tol: Tolerance = 1e-3,
+        n_restarts: Restarts = 1,
         use_gold: bool = False,
-        random_state: int | None = None,
+        random_state: Seed = None,
     ) -> None:
         if n_subtypes < 1 or n_restarts < 1 or n_iter < 1:
             raise ValueError("n_subtypes, n_restarts and n_iter must be >= 1")

@@ -23,6 +23,7 @@ import scipy.sparse
 
 from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
 from models.data import UNKNOWN, AnnotationData
+from models.params import Iterations, PriorOrZero, Tolerance
 
 _EPS = 1e-10
 
@@ -34,9 +35,9 @@ class DawidSkene(Aggregator):
 
     def __init__(
         self,
-        n_iter: int = 100,
-        tol: float = 1e-5,
-        smoothing: float = 0.01,
+        n_iter: Iterations = 100,
+        tol: Tolerance = 1e-5,
+        smoothing: PriorOrZero = 0.01,
         use_gold: bool = False,
     ) -> None:
         if n_iter < 0:

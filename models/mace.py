@@ -19,13 +19,14 @@ Everything is a gather or a segment sum over judgments (np.bincount): no tasks Ã
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Self
+from typing import Annotated, Self
 
 import numpy as np
 from scipy.special import digamma
 
 from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
 from models.data import UNKNOWN, AnnotationData
+from models.params import MAX_PRIOR, Iterations, Prior, Range, Restarts, Seed, Tolerance
 
 VARIANTS = ("em", "vb")
 WARM_TOL = 1e-5  # log-likelihood gain per judgment below which a warm start stops
@@ -39,16 +40,16 @@ class MACE(Aggregator):
     def __init__(
         self,
         variant: str = "vb",
-        n_restarts: int = 10,
-        n_iter: int = 50,
-        tol: float = 0.0,
-        smoothing: float | None = None,
-        alpha: float = 0.5,
-        beta: float = 0.5,
-        strategy_prior: float = 10.0,
+        n_restarts: Restarts = 10,
+        n_iter: Iterations = 50,
+        tol: Tolerance = 0.0,
+        smoothing: Annotated[float | None, Range(0.0, MAX_PRIOR)] = None,
+        alpha: Prior = 0.5,
+        beta: Prior = 0.5,
+        strategy_prior: Prior = 10.0,
         use_gold: bool = False,
-        threshold: float = 1.0,
-        random_state: int | None = None,
+        threshold: Annotated[float, Range(0.0, 1.0, low_open=True)] = 1.0,
+        random_state: Seed = None,
     ) -> None:
         if variant not in VARIANTS:
             raise ValueError(f"variant must be 'em' or 'vb', got {variant!r}")

@@ -18,6 +18,7 @@ import numpy as np
 
 from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
 from models.data import AnnotationData
+from models.params import Seed
 
 TIE_RULES = ("lowest", "highest", "random")
 
@@ -25,7 +26,7 @@ TIE_RULES = ("lowest", "highest", "random")
 class MajorityVote(Aggregator):
     method = "mv"
 
-    def __init__(self, tie: str = "lowest", random_state: int | None = None) -> None:
+    def __init__(self, tie: str = "lowest", random_state: Seed = None) -> None:
         if tie not in TIE_RULES:
             raise ValueError(f"tie must be one of {', '.join(TIE_RULES)}, got {tie!r}")
         self.tie = tie

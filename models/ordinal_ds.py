@@ -46,7 +46,7 @@ it).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Self
+from typing import Annotated, Self
 
 import numpy as np
 import scipy.optimize
@@ -56,6 +56,7 @@ from models.base import AggregationResult, Aggregator, ProgressCallback, no_prog
 from models.data import AnnotationData
 from models.dawid_skene import _e_step, _Judgments, _majority_start
 from models.dirichlet import GROUPINGS, ClassPrior
+from models.params import InnerIterations1, Iterations, Prior, PriorOrZero, Range, Tolerance
 
 _EPS = 1e-10
 _LOG_SQRT_2PI = 0.5 * np.log(2.0 * np.pi)
@@ -369,14 +370,14 @@ class OrdinalDawidSkene(Aggregator):
 
     def __init__(
         self,
-        n_iter: int = 100,
-        tol: float = 1e-5,
-        bias_prior_sd: float = 1.0,
-        spread_prior: float = 0.5,
-        scale_use_prior_sd: float = 0.5,
-        spam_prior: float = 0.1,
-        spam_strength: float = 10.0,
-        m_step_iterations: int = 1,
+        n_iter: Iterations = 100,
+        tol: Tolerance = 1e-5,
+        bias_prior_sd: Prior = 1.0,
+        spread_prior: Prior = 0.5,
+        scale_use_prior_sd: PriorOrZero = 0.5,
+        spam_prior: Annotated[float, Range(0.0, 1.0, high_open=True)] = 0.1,
+        spam_strength: Prior = 10.0,
+        m_step_iterations: InnerIterations1 = 1,
         learn_cutpoints: bool = False,
         learn_gaps: bool = False,
         use_gold: bool = False,

@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import math
+import types
+import typing
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Union
 
 from models.base import Aggregator
+from models.params import Range
 
 METHOD_PATHS: dict[str, str] = {
     "mv": "models.majority_vote:MajorityVote",
@@ -28,9 +32,88 @@ METHOD_PATHS: dict[str, str] = {
 GP_METHODS = frozenset({"magp", "gpmv", "lk", "ordinal-gp"})
 # Methods that read the labels as ordered grades (the class order is the scale's order).
 ORDINAL_METHODS = frozenset({"ordinal-ds", "ordinal-gp"})
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One parameter as its constructor declares it: default, JSON types, allowed range."""
+
+    name: str
+    default: Any
+    types: tuple[type, ...]  # of the value: bool, int, float, str (int accepted for float)
+    optional: bool  # None allowed
+    range: Range | None = None
+
+    @property
+    def type_name(self) -> str:
+        text = " or ".join(t.__name__ for t in self.types)
+        return f"{text} or None" if self.optional else text
+
+    def describe(self) -> str:
+        """E.g. ``n_iter (integer, 0 <= n_iter <= 100000, default 50)``."""
+        bound = f", {self.range.describe(self.name)}" if self.range is not None else ""
+        return f"{self.name} ({self.type_name}{bound}, default {self.default!r})"
+
+    def check(self, value: Any) -> str | None:
+        """None if ``value`` is allowed, else why not."""
+        if value is None:
+            return None if self.optional else (f"parameter {self.name!r} must be of type "
+                                               f"{self.type_name}, not null")
+        bad = _non_finite(value)
+        if bad is not None:
+            return f"parameter {self.name!r} must be a finite number, got {bad}"
+        if isinstance(value, bool):
+            ok = bool in self.types
+        elif isinstance(value, int):
+            ok = int in self.types or float in self.types
+        else:
+            ok = type(value) in self.types
+        if not ok:
+            shown = repr(value) if len(repr(value)) <= 60 else f"a {type(value).__name__}"
+            return f"parameter {self.name!r} must be of type {self.type_name}, got {shown}"
+        if self.range is not None and value not in self.range:
+            return (f"parameter {self.name!r} must satisfy {self.range.describe(self.name)}, "
+                    f"got {value!r}")
+        return None
+
+
+def _non_finite(value: Any) -> str | None:
+    """The first NaN or infinity anywhere in ``value`` (JSON may carry them), as text."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list | tuple):
+        for item in value:
+            bad = _non_finite(item)
+            if bad is not None:
+                return bad
+    return None
+
+
+def _param_spec(name: str, hint: Any, default: Any) -> ParamSpec:
+    """A ParamSpec from a constructor annotation: ``int``, ``float | None``, or either wrapped in
+    ``Annotated[..., Range(...)]`` (``models.params``)."""
+    bound = None
+    if typing.get_origin(hint) is typing.Annotated:
+        hint, *extras = typing.get_args(hint)
+        bound = next((e for e in extras if isinstance(e, Range)), None)
+    members = typing.get_args(hint) if typing.get_origin(hint) in (Union, types.UnionType) \
+        else (hint,)
+    optional = type(None) in members
+    kinds = tuple(t for t in members if t in (bool, int, float, str))
+    if not kinds:
+        raise TypeError(f"parameter {name!r}: undeclared or unsupported type {hint!r}")
+    return ParamSpec(name, default, kinds, optional, bound)
+
+
 # Parameters of every method that clamps gold (``use_gold``) besides its constructor's:
-# calibrate_folds k >= 2 recalibrates P(relevant) on k-fold held-out gold (models.calibration).
-GOLD_PARAMS: dict[str, Any] = {"calibrate_folds": 0}
+# calibrate_folds k >= 2 recalibrates P(relevant) on k-fold held-out gold (models.calibration);
+# each fold is a whole refit, so at most 100 of them.
+GOLD_PARAM_SPECS: dict[str, ParamSpec] = {
+    "calibrate_folds": ParamSpec("calibrate_folds", 0, (int,), False, Range(0, 100)),
+}
+GOLD_PARAMS: dict[str, Any] = {k: v.default for k, v in GOLD_PARAM_SPECS.items()}
 
 
 class UnknownMethod(ValueError):
@@ -41,10 +124,16 @@ class UnknownMethod(ValueError):
 
 
 class InvalidParams(ValueError):
-    def __init__(self, method: str, detail: str, valid: dict[str, Any]) -> None:
+    """``valid``: every parameter's default; ``param``: the one refused, when one is."""
+
+    def __init__(self, method: str, detail: str, valid: dict[str, Any], *,
+                 param: str | None = None, specs: dict[str, ParamSpec] | None = None) -> None:
         self.method = method
         self.valid = valid
-        names = ", ".join(f"{k} (default {v!r})" for k, v in valid.items())
+        self.param = param
+        self.detail = detail
+        names = ", ".join(specs[k].describe() if specs and k in specs else
+                          f"{k} (default {v!r})" for k, v in valid.items())
         super().__init__(f"method {method!r}: {detail}; valid parameters: {names}")
 
 
@@ -56,13 +145,20 @@ class MethodSpec:
     @property
     def defaults(self) -> dict[str, Any]:
         """Constructor keyword parameters and their defaults: the method's valid params."""
+        return {name: spec.default for name, spec in self.params.items()}
+
+    @property
+    def params(self) -> dict[str, ParamSpec]:
+        """Every valid parameter with its default, type and range, as the constructor's
+        signature declares them (``models.params``)."""
         signature = inspect.signature(self.cls.__init__)
+        hints = typing.get_type_hints(self.cls.__init__, include_extras=True)
         own = {
-            name: p.default
+            name: _param_spec(name, hints.get(name), p.default)
             for name, p in signature.parameters.items()
             if name != "self" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
         }
-        return {**own, **GOLD_PARAMS} if "use_gold" in own else own
+        return {**own, **GOLD_PARAM_SPECS} if "use_gold" in own else own
 
     def build(self, params: dict[str, Any], *, relevant_from: int | None = None) -> Aggregator:
         """The model with ``params`` (unchecked: see ``validate_params``); with
@@ -90,46 +186,35 @@ def get_method(method: str) -> MethodSpec:
 
 
 def validate_params(method: str, params: dict[str, Any]) -> dict[str, Any]:
-    """Check names and JSON types of ``params`` against the method's constructor, then the
-    values themselves by building it (its own checks).
+    """Check names, JSON types and ranges of ``params`` against the method's constructor
+    signature (``models.params``), then the values themselves by building it (its own checks).
 
-    A parameter whose default is a bool must be a bool, an int an int, a float a number, a str a
-    str; a default of None accepts any JSON value. Returns the params unchanged.
+    Every parameter has a declared type (bool, int, float, str, optionally None; an int is
+    accepted for a float); numbers must be finite and within their declared range. Returns the
+    params unchanged; InvalidParams names the parameter refused.
     """
     spec = get_method(method)
-    valid = spec.defaults
+    specs = spec.params
+    valid = {name: p.default for name, p in specs.items()}
     for name, value in params.items():
-        if name not in valid:
-            raise InvalidParams(method, f"unknown parameter {name!r}", valid)
-        default = valid[name]
-        if name == "random_state" and value is not None and not (
-                isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**32):
-            raise InvalidParams(method, "random_state must be a whole number from 0 to 2**32 - 1",
-                                valid)
-        ok = True
-        if isinstance(default, bool):
-            ok = isinstance(value, bool)
-        elif isinstance(default, int):
-            ok = isinstance(value, int) and not isinstance(value, bool)
-        elif isinstance(default, float):
-            ok = isinstance(value, int | float) and not isinstance(value, bool)
-        elif isinstance(default, str):
-            ok = isinstance(value, str)
-        if not ok:
-            raise InvalidParams(
-                method, f"parameter {name!r} must be of type {type(default).__name__}", valid
-            )
+        if name not in specs:
+            raise InvalidParams(method, f"unknown parameter {name!r}", valid, param=name,
+                                specs=specs)
+        problem = specs[name].check(value)
+        if problem is not None:
+            raise InvalidParams(method, problem, valid, param=name, specs=specs)
     # Values the constructor refuses (a negative tol, an unknown grouping, ...) are refused here
     # too, before a fit is queued, not when it runs. Constructors only store and check their
     # arguments (TensorFlow loads in fit()), so this is cheap and keeps TF out of the API.
     folds = params.get("calibrate_folds", 0)
     if folds and (folds < 2 or not params.get("use_gold")):
         raise InvalidParams(method, "calibrate_folds is 0 (off) or at least 2, and needs "
-                            "use_gold: true (the calibration is fitted on held-out gold)", valid)
+                            "use_gold: true (the calibration is fitted on held-out gold)", valid,
+                            param="calibrate_folds", specs=specs)
     try:
         spec.build(params)
     except (TypeError, ValueError) as exc:
-        raise InvalidParams(method, str(exc), valid) from exc
+        raise InvalidParams(method, str(exc), valid, specs=specs) from exc
     return params
 
 

@@ -90,6 +90,13 @@ def test_aggregate_params_and_errors(synth_dir: Path, tmp_path: Path,
     assert main(["aggregate", judgments, "--method", "mace", "--params", "{bad"]) == 2
     assert main(["aggregate", judgments, "--method", "ds", "--params", '{"n_restart": 2}']) == 2
     assert "valid parameters" in capsys.readouterr().err
+    # the API's refusals (models.registry): non-finite numbers, bounds, declared types
+    for params, says in [('{"tol": NaN}', "parameter 'tol' must be a finite number"),
+                         ('{"n_iter": 1180591620717411303424}', "0 <= n_iter <= 100000"),
+                         ('{"strategy_prior": 1e-320}', "1e-06 <= strategy_prior <= 1000000"),
+                         ('{"smoothing": "abc"}', "must be of type float or None")]:
+        assert main(["aggregate", judgments, "--method", "mace", "--params", params]) == 2
+        assert says in capsys.readouterr().err
     bad = tmp_path / "bad.tsv"
     bad.write_text("doc\tannotator\tlabel\nd1\tw1\tx\n")
     assert main(["aggregate", str(bad), "--method", "mv"]) == 2

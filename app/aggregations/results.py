@@ -33,6 +33,25 @@ def _float(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
+class NonFiniteResults(ValueError):
+    """A fit whose posterior or objective is NaN or infinite: a numerical failure, not a result."""
+
+
+def check_finite(proba: np.ndarray, objective_history: Any) -> None:
+    """Raise NonFiniteResults unless every task's posterior and the objective are finite
+    numbers: nothing of such a fit is stored (a NaN would otherwise end as a NULL refused by
+    the database, or as a "succeeded" fit with null results)."""
+    bad_tasks = int((~np.isfinite(proba)).any(axis=1).sum()) if proba.size else 0
+    history = np.asarray(list(objective_history or []), dtype=float)
+    bad_objective = bool(history.size) and not bool(np.isfinite(history).all())
+    if bad_tasks or bad_objective:
+        what = (f"NaN or infinite posterior probabilities for {bad_tasks} of {proba.shape[0]} "
+                "tasks" if bad_tasks else "a NaN or infinite objective")
+        raise NonFiniteResults(
+            f"the fit diverged numerically ({what}); nothing was stored. Parameters far from "
+            "the defaults (tiny priors or smoothing) are the usual cause")
+
+
 def store_results(session: Session, *, aggregation: Aggregation, snapshot: Snapshot,
                   result: AggregationResult, model: object, relevant_from: int,
                   evaluation_proba: np.ndarray | None = None) -> None:
@@ -40,6 +59,7 @@ def store_results(session: Session, *, aggregation: Aggregation, snapshot: Snaps
     (a fit that clamps gold is perfect on it); the stored results stay the fit's."""
     data = snapshot.data
     proba = np.asarray(result.proba, dtype=float)
+    check_finite(proba, result.objective_history)
     rel = relevant_index(data.classes, relevant_from, graded=aggregation.graded)
     p_relevant = proba[:, rel:].sum(axis=1)
     # The model's own hard labels (its tie rule), as the offline CLI writes them.

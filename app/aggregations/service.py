@@ -24,6 +24,7 @@ from app.collections.service import lock_collection
 from app.collections.tables import Collection
 from app.core.errors import Conflict, InvalidInput, NotFound
 from app.jobs.runner import JobRunner, submit_job
+from app.jobs.tables import ACTIVE
 from app.judgments.tables import Annotator, Document, Judgment, Task, Topic
 from models.registry import (
     ORDINAL_METHODS,
@@ -57,7 +58,8 @@ def create_aggregation(session: Session, *, runner: JobRunner, collection: Colle
     except UnknownMethod as exc:
         raise InvalidInput(str(exc), code="unknown_method", valid=exc.valid) from None
     except InvalidParams as exc:
-        raise InvalidInput(str(exc), code="invalid_params", valid=exc.valid) from None
+        raise InvalidInput(str(exc), code="invalid_params", valid=exc.valid,
+                           param=exc.param) from None
 
     lock_collection(session, collection_id=collection.id)
     watermark = current_watermark(session, collection_id=collection.id)
@@ -150,22 +152,23 @@ def list_aggregations(session: Session, *, collection: Collection, limit: int,
 
 def cancel_aggregation(session: Session, *, runner: JobRunner,
                        aggregation: Aggregation) -> Aggregation:
-    if aggregation.status in FINISHED:
-        raise Conflict(f"aggregation {aggregation.id} has already {aggregation.status}",
-                       code="aggregation_finished", status=aggregation.status)
-    changed = session.execute(
-        update(Aggregation)
-        .where(Aggregation.id == aggregation.id, Aggregation.status.in_(("queued", "running")))
-        .values(status="cancelled", finished_at=datetime.now(UTC), progress_message="cancelled")
-    ).rowcount
-    session.commit()
-    session.refresh(aggregation)
-    if changed:
-        runner.cancel("fit", aggregation.id, aggregation.job_id)
-    elif aggregation.status in FINISHED and aggregation.status != "cancelled":
-        raise Conflict(f"aggregation {aggregation.id} has already {aggregation.status}",
-                       code="aggregation_finished", status=aggregation.status)
-    return aggregation
+    """Cancel a queued or running fit. The change is one conditional UPDATE (status still
+    queued or running), so of concurrent cancels exactly one changes the row; every other one,
+    like a cancel of a fit already finished, is 409 ``aggregation_finished``."""
+    if aggregation.status not in FINISHED:
+        changed = session.execute(
+            update(Aggregation)
+            .where(Aggregation.id == aggregation.id, Aggregation.status.in_(ACTIVE))
+            .values(status="cancelled", finished_at=datetime.now(UTC),
+                    progress_message="cancelled")
+        ).rowcount
+        session.commit()
+        session.refresh(aggregation)
+        if changed:
+            runner.cancel("fit", aggregation.id, aggregation.job_id)
+            return aggregation
+    raise Conflict(f"aggregation {aggregation.id} has already {aggregation.status}",
+                   code="aggregation_finished", status=aggregation.status)
 
 
 def require_succeeded(aggregation: Aggregation) -> None:
@@ -439,7 +442,10 @@ def annotator_confusion(session: Session, *, collection: Collection, annotator: 
                         aggregation: Aggregation | None) -> dict[str, Any]:
     """The annotator's labels against gold, and against ``aggregation``'s labels: counts
     {(their label, reference label): n} over their latest judgment per task; rows ``labels``
-    (theirs), columns ``columns`` (the reference's values: a binary fit's are 0 and 1)."""
+    (theirs), columns ``columns`` (the reference's values: a binary fit's are 0 and 1).
+    A fit that has not succeeded has no labels to compare with: 409 aggregation_not_succeeded."""
+    if aggregation is not None:
+        require_succeeded(aggregation)
     annotator_id = session.scalar(select(Annotator.id).where(
         Annotator.collection_id == collection.id, Annotator.external_id == annotator))
     if annotator_id is None:
@@ -459,7 +465,7 @@ def annotator_confusion(session: Session, *, collection: Collection, annotator: 
     for chunk in (tasks[i:i + 5000] for i in range(0, len(tasks), 5000)):
         gold_of.update(session.execute(select(Task.id, Task.gold).where(
             Task.id.in_(chunk), Task.gold.in_(collection.labels))).all())
-        if aggregation is not None and aggregation.status == "succeeded":
+        if aggregation is not None:
             fitted.update(session.execute(select(AggregationTask.task_id, AggregationTask.label)
                                           .where(AggregationTask.aggregation_id == aggregation.id,
                                                  AggregationTask.task_id.in_(chunk))).all())

@@ -14,7 +14,8 @@ fit LK and say so in ``result().info["fallback"]``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Self
+import re
+from typing import TYPE_CHECKING, Annotated, Any, Self
 
 import numpy as np
 from scipy.special import ndtr
@@ -23,6 +24,20 @@ from models.base import AggregationResult, Aggregator, ProgressCallback, no_prog
 from models.data import UNKNOWN, AnnotationData
 from models.dirichlet import GROUPINGS
 from models.gp.constants import DEFAULT_QUADRATURE_POINTS
+from models.params import (
+    FullGPTasks,
+    InducingPoints,
+    InnerIterations,
+    InnerIterations1,
+    Iterations,
+    MStepTasks,
+    OpenProbability,
+    Prior,
+    QuadraturePoints,
+    Range,
+    Seed,
+    Tolerance,
+)
 
 # TensorFlow and GPflow are imported inside the functions that use them: importing this module
 # (to validate a method's parameters in the API process) must not load TensorFlow.
@@ -48,25 +63,25 @@ class _CrowdGP(Aggregator):
         feature_groups: str | None = None,
         mean_function: str = "linear",
         per_task_deviation: bool = True,
-        deviation_variance: float = 1.0,
+        deviation_variance: Prior = 1.0,
         learn_deviation: bool = True,
         learn_task_noise: bool = False,
         estimate_difficulty: bool = True,
         learn_annotator_bias: bool = False,
         learn_task_bias: bool = False,
-        full_gp_max_tasks: int = 500,
-        n_inducing: int = 200,
-        n_iter: int = 50,
-        tol: float = 1e-4,
-        e_step_sweeps: int = 20,
-        e_step_rate: float = 0.7,
-        m_step_iterations: int = 10,
-        m_step_max_tasks: int = 20000,
-        n_quadrature: int = DEFAULT_QUADRATURE_POINTS,
-        random_state: int | None = None,
+        full_gp_max_tasks: FullGPTasks = 500,
+        n_inducing: InducingPoints = 200,
+        n_iter: Iterations = 50,
+        tol: Tolerance = 1e-4,
+        e_step_sweeps: InnerIterations1 = 20,
+        e_step_rate: Annotated[float, Range(0.0, 1.0, low_open=True)] = 0.7,
+        m_step_iterations: InnerIterations = 10,
+        m_step_max_tasks: MStepTasks = 20000,
+        n_quadrature: QuadraturePoints = DEFAULT_QUADRATURE_POINTS,
+        random_state: Seed = None,
         asymmetric_noise: bool = False,
-        spam_prior: float = 0.1,
-        spam_strength: float = 10.0,
+        spam_prior: OpenProbability = 0.1,
+        spam_strength: Prior = 10.0,
         use_gold: bool = False,
         class_prior_by: str = "collection",
     ) -> None:
@@ -98,7 +113,12 @@ class _CrowdGP(Aggregator):
         self.spam_prior = spam_prior
         self.spam_strength = spam_strength
         self.use_gold = use_gold
-        _parse_kernel(kernel)
+        parts = _parse_kernel(kernel)
+        if feature_groups:
+            groups = _check_groups(feature_groups)
+            if len(parts) > 1 and len(parts) != groups:
+                raise ValueError(f"kernel {kernel!r} has {len(parts)} parts for {groups} feature "
+                                 "groups: give one kernel per group, or a single kernel")
         if not 0.0 < spam_prior < 1.0 or spam_strength <= 0:
             raise ValueError("spam_prior must be in (0, 1) and spam_strength > 0")
         if mean_function not in MEAN_FUNCTIONS:
@@ -385,22 +405,22 @@ class LK(_CrowdGP):
 
     def __init__(
         self,
-        deviation_variance: float = 1.0,
+        deviation_variance: Prior = 1.0,
         learn_deviation: bool = True,
         learn_task_noise: bool = False,
         estimate_difficulty: bool = True,
         learn_annotator_bias: bool = True,
         learn_task_bias: bool = False,
-        n_iter: int = 50,
-        tol: float = 1e-4,
-        e_step_sweeps: int = 20,
-        e_step_rate: float = 0.7,
-        m_step_iterations: int = 10,
-        n_quadrature: int = DEFAULT_QUADRATURE_POINTS,
-        random_state: int | None = None,
+        n_iter: Iterations = 50,
+        tol: Tolerance = 1e-4,
+        e_step_sweeps: InnerIterations1 = 20,
+        e_step_rate: Annotated[float, Range(0.0, 1.0, low_open=True)] = 0.7,
+        m_step_iterations: InnerIterations = 10,
+        n_quadrature: QuadraturePoints = DEFAULT_QUADRATURE_POINTS,
+        random_state: Seed = None,
         asymmetric_noise: bool = False,
-        spam_prior: float = 0.1,
-        spam_strength: float = 10.0,
+        spam_prior: OpenProbability = 0.1,
+        spam_strength: Prior = 10.0,
         use_gold: bool = False,
         class_prior_by: str = "collection",
     ) -> None:
@@ -435,16 +455,16 @@ class GPMV(_CrowdGP):
         feature_groups: str | None = None,
         mean_function: str = "linear",
         per_task_deviation: bool = True,
-        full_gp_max_tasks: int = 500,
-        n_inducing: int = 200,
-        n_iter: int = 50,
-        tol: float = 1e-4,
-        e_step_sweeps: int = 20,
-        e_step_rate: float = 0.7,
-        m_step_iterations: int = 10,
-        m_step_max_tasks: int = 20000,
-        n_quadrature: int = DEFAULT_QUADRATURE_POINTS,
-        random_state: int | None = None,
+        full_gp_max_tasks: FullGPTasks = 500,
+        n_inducing: InducingPoints = 200,
+        n_iter: Iterations = 50,
+        tol: Tolerance = 1e-4,
+        e_step_sweeps: InnerIterations1 = 20,
+        e_step_rate: Annotated[float, Range(0.0, 1.0, low_open=True)] = 0.7,
+        m_step_iterations: InnerIterations = 10,
+        m_step_max_tasks: MStepTasks = 20000,
+        n_quadrature: QuadraturePoints = DEFAULT_QUADRATURE_POINTS,
+        random_state: Seed = None,
     ) -> None:
         super().__init__(
             kernel=kernel, feature_groups=feature_groups, mean_function=mean_function,
@@ -525,6 +545,25 @@ def _parse_kernel(kind: str) -> list[str]:
     if not parts or any(p not in KERNELS for p in parts):
         raise ValueError(f"kernel must be 'rbf', 'linear' or a sum like 'rbf+linear', got {kind!r}")
     return parts
+
+
+_GROUP = re.compile(r"\s*(\d*)\s*:\s*(\d*)\s*")
+
+
+def _check_groups(groups: str) -> int:
+    """The number of groups in ``feature_groups`` ('0:6;6:390': column ranges as Python slices,
+    ';'-separated, start or stop may be left out); ValueError naming a malformed range. Whether
+    the columns exist is known only from the data (``_parse_groups``)."""
+    chunks = groups.split(";")
+    for chunk in chunks:
+        match = _GROUP.fullmatch(chunk)
+        if match is None:
+            raise ValueError(f"feature_groups must be column ranges like '0:6;6:390', got "
+                             f"{chunk!r} in {groups!r}")
+        start, stop = match.groups()
+        if start and stop and int(start) >= int(stop):
+            raise ValueError(f"feature group {chunk!r} is empty: its start must be below its stop")
+    return len(chunks)
 
 
 def _parse_groups(groups: str, d: int) -> list[list[int]]:

@@ -26,7 +26,7 @@ one. Derivation: docs/gp.md.
 
 from __future__ import annotations
 
-from typing import Any, Self
+from typing import Annotated, Any, Self
 
 import numpy as np
 from scipy.special import ndtr as np_ndtr
@@ -37,6 +37,20 @@ from models.data import AnnotationData
 from models.gp.constants import DEFAULT_QUADRATURE_POINTS
 from models.gp.model import _CrowdGP, _mean_function, build_kernel, topic_intercepts
 from models.ordinal_ds import check_ordinal_scale, grade_columns
+from models.params import (
+    FullGPTasks,
+    InducingPoints,
+    InnerIterations,
+    InnerIterations1,
+    Iterations,
+    MStepTasks,
+    Prior,
+    PriorOrZero,
+    QuadraturePoints,
+    Range,
+    Seed,
+    Tolerance,
+)
 
 # TensorFlow and GPflow load inside fit() (models.gp.ordinal_likelihood): importing this module,
 # as the API does to validate parameters, must not load them.
@@ -60,22 +74,22 @@ class OrdinalGP(_CrowdGP):
         feature_groups: str | None = None,
         mean_function: str = "linear",
         per_task_deviation: bool = True,
-        deviation_variance: float = 1.0,
+        deviation_variance: Prior = 1.0,
         learn_deviation: bool = True,
         learn_annotator_bias: bool = True,
-        spam_prior: float = 0.1,
-        spam_strength: float = 10.0,
-        full_gp_max_tasks: int = 500,
-        n_inducing: int = 200,
-        n_iter: int = 50,
-        tol: float = 1e-4,
-        e_step_sweeps: int = 20,
-        e_step_rate: float = 0.7,
-        m_step_iterations: int = 10,
-        m_step_max_tasks: int = 20000,
-        n_quadrature: int = DEFAULT_QUADRATURE_POINTS,
-        random_state: int | None = None,
-        readout_noise: float = 0.0,
+        spam_prior: Annotated[float, Range(0.0, 1.0, high_open=True)] = 0.1,
+        spam_strength: Prior = 10.0,
+        full_gp_max_tasks: FullGPTasks = 500,
+        n_inducing: InducingPoints = 200,
+        n_iter: Iterations = 50,
+        tol: Tolerance = 1e-4,
+        e_step_sweeps: InnerIterations1 = 20,
+        e_step_rate: Annotated[float, Range(0.0, 1.0, low_open=True)] = 0.7,
+        m_step_iterations: InnerIterations = 10,
+        m_step_max_tasks: MStepTasks = 20000,
+        n_quadrature: QuadraturePoints = DEFAULT_QUADRATURE_POINTS,
+        random_state: Seed = None,
+        readout_noise: PriorOrZero = 0.0,
         class_prior_by: str = "collection",
     ) -> None:
         super().__init__(

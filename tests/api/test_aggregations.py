@@ -131,7 +131,8 @@ def test_cancel_and_failure_leave_earlier_results_intact(jobs_client, synthetic_
 
     # Many restarts keep MACE busy long enough to be cancelled while queued or running.
     slow = client.post(f"{API}/collections/synth/aggregations",
-                       json={"method": "mace", "params": {"n_restarts": 2000}}).json()
+                       json={"method": "mace", "params": {"n_restarts": 1000,
+                                                          "n_iter": 1000}}).json()
     cancelled = client.delete(f"{API}/aggregations/{slow['id']}")
     assert cancelled.status_code == 200
     assert cancelled.json()["status"] == "cancelled"
@@ -299,3 +300,190 @@ def test_clamped_gold_is_scored_held_out(jobs_client, synthetic_file) -> None:
     assert 0.6 < done["evaluation"]["accuracy"] < 0.99  # in-sample it would be 1.0
     tasks = client.get(f"{API}/aggregations/{created['id']}/tasks", params={"limit": 300}).json()
     assert all(t["label"] == t["gold"] for t in tasks["data"] if t["gold"] is not None)
+
+
+def _judged_collection(client, name: str = "small") -> dict:
+    collection = create_collection(client, name=name, labels=[0, 1], relevant_from=1, ignore=[])
+    response = client.post(f"{API}/collections/{name}/judgments", json={"judgments": [
+        {"topic": "t", "doc": f"d{i}", "annotator": f"w{i % 3}", "label": i % 2}
+        for i in range(12)]})
+    assert response.status_code == 201, response.text
+    return collection
+
+
+def _fit_row(database_url: str, collection_id: int, status: str) -> int:
+    """An aggregation row in ``status`` without a job behind it (what a fit looks like to a
+    cancel or a read while it waits, or once it ended)."""
+    from app.aggregations.tables import Aggregation
+    from app.core.db import get_sessionmaker
+
+    with get_sessionmaker(database_url)() as session:
+        row = Aggregation(collection_id=collection_id, method="mace", params={}, graded=False,
+                          status=status, progress=0.0, progress_message=status, watermark=10**9)
+        session.add(row)
+        session.commit()
+        return row.id
+
+
+@pytest.mark.parametrize(("body", "param", "says"), [
+    # NaN / Infinity: Python's JSON parser accepts them; stored they are a 500 on PostgreSQL,
+    # a silent null on SQLite and a fit run with NaN
+    ('{"method": "ds", "params": {"tol": NaN}}', "tol", "finite"),
+    ('{"method": "mace", "params": {"smoothing": NaN}}', "smoothing", "finite"),
+    ('{"method": "mace", "params": {"alpha": Infinity}}', "alpha", "finite"),
+    ('{"method": "magp", "params": {"spam_strength": -Infinity}}', "spam_strength", "finite"),
+    # bounds: every numeric parameter has one (models.params)
+    ('{"method": "mace", "params": {"n_iter": 1180591620717411303424}}', "n_iter",
+     "0 <= n_iter <= 100000, got 1180591620717411303424"),
+    ('{"method": "mace", "params": {"n_restarts": 1001}}', "n_restarts",
+     "1 <= n_restarts <= 1000, got 1001"),
+    ('{"method": "ebcc", "params": {"n_subtypes": 1000000}}', "n_subtypes",
+     "1 <= n_subtypes <= 50, got 1000000"),
+    ('{"method": "lk", "params": {"n_quadrature": 1000000}}', "n_quadrature",
+     "1 <= n_quadrature <= 200, got 1000000"),
+    ('{"method": "mace", "params": {"tol": -1.0}}', "tol", "0 <= tol < 1, got -1.0"),
+    ('{"method": "ds", "params": {"tol": 1.0}}', "tol", "0 <= tol < 1, got 1.0"),
+    ('{"method": "mace", "params": {"strategy_prior": 1e-320}}', "strategy_prior",
+     "1e-06 <= strategy_prior <= 1000000"),
+    ('{"method": "ibcc", "params": {"alpha_diagonal": 1e300}}', "alpha_diagonal",
+     "1e-06 <= alpha_diagonal <= 1000000"),
+    ('{"method": "ordinal-gp", "params": {"n_inducing": 100000}}', "n_inducing",
+     "1 <= n_inducing <= 5000"),
+    ('{"method": "ds", "params": {"use_gold": true, "calibrate_folds": 1000}}',
+     "calibrate_folds", "0 <= calibrate_folds <= 100"),
+    # types, also of parameters whose default is None
+    ('{"method": "magp", "params": {"feature_groups": {"a": [1]}}}', "feature_groups",
+     "must be of type str or None"),
+    ('{"method": "mace", "params": {"smoothing": "abc"}}', "smoothing",
+     "must be of type float or None, got 'abc'"),
+    ('{"method": "mace", "params": {"random_state": 1.5}}', "random_state",
+     "must be of type int or None"),
+    ('{"method": "mv", "params": {"tie": 3}}', "tie", "must be of type str"),
+    ('{"method": "mace", "params": {"n_iter": null}}', "n_iter", "not null"),
+])
+def test_params_out_of_range_or_type_are_refused_before_a_fit(client, body, param,
+                                                              says) -> None:
+    _judged_collection(client)
+    response = client.post(f"{API}/collections/small/aggregations", content=body,
+                           headers={"content-type": "application/json"})
+    assert response.status_code == 422, response.text
+    error = response.json()
+    assert error["code"] == "invalid_params" and error["param"] == param
+    assert f"parameter {param!r}" in error["detail"] and says in error["detail"]
+    assert client.get(f"{API}/collections/small/aggregations").json()["count"] == 0
+
+
+def test_malformed_feature_groups_are_refused_before_a_fit(client) -> None:
+    _judged_collection(client)
+    for groups in ["x", "0:a", "5:2", "0:4;4:8;x"]:
+        response = client.post(f"{API}/collections/small/aggregations",
+                               json={"method": "magp", "params": {"feature_groups": groups}})
+        assert response.status_code == 422, groups
+        assert response.json()["code"] == "invalid_params"
+        assert "feature" in response.json()["detail"]
+        assert "Traceback" not in response.text
+    assert client.get(f"{API}/collections/small/aggregations").json()["count"] == 0
+
+
+def test_a_fit_with_nan_results_fails_with_a_clear_error(client, settings, monkeypatch) -> None:
+    """Second defence behind the parameter bounds: a posterior that is NaN is a failed fit with
+    a message, not a raw IntegrityError (SQLite) nor a "succeeded" fit of NaNs (PostgreSQL)."""
+    import numpy as np
+
+    import models.registry
+    from app.aggregations.job import run_fit
+    from models.majority_vote import MajorityVote
+
+    class Diverging(MajorityVote):
+        def fit(self, data, progress=lambda f, m: None):  # type: ignore[no-untyped-def]
+            super().fit(data, progress)
+            self.proba_ = np.full_like(self.proba_, np.nan)
+            return self
+
+    collection = _judged_collection(client)
+    fit = _fit_row(settings.database_url, collection["id"], "queued")
+    monkeypatch.setattr(models.registry, "make_aggregator",
+                        lambda method, params=None, **kw: Diverging())
+    assert run_fit(settings.database_url, fit) == "failed"
+    failed = client.get(f"{API}/aggregations/{fit}").json()
+    assert failed["status"] == "failed"
+    assert "NaN or infinite posterior probabilities for 12 of 12 tasks" in failed["error"]
+    assert "IntegrityError" not in failed["error"]
+    assert client.get(f"{API}/aggregations/{fit}/tasks").status_code == 409
+
+
+def test_concurrent_cancels_cancel_once(client, settings) -> None:
+    """Ten cancels at once: one conditional UPDATE wins (200, one audit event), the others
+    get the 409 a cancel of a finished fit gets."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from sqlalchemy import func, select
+
+    from app.auth.tables import AuditEvent
+    from app.core.db import get_sessionmaker
+
+    collection = _judged_collection(client)
+    for status in ("queued", "running"):
+        fit = _fit_row(settings.database_url, collection["id"], status)
+        with ThreadPoolExecutor(10) as pool:
+            responses = list(pool.map(client.delete, [f"{API}/aggregations/{fit}"] * 10))
+        codes = sorted(r.status_code for r in responses)
+        assert codes == [200] + [409] * 9, [r.text for r in responses]
+        assert all(r.json()["code"] == "aggregation_finished" for r in responses
+                   if r.status_code == 409)
+        with get_sessionmaker(settings.database_url)() as session:
+            events = session.scalar(select(func.count()).select_from(AuditEvent).where(
+                AuditEvent.action == "fit_cancelled", AuditEvent.target_id == fit))
+        assert events == 1
+        again = client.delete(f"{API}/aggregations/{fit}")
+        assert again.status_code == 409 and again.json()["code"] == "aggregation_finished"
+
+
+def test_confusion_against_a_fit_that_did_not_succeed_is_409(client, settings) -> None:
+    collection = _judged_collection(client)
+    url = f"{API}/collections/small/annotators/w0/confusion"
+    for status in ("cancelled", "failed", "queued", "running"):
+        fit = _fit_row(settings.database_url, collection["id"], status)
+        response = client.get(url, params={"aggregation": fit})
+        assert response.status_code == 409, (status, response.text)
+        assert response.json()["code"] == "aggregation_not_succeeded"
+        assert response.json()["status"] == status
+    # without ?aggregation= (no fit succeeded yet): only the gold side
+    assert client.get(url).json()["aggregation_id"] is None
+
+
+def test_racing_cancels_of_one_loaded_fit_cancel_once(client, settings) -> None:
+    """The race itself, made certain: ten sessions read the fit while it is still queued, then
+    all cancel at once; exactly one changes the row and stops the job, nine are 409."""
+    from threading import Barrier
+
+    from app.aggregations import service
+    from app.core.db import get_sessionmaker
+    from app.core.errors import Conflict
+
+    collection = _judged_collection(client)
+    fit = _fit_row(settings.database_url, collection["id"], "queued")
+    barrier = Barrier(10)
+    stopped: list[int] = []
+
+    class Runner:
+        def cancel(self, kind: str, job_id: int, runner_job_id: str | None) -> None:
+            stopped.append(job_id)
+
+    def cancel(_: int) -> str:
+        with get_sessionmaker(settings.database_url)() as session:
+            aggregation = service.get_aggregation(session, aggregation_id=fit)
+            assert aggregation.status == "queued"
+            barrier.wait(timeout=30)
+            try:
+                service.cancel_aggregation(session, runner=Runner(), aggregation=aggregation)
+            except Conflict as exc:
+                return exc.code
+            return "cancelled"
+
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(10) as pool:
+        outcomes = sorted(pool.map(cancel, range(10)))
+    assert outcomes == ["aggregation_finished"] * 9 + ["cancelled"]
+    assert stopped == [fit]

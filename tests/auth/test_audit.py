@@ -30,7 +30,8 @@ def test_changes_are_audited(auth_client, auth_settings, admin_key) -> None:
     auth_client.headers.update(admin)  # for wait_for's polling
     wait_for(auth_client, fit["id"])
     slow = auth_client.post(f"{API}/collections/c1/aggregations", headers=admin,
-                            json={"method": "mace", "params": {"n_restarts": 2000}}).json()
+                            json={"method": "mace",
+                                  "params": {"n_restarts": 1000, "n_iter": 100_000}}).json()
     assert auth_client.delete(f"{API}/aggregations/{slow['id']}", headers=admin).status_code == 200
     assert auth_client.post(f"{API}/collections/c2/judgments", headers=platform, json={
         "judgments": [{"topic": "t", "doc": "d", "annotator": "w", "label": 1}]}

@@ -51,7 +51,7 @@ def _wait_running(client: TestClient, fit_id: int, timeout: float = 120) -> None
         time.sleep(0.1)
 
 
-SLOW_FIT = {"method": "mace", "params": {"n_restarts": 100_000}}
+SLOW_FIT = {"method": "mace", "params": {"n_restarts": 1000, "n_iter": 100_000}}
 
 
 def _killed_fit_then_recovery(client: TestClient, kill, *, new_worker=None) -> str:
