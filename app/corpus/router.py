@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
+from functools import partial
 
 from fastapi import APIRouter, Path, Request
 from pydantic import BaseModel, ConfigDict
@@ -45,22 +46,25 @@ class RunsPublic(BaseModel):
     count: int
 
 
-async def _texts(request: Request) -> dict[str, str]:
+async def _texts(request: Request, *, kind: str) -> dict[str, str]:
+    """{id: text} of the body; ``kind`` (``topic``, ``doc``) sets the ids' length limit."""
     upload = await read_upload(request, filename=None)
     if request.headers.get("content-type", "").startswith("application/json"):
         try:
             data = json.loads(upload.content)
         except ValueError as exc:
             raise InvalidInput(f"invalid JSON: {exc}", code="invalid_body") from None
-        return texts_from_json(data)
-    return await run_in_threadpool(parse_texts, upload.content)
+        except RecursionError:
+            raise InvalidInput("invalid JSON: nested too deeply", code="invalid_body") from None
+        return texts_from_json(data, kind=kind)
+    return await run_in_threadpool(partial(parse_texts, kind=kind), upload.content)
 
 
 @router.put("/topics", response_model=TextsReport, dependencies=[require_scope("ingest")])
 async def put_topic_texts(request: Request, session: SessionDep,
                           collection: CollectionDep) -> TextsReport:
     """Topic texts: TSV ``id<TAB>text`` (header optional) or JSON ``[{"id", "text"}]``."""
-    texts = await _texts(request)
+    texts = await _texts(request, kind="topic")
     report = await run_in_threadpool(service.set_texts, session, collection=collection,
                                      kind="topics", texts=texts)
     return TextsReport(**report)
@@ -70,7 +74,7 @@ async def put_topic_texts(request: Request, session: SessionDep,
 async def put_document_texts(request: Request, session: SessionDep,
                              collection: CollectionDep) -> TextsReport:
     """Document texts: TSV ``id<TAB>text`` (header optional) or JSON ``[{"id", "text"}]``."""
-    texts = await _texts(request)
+    texts = await _texts(request, kind="doc")
     report = await run_in_threadpool(service.set_texts, session, collection=collection,
                                      kind="documents", texts=texts)
     return TextsReport(**report)

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import csv
 from collections.abc import Iterator
+from itertools import chain
+from typing import Any
+
+from app.formats.ids import CONTROL_IN_TEXT
 
 
 class FileFormatError(ValueError):
@@ -32,18 +36,89 @@ def decode_text(raw: bytes | str) -> str:
             ) from exc
     nul = text.find("\x00")
     if nul >= 0:
-        line = len((text[:nul] + "x").splitlines())  # as the parsers count lines
+        line = line_of(text, nul)
         raise FileFormatError(f"line {line}: a NUL character (U+0000) is not text",
                               code="invalid_encoding", line=line)
     return text
 
 
-def delimited_rows(raw: bytes | str) -> tuple[int, Iterator[list[str]]]:
-    """(line number of the header, csv reader from the header on) of a delimited file: tab if the
-    header line has one, else comma. Leading blank lines are skipped; an empty file is refused."""
-    lines = decode_text(raw).splitlines()
-    first = next((i for i, line in enumerate(lines) if line.strip()), None)
-    if first is None:
+def line_of(text: str, position: int) -> int:
+    """The 1-based line of ``text[position]``, lines ending at \\n, \\r\\n or \\r (as
+    :func:`split_lines` cuts them)."""
+    return (text.count("\n", 0, position) + text.count("\r", 0, position)
+            - text.count("\r\n", 0, position) + 1)
+
+
+def split_lines(text: str) -> list[str]:
+    """The lines of ``text``, ended by \\n, \\r\\n or \\r only: ``str.splitlines`` also
+    ends a line at \\f, \\v, \\x1c-\\x1e, U+0085, U+2028 and U+2029, which splits a row
+    whose field holds one. The last line may be empty."""
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text.split("\n")
+
+
+def refuse_control_characters(text: str) -> None:
+    """Refuse a control character (other than tab and line ends) anywhere in a
+    whitespace-separated file (qrels, runs), naming its line: no field there may hold one."""
+    found = CONTROL_IN_TEXT.search(text)
+    if found:
+        line = line_of(text, found.start())
+        raise FileFormatError(
+            f"line {line}: a control character (U+{ord(found.group()):04X}) is not allowed",
+            code="invalid_row", line=line,
+        )
+
+
+def delimited_rows(raw: bytes | str) -> tuple[int, Iterator[tuple[int, list[str]]]]:
+    """(line of the header, (line, fields) of each row from the header on) of a delimited file:
+    tab if the header line has one, else comma. Leading blank lines are skipped; an empty file
+    is refused.
+
+    Lines end at \\n, \\r\\n or \\r. CSV fields may be quoted (a quoted field may span
+    lines: ``line`` is the row's first); TSV does not interpret quotes (a field may start with
+    ``"``). A row the csv module cannot read (a field over its size limit) is ``invalid_row``
+    with its line."""
+    stream = _lines_with_ends(decode_text(raw))
+    skipped = 0
+    for first in stream:
+        if first.strip():
+            break
+        skipped += 1
+    else:
         raise FileFormatError("the file is empty", code="empty_file")
-    delimiter = "\t" if "\t" in lines[first] else ","
-    return first + 1, csv.reader(lines[first:], delimiter=delimiter)
+    if "\t" in first:
+        reader = csv.reader(chain([first], stream), delimiter="\t", quoting=csv.QUOTE_NONE)
+    else:
+        reader = csv.reader(chain([first], stream), delimiter=",")
+    return skipped + 1, _numbered(reader, skipped)
+
+
+def _lines_with_ends(text: str) -> Iterator[str]:
+    """The lines of ``text`` with their ends (as the csv module wants them), cut at \\n,
+    \\r\\n or \\r only, one at a time (io.StringIO would hold a 4-byte-per-character copy)."""
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    start = 0
+    while True:
+        end = text.find("\n", start)
+        if end < 0:
+            if start < len(text):
+                yield text[start:]
+            return
+        yield text[start:end + 1]
+        start = end + 1
+
+
+def _numbered(reader: Any, skipped: int) -> Iterator[tuple[int, list[str]]]:
+    end = 0  # the last line read so far
+    try:
+        for row in reader:
+            yield skipped + end + 1, row
+            end = reader.line_num
+    except csv.Error as exc:
+        line = skipped + reader.line_num
+        limit = csv.field_size_limit()
+        detail = (f"a field is longer than {limit:,} characters" if "field limit" in str(exc)
+                  else str(exc))
+        raise FileFormatError(f"line {line}: {detail}", code="invalid_row", line=line) from None

@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 
 from app.formats.errors import FileFormatError, delimited_rows
+from app.formats.ids import MAX_ID_LENGTH, id_problem
 
 
 @dataclass(frozen=True)
@@ -19,8 +20,8 @@ class FeatureRows:
 
 
 def parse_features(raw: bytes | str) -> FeatureRows:
-    header_line, reader = delimited_rows(raw)
-    header = [h.strip() for h in next(reader)]
+    _, rows = delimited_rows(raw)
+    header = [h.strip() for h in next(rows)[1]]
     if len(header) < 3 or header[0].lower() not in ("topic", "topicid", "topic_id", "qid") or \
             header[1].lower() not in ("doc", "docid", "doc_id", "document", "task"):
         raise FileFormatError(
@@ -29,8 +30,7 @@ def parse_features(raw: bytes | str) -> FeatureRows:
         )
     names = header[2:]
     vectors: dict[tuple[str, str], list[float]] = {}
-    for offset, row in enumerate(reader):
-        line = header_line + 1 + offset
+    for line, row in rows:
         if not row or all(not c.strip() for c in row):
             continue
         if len(row) != len(header):
@@ -38,7 +38,7 @@ def parse_features(raw: bytes | str) -> FeatureRows:
                 f"line {line}: expected {len(header)} columns, found {len(row)}",
                 code="invalid_row", line=line,
             )
-        key = (row[0].strip(), row[1].strip())
+        key = (_id(row[0], "topic", header[0], line), _id(row[1], "doc", header[1], line))
         if key in vectors:
             raise FileFormatError(
                 f"line {line}: duplicate features for topic {key[0]!r}, doc {key[1]!r}",
@@ -60,3 +60,12 @@ def parse_features(raw: bytes | str) -> FeatureRows:
     if not vectors:
         raise FileFormatError("the file has a header but no feature rows", code="empty_file")
     return FeatureRows(names, vectors)
+
+
+def _id(value: str, kind: str, column: str, line: int) -> str:
+    """The id stripped, by the rules every id follows (``app.formats.ids.id_problem``)."""
+    reason = id_problem(value, MAX_ID_LENGTH[kind])
+    if reason is not None:
+        raise FileFormatError(f"line {line}: column {column!r} {reason}", code="invalid_row",
+                              line=line, column=column)
+    return value.strip()

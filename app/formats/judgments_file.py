@@ -7,7 +7,10 @@ Accepted column names (case-insensitive), DESIGN §5:
 - annotator: ``annotator``, ``workerID``, ``worker_id``, ``worker``, ``judge``;
 - label: ``label``, ``relevance``, ``rel``;
 - gold (optional): ``gold`` — the expert label of the row's task; negative values mean unknown.
-Blank lines are skipped. The delimiter is a tab if the header has one, else a comma.
+Blank lines are skipped. The delimiter is a tab if the header has one, else a comma. CSV fields
+may be quoted; TSV does not interpret quotes. Lines end at \\n, \\r\\n or \\r; an id may not
+hold a line break or another control character, and labels and gold are ASCII whole numbers
+(``app.formats.ids``).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.formats.errors import FileFormatError, delimited_rows
+from app.formats.ids import BadId, clean_ids, parse_integer
 
 ALIASES: dict[str, tuple[str, ...]] = {
     "topic": ("topic", "topicid", "topic_id", "query", "qid"),
@@ -29,7 +33,8 @@ DEFAULT_TOPIC = "0"
 
 @dataclass(frozen=True)
 class JudgmentRows:
-    """Columns of the parsed rows, aligned; ``lines`` gives each row's line in the file."""
+    """Columns of the parsed rows, aligned; ``lines`` gives each row's line in the file (for a
+    JSON body: its index). Ids are clean (``app.formats.ids.clean_ids``)."""
 
     topics: list[str]
     docs: list[str]
@@ -65,26 +70,25 @@ def _map_header(header: list[str]) -> dict[str, int]:
     return index
 
 
-def _int(value: str, *, line: int, column: str) -> int:
-    try:
-        return int(value)
-    except ValueError:
-        try:
-            number = float(value)
-        except ValueError:
-            number = float("nan")
-        if number.is_integer():
-            return int(number)
+def _int(cache: dict[str, int], value: str, *, line: int, column: str) -> int:
+    number = cache.get(value)
+    if number is not None:
+        return number
+    number = parse_integer(value)
+    if number is None:
         raise FileFormatError(
-            f"line {line}: column {column!r} must be an integer, got {value!r}",
+            f"line {line}: column {column!r} must be an integer, got {value.strip()!r}",
             code="invalid_row", line=line, column=column,
-        ) from None
+        )
+    cache[value] = number
+    return number
 
 
 def parse_judgments(raw: bytes | str, *, default_topic: str = DEFAULT_TOPIC) -> JudgmentRows:
-    """Parse a whole judgment file; raise FileFormatError naming the line and column."""
-    header_line, reader = delimited_rows(raw)
-    header = next(reader)
+    """Parse a whole judgment file; raise FileFormatError naming the line and column. Ids follow
+    :func:`app.formats.ids.clean_ids` (stripped, non-empty, no control character, length)."""
+    _, rows = delimited_rows(raw)
+    _, header = next(rows)
     index = _map_header(header)
     width = max(index.values()) + 1
     i_topic = index.get("topic")
@@ -98,30 +102,44 @@ def parse_judgments(raw: bytes | str, *, default_topic: str = DEFAULT_TOPIC) -> 
     labels: list[int] = []
     golds: list[int | None] | None = [] if i_gold is not None else None
     line_numbers: list[int] = []
-    for offset, row in enumerate(reader):
-        line = header_line + 1 + offset
-        if not row or all(not cell.strip() for cell in row):
+    label_cache: dict[str, int] = {}
+    gold_cache: dict[str, int] = {}
+    label_name = names[i_label]
+    for line, row in rows:
+        if not row or (not row[0].strip() and not "".join(row).strip()):
             continue
         if len(row) < width:
             raise FileFormatError(
                 f"line {line}: expected at least {width} columns, found {len(row)}",
                 code="invalid_row", line=line, column=names.get(len(row)),
             )
-        for i in (i_doc, i_ann) if i_topic is None else (i_topic, i_doc, i_ann):
-            if not row[i].strip():
-                raise FileFormatError(
-                    f"line {line}: column {names[i]!r} is empty", code="invalid_row",
-                    line=line, column=names[i],
-                )
-        topics.append(default_topic if i_topic is None else row[i_topic].strip())
-        docs.append(row[i_doc].strip())
-        annotators.append(row[i_ann].strip())
-        labels.append(_int(row[i_label].strip(), line=line, column=names[i_label]))
+        if i_topic is not None:
+            topics.append(row[i_topic])
+        docs.append(row[i_doc])
+        annotators.append(row[i_ann])
+        labels.append(_int(label_cache, row[i_label], line=line, column=label_name))
         if golds is not None:
-            cell = row[i_gold].strip()  # type: ignore[index]
-            gold = _int(cell, line=line, column=names[i_gold]) if cell else None  # type: ignore[index]
-            golds.append(gold)
+            cell = row[i_gold]  # type: ignore[index]
+            golds.append(_int(gold_cache, cell, line=line, column=names[i_gold])  # type: ignore[index]
+                         if cell and not cell.isspace() else None)
         line_numbers.append(line)
     if not labels:
         raise FileFormatError("the file has a header but no judgments", code="empty_file")
-    return JudgmentRows(topics, docs, annotators, labels, golds, line_numbers)
+    columns = [("doc", i_doc, docs), ("annotator", i_ann, annotators)]
+    if i_topic is not None:
+        columns.insert(0, ("topic", i_topic, topics))
+    cleaned: dict[str, list[str]] = {}
+    problems = []
+    for kind, position, values in columns:
+        try:
+            cleaned[kind] = clean_ids(values, kind=kind)
+        except BadId as bad:
+            problems.append((bad.index, position, bad.reason))
+    if problems:  # the first bad id in the file
+        row_index, position, reason = min(problems)
+        line = line_numbers[row_index]
+        raise FileFormatError(f"line {line}: column {names[position]!r} {reason}",
+                              code="invalid_row", line=line, column=names[position])
+    topic_ids = [default_topic] * len(labels) if i_topic is None else cleaned["topic"]
+    return JudgmentRows(topic_ids, cleaned["doc"], cleaned["annotator"], labels, golds,
+                        line_numbers)

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from app.formats.errors import FileFormatError, decode_text
+from app.formats.errors import (
+    FileFormatError,
+    decode_text,
+    refuse_control_characters,
+    split_lines,
+)
+from app.formats.ids import BadId, clean_ids, parse_integer, split_fields
 
 
 def parse_qrels(raw: bytes | str) -> dict[tuple[str, str], int]:
@@ -15,12 +21,17 @@ def parse_qrels(raw: bytes | str) -> dict[tuple[str, str], int]:
 def parse_qrels_with_lines(
     raw: bytes | str,
 ) -> tuple[dict[tuple[str, str], int], dict[tuple[str, str], int]]:
-    """The qrels and, for error messages, the line each pair came from."""
+    """The qrels and, for error messages, the line each pair came from.
+
+    Lines end at \\n, \\r\\n or \\r; fields are separated by ASCII whitespace (a
+    non-breaking space is part of an id); ids follow ``app.formats.ids`` (length, no control
+    character); the relevance is an ASCII whole number."""
     text = decode_text(raw)
+    refuse_control_characters(text)
     out: dict[tuple[str, str], int] = {}
     lines: dict[tuple[str, str], int] = {}
-    for line_no, line in enumerate(text.splitlines(), start=1):
-        parts = line.split()
+    for line_no, line in enumerate(split_lines(text), start=1):
+        parts = split_fields(line)
         if not parts:
             continue
         if len(parts) != 4:
@@ -29,13 +40,12 @@ def parse_qrels_with_lines(
                 f"found {len(parts)}", code="invalid_row", line=line_no,
             )
         topic, _, doc, rel = parts
-        try:
-            value = int(rel)
-        except ValueError:
+        value = parse_integer(rel)
+        if value is None:
             raise FileFormatError(
                 f"line {line_no}: relevance must be an integer, got {rel!r}",
                 code="invalid_row", line=line_no, column="relevance",
-            ) from None
+            )
         if (topic, doc) in out:
             raise FileFormatError(
                 f"line {line_no}: duplicate qrels line for topic {topic!r}, doc {doc!r}",
@@ -45,6 +55,14 @@ def parse_qrels_with_lines(
         lines[(topic, doc)] = line_no
     if not out:
         raise FileFormatError("the qrels file is empty", code="empty_file")
+    keys = list(out)
+    for position, (kind, column) in enumerate((("topic", "topic"), ("doc", "doc"))):
+        try:
+            clean_ids([key[position] for key in keys], kind=kind)
+        except BadId as bad:
+            line = lines[keys[bad.index]]
+            raise FileFormatError(f"line {line}: {column} id {bad.reason}", code="invalid_row",
+                                  line=line, column=column) from None
     return out, lines
 
 

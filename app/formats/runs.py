@@ -9,8 +9,10 @@ decide the order; it is kept for information only (``TrecRun.file_ranks``).
 A parsed :class:`TrecRun` is a read-only mapping ``{topic: [doc, ...] best first}``, the form
 ``models.features.build_features(runs=...)`` takes, so ``parse_runs(raw)`` can be passed as is.
 
-Errors (:class:`FileFormatError`, ``line`` = 1-based line in the file): ``invalid_row`` for a line
-without exactly 6 fields or with a non-numeric rank or score, ``duplicate_row`` for a second line
+Fields are separated by ASCII whitespace; a control character anywhere is refused. Errors
+(:class:`FileFormatError`, ``line`` = 1-based line in the file): ``invalid_row`` for a line
+without exactly 6 fields, a control character, a rank that is not a 64-bit whole number (ASCII
+digits) or a score that is not a finite number, ``duplicate_row`` for a second line
 for the same (topic, doc) in the same run, ``unknown_topic`` for a topic outside ``topics`` (when
 given), ``empty_file``; :func:`merge_runs` refuses a run name given twice (``duplicate_run``).
 """
@@ -23,7 +25,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from app.formats.errors import FileFormatError, decode_text
+from app.formats.errors import FileFormatError, decode_text, refuse_control_characters
+from app.formats.ids import INT64, parse_integer, split_fields
 
 
 @dataclass(frozen=True)
@@ -67,9 +70,10 @@ def parse_runs(
     stays near the size of the result (about 0.2 KB per line) rather than of all the fields.
     """
     text = decode_text(raw)
+    refuse_control_characters(text)
     runs: dict[str, dict[str, _Entry]] = {}
     for line_no, line in enumerate(_lines(text), start=1):
-        parts = line.split()
+        parts = split_fields(line)
         if not parts:
             continue
         if len(parts) != 6:
@@ -78,11 +82,11 @@ def parse_runs(
                 f"found {len(parts)}", code="invalid_row", line=line_no,
             )
         topic, _, doc, rank_text, score_text, tag = parts
-        try:
-            rank = int(rank_text)
-        except ValueError:
-            raise FileFormatError(f"line {line_no}: rank must be an integer, got {rank_text!r}",
-                                  code="invalid_row", line=line_no, column="rank") from None
+        rank = parse_integer(rank_text, INT64)
+        if rank is None:
+            raise FileFormatError(
+                f"line {line_no}: rank must be a whole number between -2**63 and 2**63 - 1, "
+                f"got {rank_text!r}", code="invalid_row", line=line_no, column="rank")
         try:
             score = float(score_text)
         except ValueError:
@@ -159,7 +163,7 @@ def _run(tag: str, per_topic: dict[str, _Entry]) -> TrecRun:
 def _first_line(text: str, topic: str, doc: str, tag: str) -> int | None:
     """Line of the first ``topic .. doc .. .. tag`` line (only called to report a duplicate)."""
     for line_no, line in enumerate(_lines(text), start=1):
-        parts = line.split()
+        parts = split_fields(line)
         if len(parts) == 6 and parts[0] == topic and parts[2] == doc and parts[5] == tag:
             return line_no
     return None

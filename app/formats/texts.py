@@ -14,8 +14,10 @@ JSON, any of:
 Objects may name the id ``id``, ``topic``, ``doc``, ``docid``, ``docno`` or ``qid`` and the text
 ``text``, ``contents``, ``body``, ``query`` or ``title``. Numeric ids are read as strings.
 
-Errors are :class:`FileFormatError`: ``duplicate_row`` for an id given twice, ``invalid_row`` for a
-line without a tab or an object without id or text, ``empty_file``; ``line`` is the 1-based line of
+Ids follow ``app.formats.ids`` (stripped; empty, over-long or holding a control character:
+refused). Errors are :class:`FileFormatError`: ``duplicate_row`` for an id given twice,
+``invalid_row`` for a line without a tab, an object without id or text, a bad id or JSON nested
+too deeply, ``empty_file``; ``line`` is the 1-based line of
 the offending row (for JSON: of the duplicate's id where it can be found, else None).
 """
 
@@ -26,7 +28,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from app.formats.errors import FileFormatError, decode_text
+from app.formats.errors import FileFormatError, decode_text, split_lines
+from app.formats.ids import MAX_ID_LENGTH, id_problem
 
 ID_NAMES = ("id", "topic", "topic_id", "topicid", "qid", "doc", "doc_id", "docid", "docno",
             "document")
@@ -34,22 +37,33 @@ TEXT_NAMES = ("text", "contents", "body", "query", "title", "description")
 JSON_LISTS = ("topics", "documents", "docs", "texts")
 
 
-def parse_texts(raw: bytes | str) -> dict[str, str]:
-    """{id: text} from TSV or JSON (detected from the first non-blank character)."""
+def parse_texts(raw: bytes | str, *, kind: str | None = None) -> dict[str, str]:
+    """{id: text} from TSV or JSON (detected from the first non-blank character). Ids follow
+    ``app.formats.ids`` (``kind``, ``topic`` or ``doc``, sets their length limit; None: none)."""
     text = decode_text(raw)
     stripped = text.lstrip()
     if not stripped:
         raise FileFormatError("the file is empty", code="empty_file")
     if stripped[0] in "[{":
-        return parse_texts_json(text)
-    return parse_texts_tsv(text)
+        return parse_texts_json(text, kind=kind)
+    return parse_texts_tsv(text, kind=kind)
 
 
-def parse_texts_tsv(raw: bytes | str) -> dict[str, str]:
+def _check_id(key: str, *, kind: str | None, where: str, line: int | None) -> str:
+    """The id stripped, or FileFormatError by the rules every id follows (``id_problem``)."""
+    reason = id_problem(key, MAX_ID_LENGTH[kind] if kind is not None else None)
+    if reason is not None:
+        raise FileFormatError(f"{where}: the id {reason}", code="invalid_row", line=line,
+                              column="id")
+    return key.strip()
+
+
+def parse_texts_tsv(raw: bytes | str, *, kind: str | None = None) -> dict[str, str]:
+    """Lines end at \\n, \\r\\n or \\r only: a text may hold a form feed or U+2028."""
     text = decode_text(raw)
     out: dict[str, str] = {}
     seen_first = False
-    for line_no, line in enumerate(text.splitlines(), start=1):
+    for line_no, line in enumerate(split_lines(text), start=1):
         if not line.strip():
             continue
         if "\t" not in line:
@@ -63,9 +77,7 @@ def parse_texts_tsv(raw: bytes | str) -> dict[str, str]:
             seen_first = True
             if key.lower() in ID_NAMES and value.strip().lower() in TEXT_NAMES:
                 continue  # the header
-        if not key:
-            raise FileFormatError(f"line {line_no}: the id is empty", code="invalid_row",
-                                  line=line_no, column="id")
+        key = _check_id(key, kind=kind, where=f"line {line_no}", line=line_no)
         if key in out:
             raise FileFormatError(f"line {line_no}: duplicate id {key!r}", code="duplicate_row",
                                   line=line_no, column="id")
@@ -75,28 +87,33 @@ def parse_texts_tsv(raw: bytes | str) -> dict[str, str]:
     return out
 
 
-def parse_texts_json(raw: bytes | str) -> dict[str, str]:
+def parse_texts_json(raw: bytes | str, *, kind: str | None = None) -> dict[str, str]:
     """{id: text} from JSON or JSON Lines text (see the module doc)."""
     text = decode_text(raw)
     try:
         data = json.loads(text, object_pairs_hook=_unique_keys(text))
+    except RecursionError:
+        raise FileFormatError("invalid JSON: nested too deeply", code="invalid_row",
+                              line=1) from None
     except json.JSONDecodeError as exc:
-        lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
+        lines = [(n, line) for n, line in enumerate(split_lines(text), start=1) if line.strip()]
         first = lines[0][1].strip() if lines else ""
         if len(lines) < 2 or not (first.startswith("{") and first.endswith("}")):
             raise FileFormatError(f"line {exc.lineno}: invalid JSON: {exc.msg}",
                                   code="invalid_row", line=exc.lineno) from None
-        return _from_json_lines(lines)
-    return texts_from_json(data, source=text)
+        return _from_json_lines(lines, kind=kind)
+    return texts_from_json(data, source=text, kind=kind)
 
 
-def texts_from_json(data: Any, *, source: str | None = None) -> dict[str, str]:
+def texts_from_json(data: Any, *, source: str | None = None, kind: str | None = None,
+                    _inner: bool = False) -> dict[str, str]:
     """{id: text} from already-decoded JSON (a request body). ``source``, the JSON text, only
-    serves to find the line of a duplicate id."""
+    serves to find the line of a duplicate id. A ``topics`` (etc.) list is looked for at the top
+    only (``_inner``): a body of such objects nested a thousand deep is not a recursion."""
     if isinstance(data, dict):
         lists = [k for k in JSON_LISTS if k in data]
-        if lists and isinstance(data[lists[0]], dict | list):
-            return texts_from_json(data[lists[0]], source=source)
+        if lists and isinstance(data[lists[0]], dict | list) and not _inner:
+            return texts_from_json(data[lists[0]], source=source, kind=kind, _inner=True)
         if not all(isinstance(v, str) for v in data.values()):
             raise FileFormatError(
                 "expected a list of {id, text} objects, an object with a "
@@ -106,13 +123,20 @@ def texts_from_json(data: Any, *, source: str | None = None) -> dict[str, str]:
         if not data:
             raise FileFormatError("the file has no texts", code="empty_file")
         # {id: text}: parse_texts_json refuses repeated keys, which json.loads would drop.
-        return {str(k).strip(): v.strip() for k, v in data.items()}
+        out = {}
+        for k, v in data.items():
+            key = _check_id(str(k), kind=kind, where=f"key {str(k)[:50]!r}", line=None)
+            if key in out:
+                raise FileFormatError(f"duplicate id {key!r}", code="duplicate_row",
+                                      column="id")
+            out[key] = v.strip()
+        return out
     if not isinstance(data, list):
         raise FileFormatError("expected a list of {id, text} objects", code="invalid_row",
                               line=1)
     out: dict[str, str] = {}
     for position, item in enumerate(data):
-        key, value = _item(item, f"item {position + 1}", None)
+        key, value = _item(item, f"item {position + 1}", None, kind=kind)
         if key in out:
             line = _line_of_duplicate(source, key)
             where = f"line {line}" if line else f"item {position + 1}"
@@ -144,15 +168,18 @@ def _unique_keys(source: str) -> Callable[[list[tuple[str, Any]]], dict[str, Any
     return hook
 
 
-def _from_json_lines(lines: list[tuple[int, str]]) -> dict[str, str]:
+def _from_json_lines(lines: list[tuple[int, str]], *, kind: str | None) -> dict[str, str]:
     out: dict[str, str] = {}
     for line_no, line in lines:
         try:
             item = json.loads(line)
+        except RecursionError:
+            raise FileFormatError(f"line {line_no}: invalid JSON: nested too deeply",
+                                  code="invalid_row", line=line_no) from None
         except json.JSONDecodeError as exc:
             raise FileFormatError(f"line {line_no}: invalid JSON: {exc.msg}",
                                   code="invalid_row", line=line_no) from None
-        key, value = _item(item, f"line {line_no}", line_no)
+        key, value = _item(item, f"line {line_no}", line_no, kind=kind)
         if key in out:
             raise FileFormatError(f"line {line_no}: duplicate id {key!r}", code="duplicate_row",
                                   line=line_no, column="id")
@@ -160,7 +187,7 @@ def _from_json_lines(lines: list[tuple[int, str]]) -> dict[str, str]:
     return out
 
 
-def _item(item: Any, where: str, line: int | None) -> tuple[str, str]:
+def _item(item: Any, where: str, line: int | None, *, kind: str | None) -> tuple[str, str]:
     if not isinstance(item, dict):
         raise FileFormatError(f"{where}: expected an object with an id and a text",
                               code="invalid_row", line=line)
@@ -175,7 +202,7 @@ def _item(item: Any, where: str, line: int | None) -> tuple[str, str]:
             f"{where}: missing or invalid text (a string under one of {', '.join(TEXT_NAMES)})",
             code="invalid_row", line=line, column="text",
         )
-    return str(key).strip(), value.strip()
+    return _check_id(str(key), kind=kind, where=where, line=line), value.strip()
 
 
 def _line_of_duplicate(source: str | None, key: str) -> int | None:

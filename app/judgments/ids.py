@@ -1,7 +1,11 @@
 """Get-or-create of external ids in bulk: one SELECT per chunk, one INSERT for the new ones.
 
-``ON CONFLICT DO NOTHING`` makes concurrent requests that first see the same topic, document or
-annotator safe: the loser inserts nothing and reads the winner's row.
+``ON CONFLICT DO NOTHING ... RETURNING`` makes concurrent requests that first see the same topic,
+document, annotator or task safe on both databases: the loser inserts nothing, is told so by the
+rows returned (it did not create them: it counts none as new and updates, say, their gold rather
+than believing its insert set it), and reads the winner's rows. The SELECT before the INSERT may
+run before the winner commits (on SQLite it runs outside the write transaction), so what it found
+missing is only a guess; what the INSERT returns is the truth.
 """
 
 from __future__ import annotations
@@ -31,9 +35,9 @@ def _chunks(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
 
 
 def _insert_ignoring_conflicts(session: Session, table: Table, rows: list[dict[str, Any]],
-                               returning: Sequence[str]) -> list[tuple[Any, ...]] | None:
-    """Insert, skipping rows that exist. On PostgreSQL also return ``returning`` columns of the
-    rows inserted (None on SQLite, where the caller reads them back)."""
+                               returning: Sequence[str]) -> list[tuple[Any, ...]]:
+    """Insert, skipping rows that exist; return the ``returning`` columns of the rows this
+    statement inserted (not of those skipped)."""
     if not rows:
         return []
     if _is_postgres(session):
@@ -47,10 +51,13 @@ def _insert_ignoring_conflicts(session: Session, table: Table, rows: list[dict[s
         statement = (postgresql.insert(table).from_select(names, source).on_conflict_do_nothing()
                      .returning(*(table.c[n] for n in returning)))
         return [tuple(r) for r in session.execute(statement)]
-    statement = sqlite.insert(table).on_conflict_do_nothing()
+    # SQLite (3.35+) returns the rows inserted too, in batches of multi-row VALUES.
+    statement = (sqlite.insert(table).on_conflict_do_nothing()
+                 .returning(*(table.c[n] for n in returning)))
+    out: list[tuple[Any, ...]] = []
     for chunk in _chunks(rows, 5000):
-        session.execute(statement, list(chunk))
-    return None
+        out.extend(tuple(r) for r in session.execute(statement, list(chunk)))
+    return out
 
 
 def ensure_external_ids(
@@ -64,13 +71,12 @@ def ensure_external_ids(
         session, table, [{"collection_id": collection_id, "external_id": e} for e in missing],
         returning=("external_id", "id"),
     )
-    if inserted is not None:
-        found.update(dict(inserted))  # type: ignore[arg-type]
-    # Rows another request inserted first (or every new row on SQLite): read them back.
+    found.update(dict(inserted))  # type: ignore[arg-type]
+    # Rows another request inserted first: read them back.
     unresolved = [e for e in missing if e not in found]
     if unresolved:
         found.update(_select_ids(session, table, collection_id, unresolved))
-    return found, len(missing)
+    return found, len(inserted)
 
 
 def _select_ids(session: Session, table: Table, collection_id: int,
@@ -102,7 +108,8 @@ def ensure_tasks(
     gold: dict[tuple[int, int], int] | None = None,
 ) -> tuple[dict[tuple[int, int], int], set[tuple[int, int]]]:
     """{(topic_id, document_id): task id}, creating missing tasks (with their ``gold``, if
-    given); also the pairs this call created."""
+    given); also the pairs this call created (only those got ``gold`` here: the caller sets the
+    gold of the others, including tasks a concurrent request created first)."""
     wanted = list(dict.fromkeys(pairs))
     found = _select_tasks(session, table, collection_id, wanted)
     missing = [p for p in wanted if p not in found]
@@ -113,14 +120,11 @@ def ensure_tasks(
           "gold": gold.get((t, d))} for t, d in missing],
         returning=("topic_id", "document_id", "id"),
     )
-    if inserted is not None:
-        found.update({(t, d): i for t, d, i in inserted})
+    found.update({(t, d): i for t, d, i in inserted})
     unresolved = [p for p in missing if p not in found]
-    if unresolved:
+    if unresolved:  # created by a request that committed after our SELECT
         found.update(_select_tasks(session, table, collection_id, unresolved))
-    # On SQLite every missing pair was inserted by this call (one writer at a time).
-    created = {(t, d) for t, d, _ in inserted} if inserted is not None else set(missing)
-    return found, created
+    return found, {(t, d) for t, d, _ in inserted}
 
 
 def _select_tasks(session: Session, table: Table, collection_id: int,

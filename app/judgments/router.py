@@ -16,7 +16,8 @@ from app.auth.principal import Principal
 from app.collections.deps import CollectionDep
 from app.collections.tables import Collection
 from app.core.integers import MAX_INT
-from app.formats.judgments_file import JudgmentRows, parse_judgments
+from app.formats.ids import MAX_FILENAME_LENGTH
+from app.formats.judgments_file import parse_judgments
 from app.formats.qrels import parse_qrels_with_lines
 from app.judgments import service
 from app.judgments.schemas import GoldReport, IngestPublic, JudgmentsCreate, JudgmentsPublic
@@ -32,13 +33,7 @@ def add_judgments(request: Request, session: SessionDep, principal: PrincipalDep
     """Append judgments; with an ``Idempotency-Key`` a retry stores nothing again."""
 
     def work() -> IngestPublic:
-        items = body.judgments
-        rows = JudgmentRows(
-            topics=[j.topic for j in items], docs=[j.doc for j in items],
-            annotators=[j.annotator for j in items], labels=[j.label for j in items],
-            golds=[j.gold for j in items] if any(j.gold is not None for j in items) else None,
-            lines=list(range(len(items))),
-        )
+        rows = service.judgment_rows(body.judgments)
         report = service.ingest(session, collection=collection, rows=rows, source="json")
         return _audited(session, principal, collection, report)
 
@@ -68,7 +63,10 @@ def _audited(session: Session, principal: Principal, collection: Collection,
 )
 async def add_judgments_file(request: Request, session: SessionDep, principal: PrincipalDep,
                              idempotency: IdempotencyDep, collection: CollectionDep,
-                             filename: str | None = None) -> Any:
+                             filename: Annotated[str | None, Query(
+                                 max_length=MAX_FILENAME_LENGTH,
+                                 description="the file's name, kept with the batch")] = None,
+                             ) -> Any:
     """The file as the raw body (TSV or CSV with a header) or as multipart field ``file``.
     All of it is stored in one transaction, or nothing (a dropped connection stores nothing)."""
     upload = await read_upload(request, filename=filename)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,11 +14,11 @@ from app.collections.service import lock_collection
 from app.collections.tables import Collection
 from app.core.db import bulk_insert
 from app.core.errors import InvalidInput
+from app.formats.ids import BadId, clean_ids
 from app.formats.judgments_file import JudgmentRows
 from app.judgments.ids import ensure_external_ids, ensure_task_keys, ensure_tasks
+from app.judgments.schemas import JudgmentIn
 from app.judgments.tables import Annotator, Batch, Document, Judgment, Task, Topic
-
-MAX_ID_LENGTH = {"topic": 200, "doc": 500, "annotator": 200}
 
 
 @dataclass(frozen=True)
@@ -36,8 +37,32 @@ def _where(rows: JudgmentRows, i: int, *, source: str) -> dict[str, int]:
     return {"line": rows.lines[i]} if source == "file" else {"index": rows.lines[i]}
 
 
+def judgment_rows(items: Sequence[JudgmentIn]) -> JudgmentRows:
+    """The rows of a JSON bulk, its ids cleaned by the rules a file's ids follow
+    (``app.formats.ids.clean_ids``: stripped, not empty, no control character, length); a bad
+    one is ``invalid_body`` with its ``index`` and field."""
+    columns: dict[str, list[str]] = {}
+    problems = []
+    for kind in ("topic", "doc", "annotator"):
+        try:
+            columns[kind] = clean_ids([getattr(j, kind) for j in items], kind=kind)
+        except BadId as bad:
+            problems.append((bad.index, kind, bad.reason))
+    if problems:
+        index, kind, reason = min(problems)
+        raise InvalidInput(f"judgment {index}: {kind} {reason}", code="invalid_body",
+                           index=index, column=kind)
+    return JudgmentRows(
+        topics=columns["topic"], docs=columns["doc"], annotators=columns["annotator"],
+        labels=[j.label for j in items],
+        golds=[j.gold for j in items] if any(j.gold is not None for j in items) else None,
+        lines=list(range(len(items))),
+    )
+
+
 def validate_rows(rows: JudgmentRows, *, collection: Collection, source: str) -> list[int | None]:
-    """Check labels against the scale and id lengths; return each row's usable gold (or None).
+    """Check labels against the scale (ids are clean already: ``JudgmentRows``); return each
+    row's usable gold (or None).
 
     Gold: a scale value or an ignore value is kept; other negative values mean "no gold" (the RF10
     file writes -1); any other value is refused like a bad label.
@@ -53,18 +78,6 @@ def validate_rows(rows: JudgmentRows, *, collection: Collection, source: str) ->
                 f"(ignore values: {sorted(collection.ignore)})",
                 code="label_out_of_scale", column="label", **_where(rows, i, source=source),
             )
-    for column, values in (("topic", rows.topics), ("doc", rows.docs),
-                           ("annotator", rows.annotators)):
-        limit = MAX_ID_LENGTH[column]
-        if max(map(len, values), default=0) <= limit:
-            continue
-        for i, value in enumerate(values):
-            if len(value) > limit:
-                raise InvalidInput(
-                    f"{'line' if source == 'file' else 'judgment'} {rows.lines[i]}: {column} id "
-                    f"is longer than {limit} characters", code="invalid_row", column=column,
-                    **_where(rows, i, source=source),
-                )
     golds: list[int | None] = []
     if rows.golds is not None:
         for i, gold in enumerate(rows.golds):
