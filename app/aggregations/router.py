@@ -103,15 +103,6 @@ def compare_aggregations(session: SessionDep, collection: CollectionDep) -> Comp
     return Comparison.model_validate({"data": rows, "count": len(rows)})
 
 
-@collection_router.get("/annotators/{annotator}", response_model=AnnotatorHistory,
-                       dependencies=[require_scope("read")])
-def annotator_history(session: SessionDep, collection: CollectionDep,
-                      annotator: str) -> AnnotatorHistory:
-    """One annotator's competence across the collection's succeeded aggregations."""
-    return AnnotatorHistory.model_validate(
-        service.annotator_history(session, collection=collection, annotator=annotator))
-
-
 @router.get("/{a}", response_model=AggregationPublic, dependencies=[require_scope("read")])
 def get_aggregation(aggregation: AggregationDep) -> AggregationPublic:
     return public(aggregation)
@@ -234,7 +225,8 @@ def agreement(request: Request, session: SessionDep, collection: CollectionDep) 
                                     cache=get_listing_cache(request))
 
 
-@collection_router.get("/annotators/{annotator}/confusion", dependencies=[require_scope("read")])
+@collection_router.get("/annotators/{annotator:path}/confusion",
+                       dependencies=[require_scope("read")])
 def annotator_confusion(session: SessionDep, collection: CollectionDep,
                         annotator: str, aggregation: OptionalId = None) -> dict[str, Any]:
     """The annotator's labels against gold and against a fit's labels (default: the latest
@@ -243,3 +235,14 @@ def annotator_confusion(session: SessionDep, collection: CollectionDep,
         session, collection=collection, annotator=annotator,
         aggregation=service.reference_aggregation(session, collection=collection,
                                                   aggregation_id=aggregation))
+
+
+@collection_router.get("/annotators/{annotator:path}", response_model=AnnotatorHistory,
+                       dependencies=[require_scope("read")])
+def annotator_history(session: SessionDep, collection: CollectionDep,
+                      annotator: str) -> AnnotatorHistory:
+    """One annotator's competence across the collection's succeeded aggregations. (A path
+    parameter: an annotator id may hold "/"; registered after ``…/confusion``, which it would
+    otherwise take.)"""
+    return AnnotatorHistory.model_validate(
+        service.annotator_history(session, collection=collection, annotator=annotator))

@@ -458,7 +458,7 @@ def task_page(request: Request, session: SessionDep, aggregation: AggregationDep
 
 # --- annotators, comparison --------------------------------------------------------------------
 
-@router.get("/ui/collections/{c}/annotators/{annotator}", response_class=HTMLResponse,
+@router.get("/ui/collections/{c}/annotators/{annotator:path}", response_class=HTMLResponse,
             dependencies=[require_scope("read")])
 def annotator_page(request: Request, session: SessionDep, collection: CollectionDep,
                    annotator: str, aggregation: OptionalId = None,

@@ -487,3 +487,25 @@ def test_racing_cancels_of_one_loaded_fit_cancel_once(client, settings) -> None:
         outcomes = sorted(pool.map(cancel, range(10)))
     assert outcomes == ["aggregation_finished"] * 9 + ["cancelled"]
     assert stopped == [fit]
+
+
+def test_annotator_ids_with_a_slash_are_reachable(client) -> None:
+    """Crowd platforms name workers like "mturk/A1B2": the annotator's history, confusion and
+    page answer for them (they were 404: a path parameter stopped at the "/")."""
+    collection = _judged_collection(client)
+    assert collection["name"] == "small"
+    response = client.post(f"{API}/collections/small/judgments", json={"judgments": [
+        {"topic": "t", "doc": "d0", "annotator": "mturk/A1B2", "label": 1},
+        {"topic": "t", "doc": "d1", "annotator": "mturk/A1B2/x", "label": 0}]})
+    assert response.status_code == 201, response.text
+    for name in ("mturk/A1B2", "mturk/A1B2/x"):
+        for quoted in (name, name.replace("/", "%2F")):
+            history = client.get(f"{API}/collections/small/annotators/{quoted}")
+            assert history.status_code == 200 and history.json()["annotator"] == name, quoted
+            confusion = client.get(f"{API}/collections/small/annotators/{quoted}/confusion")
+            assert confusion.status_code == 200, (quoted, confusion.text)
+            page = client.get(f"/ui/collections/small/annotators/{quoted}")
+            assert page.status_code == 200 and name in page.text
+    # ".../w0/confusion" is the confusion of "w0" (an id ending in "/confusion" cannot be told
+    # from it: the server decodes %2F before routing)
+    assert "vs_gold" in client.get(f"{API}/collections/small/annotators/w0/confusion").json()

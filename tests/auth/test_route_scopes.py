@@ -44,7 +44,7 @@ SCOPES = {
     ("POST", f"{API}/collections/{{c}}/aggregations"): "admin",
     ("GET", f"{API}/collections/{{c}}/aggregations"): "read",
     ("GET", f"{API}/collections/{{c}}/aggregations/comparison"): "read",
-    ("GET", f"{API}/collections/{{c}}/annotators/{{annotator}}"): "read",
+    ("GET", f"{API}/collections/{{c}}/annotators/{{annotator:path}}"): "read",
     ("GET", f"{API}/aggregations/{{a}}"): "read",
     ("DELETE", f"{API}/aggregations/{{a}}"): "admin",
     ("GET", f"{API}/aggregations/{{a}}/qrels"): "read",
@@ -141,7 +141,7 @@ def test_a_route_without_a_rule_is_caught() -> None:
 def concrete(path: str, *, collection: str, aggregation: int) -> str:
     values = {"c": collection, "a": str(aggregation), "build_id": "1", "name": "x",
               "annotator": "w1", "task_id": "1", "e": "1", "s": "1", "mode": "union"}
-    return re.sub(r"\{(\w+)\}", lambda m: values[m.group(1)], path)
+    return re.sub(r"\{(\w+)(?::\w+)?\}", lambda m: values[m.group(1)], path)
 
 
 BODIES = {
