@@ -79,7 +79,11 @@ class _SQLiteUTCDateTime(sqlite.DATETIME):
 @lru_cache(maxsize=8)
 def get_engine(url: str) -> Engine:
     if url.startswith("sqlite"):
-        engine = create_engine(url, connect_args={"check_same_thread": False})
+        # SQLite takes one writer at a time: a burst of uploads waits on its lock (busy
+        # timeout 30 s) while holding connections; QueuePool's default 5 + 10 ran out under 30
+        # concurrent uploads (QA). Connections to a file cost little.
+        engine = create_engine(url, connect_args={"check_same_thread": False},
+                               pool_size=10, max_overflow=30)
         event.listen(engine, "connect", _sqlite_pragmas)
         engine.dialect.colspecs = {**engine.dialect.colspecs, DateTime: _SQLiteUTCDateTime}
     else:

@@ -11,6 +11,8 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.formats.errors import FileFormatError
@@ -51,6 +53,24 @@ class PayloadTooLarge(DomainError):
     code = "payload_too_large"
 
 
+class Unavailable(DomainError):
+    """The database cannot serve the request now (busy, locked, unreachable): retry."""
+
+    status_code = 503
+    code = "database_busy"
+    headers = {"Retry-After": "1"}
+
+
+def database_unavailable(exc: Exception) -> Unavailable:
+    """A connection pool that timed out (every connection busy), SQLite's 'database is
+    locked' after its busy timeout, a lost or refused PostgreSQL connection, a deadlock: the
+    request changed nothing (its transaction is rolled back) and may be sent again."""
+    if isinstance(exc, PoolTimeout):
+        return Unavailable("every database connection is busy; retry shortly")
+    reason = str(getattr(exc, "orig", exc)).strip().splitlines()[0][:200]
+    return Unavailable(f"the database could not serve the request ({reason}); retry shortly")
+
+
 def invalid_file(error: FileFormatError) -> InvalidInput:
     return InvalidInput(error.detail, code=error.code, line=error.line, column=error.column)
 
@@ -60,6 +80,12 @@ def register_error_handlers(app: FastAPI) -> None:
     async def _domain(_: Request, exc: DomainError) -> JSONResponse:
         return JSONResponse(exc.body(), status_code=exc.status_code,
                             headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(PoolTimeout)
+    @app.exception_handler(OperationalError)
+    async def _unavailable(_: Request, exc: Exception) -> JSONResponse:
+        err = database_unavailable(exc)
+        return JSONResponse(err.body(), status_code=err.status_code, headers=err.headers)
 
     @app.exception_handler(FileFormatError)
     async def _file(_: Request, exc: FileFormatError) -> JSONResponse:

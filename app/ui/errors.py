@@ -11,10 +11,12 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, PlainTextResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from app.core.errors import DomainError, invalid_file
+from app.core.errors import DomainError, database_unavailable, invalid_file
 from app.formats.errors import FileFormatError
 from app.ui.templating import templates
 
@@ -74,12 +76,20 @@ def register_ui_error_handlers(app: FastAPI) -> None:
     page_or_api(RequestValidationError, validation)
     page_or_api(StarletteHTTPException, http)
 
+    def unavailable(exc: Exception) -> tuple[int, str, str | None]:
+        err = database_unavailable(exc)
+        return err.status_code, err.detail, err.code
+
+    page_or_api(PoolTimeout, unavailable)
+    page_or_api(OperationalError, unavailable)
+
     async def unexpected(request: Request, exc: Exception) -> Response:
         # ServerErrorMiddleware calls this for anything unhandled: log the trace, show none.
         log.exception("unhandled error on %s", request.url.path, exc_info=exc)
         if is_page(request):
             return error_page(request, 500, "something went wrong on our side; the error has "
                               "been logged", "internal_error")
-        return PlainTextResponse("Internal Server Error", status_code=500)
+        return JSONResponse({"code": "internal_error", "detail": "something went wrong on our "
+                             "side; the error has been logged"}, status_code=500)
 
     app.add_exception_handler(Exception, unexpected)

@@ -248,3 +248,36 @@ def test_an_evaluations_aggregation_id_beyond_the_ids_is_422(client) -> None:
         assert response.json()["code"] == "invalid_body"
     missing = client.post(f"{API}/collections/rf10/evaluations", json={"aggregation": 2**63 - 1})
     assert missing.status_code == 404  # within the ids' range: an id that does not exist
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_a_busy_database_is_503_and_a_bug_is_a_json_500(settings, monkeypatch) -> None:
+    """QA: 30 concurrent uploads on SQLite drew 500s (the connection pool timed out), and every
+    500 was text/plain. A busy or unreachable database is 503 database_busy with Retry-After
+    (the request changed nothing: send it again); an unexpected error keeps the JSON contract
+    on the API and is a page on the dashboard."""
+    from fastapi.testclient import TestClient
+    from sqlalchemy.exc import OperationalError
+    from sqlalchemy.exc import TimeoutError as PoolTimeout
+
+    from app.collections import service
+    from app.main import create_app
+
+    failures = iter([PoolTimeout("QueuePool limit of size 5 overflow 10 reached"),
+                     OperationalError("SELECT 1", {}, Exception("database is locked")),
+                     RuntimeError("a bug")])
+
+    def broken(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise next(failures)
+
+    monkeypatch.setattr(service, "list_collections", broken)
+    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+        for detail in ("every database connection is busy", "database is locked"):
+            response = client.get(f"{API}/collections")
+            assert response.status_code == 503 and response.headers["retry-after"] == "1"
+            assert response.json()["code"] == "database_busy"
+            assert detail in response.json()["detail"]
+        response = client.get(f"{API}/collections")
+        assert response.status_code == 500
+        assert response.json() == {"code": "internal_error", "detail": "something went wrong "
+                                   "on our side; the error has been logged"}
