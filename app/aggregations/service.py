@@ -207,7 +207,7 @@ def all_task_results(session: Session, *, aggregation: Aggregation) -> list[dict
 
 def _order(sort: str, columns: dict[str, Any], tiebreak: Any) -> list[Any]:
     descending = sort.startswith("-")
-    name = sort.lstrip("-+")
+    name = sort[1:] if sort[:1] in ("-", "+") else sort  # one sign at most: "--x" is no column
     column = columns.get(name)
     if column is None:
         raise InvalidInput(f"unknown sort {sort!r}; valid: {', '.join(sorted(columns))} "
@@ -319,7 +319,7 @@ def comparison(session: Session, *, collection: Collection) -> list[dict[str, An
 def sort_key(sort: str, columns: dict[str, Any] | None = None) -> str:
     """``sort`` normalised ("+x" -> "x"); invalid_sort for an unknown column."""
     _order(sort, columns or ANNOTATOR_SORTS, AggregationAnnotator.annotator_id)
-    name = sort.lstrip("-+")
+    name = sort[1:] if sort[:1] in ("-", "+") else sort
     return f"-{name}" if sort.startswith("-") else name
 
 

@@ -103,8 +103,8 @@ def register_error_handlers(app: FastAPI) -> None:
         body: dict[str, object] = {"code": "invalid_body", "detail": f"{where}: {first['msg']}",
                                    "errors": errors}
         loc = first["loc"]
-        if len(loc) >= 3 and loc[0] == "body" and type(loc[2]) is int:
-            body["index"] = loc[2]  # the item of a JSON list (a bulk's judgment), 0-based
+        if len(loc) >= 3 and loc[:2] == ["body", "judgments"] and type(loc[2]) is int:
+            body["index"] = loc[2]  # the judgment of a JSON bulk, 0-based (as README says)
         return JSONResponse(body, status_code=422)
 
     @app.exception_handler(StarletteHTTPException)

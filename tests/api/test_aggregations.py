@@ -215,6 +215,12 @@ def test_bad_sort_is_422(jobs_client, synthetic_file) -> None:
     response = client.get(f"{API}/aggregations/{created['id']}/annotators?sort=-height")
     assert response.status_code == 422 and response.json()["code"] == "invalid_sort"
     assert "competence" in response.json()["valid"]
+    for sort in ("--competence", "+-competence", "-+competence"):  # one sign at most
+        response = client.get(f"{API}/aggregations/{created['id']}/annotators",
+                              params={"sort": sort})
+        assert response.status_code == 422 and response.json()["code"] == "invalid_sort", sort
+    assert client.get(f"{API}/aggregations/{created['id']}/annotators",
+                      params={"sort": "+competence"}).status_code == 200
     # Majority vote has no model over features: nothing to predict with.
     predict = client.post(f"{API}/aggregations/{created['id']}/predict",
                           json={"features": [[0.0, 1.0]]})

@@ -128,6 +128,9 @@ def test_json_label_out_of_scale_names_the_index(client) -> None:
     response = client.post(f"{API}/collections/rf10/judgments", json={"judgments": missing})
     assert response.json()["index"] == 4
     assert counts(client) == EMPTY_COUNTS
+    # other lists (a collection's labels) are not a bulk: their errors carry no index
+    labels = client.post(f"{API}/collections", json={"name": "x", "labels": [0, "a"]})
+    assert labels.status_code == 422 and "index" not in labels.json()
 
 
 def test_malformed_json_is_422(client) -> None:
