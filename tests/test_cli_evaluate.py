@@ -57,3 +57,18 @@ def test_errors(files: dict[str, str], tmp_path: Path,
     dup.write_text("q1 Q0 a 1 2 x\nq1 Q0 a 2 1 x\n")
     assert cli(["evaluate", "--qrels", files["qrels"], "--runs", str(dup), "--quiet"]) == 2
     assert "line 2" in capsys.readouterr().err
+
+
+def test_a_tasks_file_splits_lines_only_at_line_ends() -> None:
+    """A tasks TSV (``aggregate --tasks``) whose doc id holds U+2028 or a form feed keeps one
+    row per line, as every other file does (str.splitlines split them); empty is empty."""
+    from app.evaluations.inputs import posterior_from_tasks
+    from app.formats.errors import FileFormatError
+
+    text = "topic\tdoc\tp_0\tp_1\r\nq1\td\u20281\t0.2\t0.8\r\nq1\td\x0c2\t0.9\t0.1\r\n"
+    posterior, gold = posterior_from_tasks(text)
+    assert gold == {}
+    assert posterior.docs.tolist() == ["d\u20281", "d\x0c2"] and posterior.n_tasks == 2
+    with pytest.raises(FileFormatError) as empty:
+        posterior_from_tasks("")
+    assert empty.value.code == "empty_file"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.formats.errors import FileFormatError, decode_text
+from app.formats.errors import FileFormatError, decode_text, split_lines
 from app.formats.qrels import parse_qrels
 from models.evaluation.uncertainty import Posterior
 
@@ -18,7 +18,9 @@ def posterior_from_tasks(raw: bytes | str, *, relevant_from: int = 1
                          ) -> tuple[Posterior, dict[tuple[str, str], int]]:
     """The posterior of a tasks TSV (columns topic, doc, p_<class>...; header required) and its
     gold labels when it has a ``gold`` column (empty cells: no gold)."""
-    lines = decode_text(raw).splitlines()
+    lines = split_lines(decode_text(raw))  # not str.splitlines: U+2028 or \f in an id
+    if lines and not lines[-1]:
+        lines.pop()
     if not lines:
         raise FileFormatError("the tasks file is empty", code="empty_file")
     header = lines[0].split("\t")

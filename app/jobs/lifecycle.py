@@ -12,6 +12,7 @@ a body writes without committing is committed with 'succeeded' or dropped with a
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import traceback
@@ -29,6 +30,7 @@ from app.jobs.runner import JobRunner
 from app.jobs.tables import ACTIVE, FINISHED
 
 PROGRESS_EVERY_S = 0.5
+log = logging.getLogger(__name__)
 
 
 class JobCancelled(Exception):
@@ -137,12 +139,14 @@ def run_tracked(database_url: str, table: Any, job_id: int,
                 return "cancelled"
             except Exception as exc:  # a failed job is recorded, never lost
                 session.rollback()
+                # The caller reads what went wrong; the traceback (the server's file paths and
+                # code) goes to the worker's log, not into the resource.
                 detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-                tail = "".join(traceback.format_tb(exc.__traceback__)[-3:])
+                log.error("job %s %s failed", table.__tablename__, job_id, exc_info=exc)
                 session.execute(
                     update(table).where(table.id == job_id, table.status == "running").values(
                         status="failed", finished_at=datetime.now(UTC),
-                        error=f"{detail}\n{tail}", timings=context.timings or None,
+                        error=detail, timings=context.timings or None,
                         progress_message="failed"))
                 session.commit()
                 return "failed"

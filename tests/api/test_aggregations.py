@@ -154,6 +154,8 @@ def test_cancel_and_failure_leave_earlier_results_intact(jobs_client, synthetic_
     failed = wait_for(client, bad["id"])
     assert failed["status"] == "failed"
     assert "feature group" in failed["error"]
+    # what went wrong, without the server's traceback (file paths, code: the worker logs it)
+    assert "File \"" not in failed["error"] and len(failed["error"].splitlines()) == 1
     assert client.get(f"{API}/aggregations/{bad['id']}/annotators").status_code == 409
     assert client.get(f"{API}/aggregations/{first['id']}/qrels").text == qrels_before
 
