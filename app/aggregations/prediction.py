@@ -37,6 +37,13 @@ def predict_for(session: Session, *, aggregation: Aggregation,
         raise InvalidInput(f"give one topic per feature vector: {len(topics)} topics for "
                            f"{x.shape[0]} vectors", code="invalid_topics")
     mean, variance, p = predictor.predict(x, topics)  # a fit without offsets ignores them
+    broken = ~(np.isfinite(mean) & np.isfinite(variance) & np.isfinite(p))
+    if broken.any():  # e.g. values near 1e308: the kernel's squared distances overflow
+        rows = np.flatnonzero(broken)
+        raise InvalidInput(
+            f"the fit cannot predict for {rows.size} of the vectors (first: index {rows[0]}): "
+            "their values are too far from the features it was fitted on for a finite answer",
+            code="invalid_features", index=int(rows[0]))
     known = predictor.topic_known(x.shape[0], topics)
     return {"p_relevant": p.tolist(), "posterior_mean": mean.tolist(),
             "posterior_variance": variance.tolist(),

@@ -517,3 +517,34 @@ def test_annotator_ids_with_a_slash_are_reachable(client) -> None:
     # ".../w0/confusion" is the confusion of "w0" (an id ending in "/confusion" cannot be told
     # from it: the server decodes %2F before routing)
     assert "vs_gold" in client.get(f"{API}/collections/small/annotators/w0/confusion").json()
+
+
+def test_a_prediction_that_is_not_finite_is_refused(monkeypatch) -> None:
+    """QA: features near 1e308 gave p_relevant null (the kernel overflowed to NaN). A vector the
+    fit cannot answer finitely is 422 invalid_features naming the first, not a null."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    import models.gp.predictor as gp_predictor
+    from app.aggregations.prediction import predict_for
+    from app.core.errors import InvalidInput
+
+    class Overflowing:
+        input_dim = 2
+
+        def predict(self, x, topics):  # type: ignore[no-untyped-def]
+            mean = np.where(np.abs(x).max(axis=1) > 1e300, np.nan, 0.5)
+            return mean, np.ones(len(x)), np.where(np.isnan(mean), np.nan, 0.6)
+
+        def topic_known(self, n, topics):  # type: ignore[no-untyped-def]
+            return None
+
+    monkeypatch.setattr(gp_predictor.GPPredictor, "from_bytes",
+                        classmethod(lambda cls, payload: Overflowing()))
+    session = SimpleNamespace(get=lambda table, key: SimpleNamespace(payload=b""))
+    fit = SimpleNamespace(id=1, status="succeeded", info={})
+    assert predict_for(session, aggregation=fit, features=[[1.0, 2.0]])["p_relevant"] == [0.6]
+    with pytest.raises(InvalidInput) as refused:
+        predict_for(session, aggregation=fit, features=[[1.0, 2.0], [1e308, 1e308]])
+    assert refused.value.code == "invalid_features" and refused.value.extra["index"] == 1
