@@ -75,6 +75,8 @@ Prior = Annotated[float, Range(MIN_PRIOR, MAX_PRIOR)]
 PriorOrZero = Annotated[float, Range(0.0, MAX_PRIOR)]
 # a probability strictly between 0 and 1
 OpenProbability = Annotated[float, Range(0.0, 1.0, low_open=True, high_open=True)]
+# a damped update's step: above 0, at most 1 (a full step)
+StepRate = Annotated[float, Range(0.0, 1.0, low_open=True)]
 # the seed of numpy's generators
 Seed = Annotated[int | None, Range(0, 2**32 - 1)]
 # Gauss–Hermite points per judgment: the defaults use 12-20; beyond ~200 the rule gains nothing

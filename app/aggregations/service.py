@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
 from itertools import chain
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Select, case, func, select, update
+from sqlalchemy import Select, case, func, select
 from sqlalchemy.orm import Session
 
 from app.aggregations.listing import page
 from app.aggregations.schemas import AggregationCreate
 from app.aggregations.snapshot import current_watermark
 from app.aggregations.tables import (
-    FINISHED,
     Aggregation,
     AggregationAnnotator,
     AggregationTask,
@@ -23,8 +21,8 @@ from app.aggregations.tables import (
 from app.collections.service import lock_collection
 from app.collections.tables import Collection
 from app.core.errors import Conflict, InvalidInput, NotFound
+from app.jobs.lifecycle import JobFinished, cancel_job
 from app.jobs.runner import JobRunner, submit_job
-from app.jobs.tables import ACTIVE
 from app.judgments.tables import Annotator, Document, Judgment, Task, Topic
 from models.registry import (
     ORDINAL_METHODS,
@@ -155,20 +153,12 @@ def cancel_aggregation(session: Session, *, runner: JobRunner,
     """Cancel a queued or running fit. The change is one conditional UPDATE (status still
     queued or running), so of concurrent cancels exactly one changes the row; every other one,
     like a cancel of a fit already finished, is 409 ``aggregation_finished``."""
-    if aggregation.status not in FINISHED:
-        changed = session.execute(
-            update(Aggregation)
-            .where(Aggregation.id == aggregation.id, Aggregation.status.in_(ACTIVE))
-            .values(status="cancelled", finished_at=datetime.now(UTC),
-                    progress_message="cancelled")
-        ).rowcount
-        session.commit()
-        session.refresh(aggregation)
-        if changed:
-            runner.cancel("fit", aggregation.id, aggregation.job_id)
-            return aggregation
-    raise Conflict(f"aggregation {aggregation.id} has already {aggregation.status}",
-                   code="aggregation_finished", status=aggregation.status)
+    try:
+        cancel_job(session, runner=runner, kind="fit", job=aggregation)
+    except JobFinished as exc:
+        raise Conflict(f"aggregation {aggregation.id} has already {exc.status}",
+                       code="aggregation_finished", status=exc.status) from None
+    return aggregation
 
 
 def require_succeeded(aggregation: Aggregation) -> None:

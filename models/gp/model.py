@@ -15,7 +15,7 @@ fit LK and say so in ``result().info["fallback"]``.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Annotated, Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 from scipy.special import ndtr
@@ -34,8 +34,8 @@ from models.params import (
     OpenProbability,
     Prior,
     QuadraturePoints,
-    Range,
     Seed,
+    StepRate,
     Tolerance,
 )
 
@@ -74,7 +74,7 @@ class _CrowdGP(Aggregator):
         n_iter: Iterations = 50,
         tol: Tolerance = 1e-4,
         e_step_sweeps: InnerIterations1 = 20,
-        e_step_rate: Annotated[float, Range(0.0, 1.0, low_open=True)] = 0.7,
+        e_step_rate: StepRate = 0.7,
         m_step_iterations: InnerIterations = 10,
         m_step_max_tasks: MStepTasks = 20000,
         n_quadrature: QuadraturePoints = DEFAULT_QUADRATURE_POINTS,
@@ -414,7 +414,7 @@ class LK(_CrowdGP):
         n_iter: Iterations = 50,
         tol: Tolerance = 1e-4,
         e_step_sweeps: InnerIterations1 = 20,
-        e_step_rate: Annotated[float, Range(0.0, 1.0, low_open=True)] = 0.7,
+        e_step_rate: StepRate = 0.7,
         m_step_iterations: InnerIterations = 10,
         n_quadrature: QuadraturePoints = DEFAULT_QUADRATURE_POINTS,
         random_state: Seed = None,
@@ -460,7 +460,7 @@ class GPMV(_CrowdGP):
         n_iter: Iterations = 50,
         tol: Tolerance = 1e-4,
         e_step_sweeps: InnerIterations1 = 20,
-        e_step_rate: Annotated[float, Range(0.0, 1.0, low_open=True)] = 0.7,
+        e_step_rate: StepRate = 0.7,
         m_step_iterations: InnerIterations = 10,
         m_step_max_tasks: MStepTasks = 20000,
         n_quadrature: QuadraturePoints = DEFAULT_QUADRATURE_POINTS,

@@ -49,6 +49,7 @@ from models.params import (
     QuadraturePoints,
     Range,
     Seed,
+    StepRate,
     Tolerance,
 )
 
@@ -84,7 +85,7 @@ class OrdinalGP(_CrowdGP):
         n_iter: Iterations = 50,
         tol: Tolerance = 1e-4,
         e_step_sweeps: InnerIterations1 = 20,
-        e_step_rate: Annotated[float, Range(0.0, 1.0, low_open=True)] = 0.7,
+        e_step_rate: StepRate = 0.7,
         m_step_iterations: InnerIterations = 10,
         m_step_max_tasks: MStepTasks = 20000,
         n_quadrature: QuadraturePoints = DEFAULT_QUADRATURE_POINTS,
