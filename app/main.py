@@ -38,6 +38,7 @@ from app.sampling.router import collection_router as collection_samplings_router
 from app.sampling.router import router as samplings_router
 from app.ui import install_dashboard
 from app.ui.router import fit_page
+from app.ui.scoring import sampling_page_context
 from app.ui.warm import DashboardWarmer
 
 API_PREFIX = "/api/v1"
@@ -68,8 +69,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         maintenance = Maintenance(settings, sweeps=[functools.partial(
             purge_expired, retention_h=settings.idempotency_retention_h)])
         maintenance.start()
-        warmer = app.state.warmer = DashboardWarmer(settings.database_url,
-                                                    app.state.listing_cache, fit_page)
+        warmer = app.state.warmer = DashboardWarmer(
+            settings.database_url, app.state.listing_cache, fit_page,
+            inputs=app.state.next_inputs, sampling_page=sampling_page_context)
         warmer.start()
         if settings.warm_startup_s > 0:  # ready once the recent pages are (bounded)
             await anyio.to_thread.run_sync(warmer.wait_idle, settings.warm_startup_s)

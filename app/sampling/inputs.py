@@ -124,7 +124,8 @@ def read_judgments(session: Session, collection: Collection, *,
 
 class NextInputs:
     """The application's cache of posteriors and judgment columns (thread-safe; two requests
-    that miss at once both read, and the later one is kept)."""
+    that miss a posterior or the columns at once both read, and the later one is kept; a memo is
+    built once)."""
 
     def __init__(self, max_fits: int = MAX_FITS, max_collections: int = MAX_COLLECTIONS,
                  max_memos: int = MAX_MEMOS) -> None:
@@ -134,6 +135,7 @@ class NextInputs:
         self._fits: OrderedDict[tuple[Any, ...], FitPosterior] = OrderedDict()
         self._judgments: OrderedDict[tuple[Any, ...], JudgmentColumns] = OrderedDict()
         self._memos: dict[str, OrderedDict[tuple[Any, ...], Any]] = {}
+        self._building: dict[tuple[str, tuple[Any, ...]], threading.Lock] = {}
 
     def posterior(self, session: Session, aggregation: Aggregation) -> FitPosterior:
         key = (aggregation.id, aggregation.finished_at)
@@ -153,11 +155,23 @@ class NextInputs:
 
     def memo(self, kind: str, key: tuple[Any, ...], build: Callable[[], T]) -> T:
         """``build()``, kept under ``key`` among the last ``max_memos`` of its ``kind``. The
-        value is shared between requests: callers never change it."""
+        value is shared between requests: callers never change it. A caller that asks while
+        another thread builds the same key waits for that value (the dashboard warmer and a page
+        request never build the same estimates twice)."""
         hit = self.kept(kind, key)
-        if hit is None:
-            hit = build()
-            self.keep(kind, key, hit)
+        if hit is not None:
+            return hit  # type: ignore[no-any-return]
+        with self._lock:
+            building = self._building.setdefault((kind, key), threading.Lock())
+        with building:
+            hit = self.kept(kind, key)
+            if hit is None:
+                try:
+                    hit = build()
+                    self.keep(kind, key, hit)
+                finally:
+                    with self._lock:
+                        self._building.pop((kind, key), None)
         return hit  # type: ignore[no-any-return]
 
     def kept(self, kind: str, key: tuple[Any, ...]) -> Any:

@@ -46,7 +46,12 @@ from app.sampling.rejudging import next_tasks
 from app.sampling.router import get_next_inputs
 from app.ui import charts
 from app.ui.templating import templates
-from app.ui.warm import FITS_PER_COLLECTION_PAGE, page_key, warmer_of
+from app.ui.warm import (
+    FITS_PER_COLLECTION_PAGE,
+    SAMPLINGS_PER_COLLECTION_PAGE,
+    page_key,
+    warmer_of,
+)
 from models.registry import METHOD_PATHS, get_method
 from models.sampling.rejudge import STRATEGIES
 
@@ -121,6 +126,10 @@ def _collection_context(request: Request, session: Any,
         done_ = [a.id for a in reversed(fits) if a.status == "succeeded"]
         for aggregation_id in done_[:FITS_PER_COLLECTION_PAGE]:
             warmer.aggregation(aggregation_id)
+    follow_ups = _follow_ups(session, collection)
+    if warmer is not None:  # and its latest samplings (their estimates take a second)
+        for sampling in follow_ups["samplings"][:SAMPLINGS_PER_COLLECTION_PAGE]:
+            warmer.sampling(sampling["id"])
     counts = stats.counts
     gold_share = counts.tasks_with_gold / counts.tasks if counts.tasks else None
     per_task = stats.judgments_per_task.histogram if stats.judgments_per_task else {}
@@ -144,7 +153,7 @@ def _collection_context(request: Request, session: Any,
                              title="Gold coverage (tasks)", x="", y="tasks", color="#d9822b"),
         ),
         "title": collection.name,
-        **_follow_ups(session, collection),
+        **follow_ups,
     }
 
 

@@ -189,6 +189,12 @@ def _sampling_context(session: Any, sampling: Any, measure: str | None,
     }
 
 
+def sampling_page_context(session: Any, sampling: Any, inputs: Any) -> dict[str, Any]:
+    """A sampling's page as the dashboard warmer builds it: what the page recomputes is kept in
+    ``inputs`` (the application's NextInputs), so the person's first request finds it."""
+    return _sampling_context(session, sampling, None, TARGET_RECALL, inputs)
+
+
 @router.get("/ui/samplings/{s}", response_class=HTMLResponse,
             dependencies=[require_scope("read")])
 def sampling_page(request: Request, session: SessionDep, sampling: SamplingDep,

@@ -19,7 +19,11 @@ from app.core.db import get_sessionmaker
 from app.main import create_app
 from app.ui.warm import page_key
 from models.synthetic import generate
+from app.sampling import service as sampling_service
+from app.sampling.inputs import NextInputs
 from tests.api.helpers import API
+from tests.api.test_sampling import judge
+from tests.api.test_sampling import setup_collection as sampling_collection
 from tests.ui.test_pages import seed
 
 
@@ -98,6 +102,50 @@ def test_a_fresh_process_warms_recent_collections_and_fits(client, settings, war
         assert cache_.memoized(page_key(a))
 
 
+def test_a_fresh_process_warms_recent_samplings(client, settings, warm_settings,
+                                                monkeypatch) -> None:
+    """A sampling's estimates (pools, crowd labels, Horvitz–Thompson) are built at start-up and
+    when its collection's page is shown: the person's first request of its page builds none."""
+    sampling_collection(client)
+    sid = client.post(f"{API}/collections/pool/samplings", json={
+        "runs": None, "budget_per_round": 6, "seed": 1, "strategy": "active"}).json()["id"]
+    drawn = client.post(f"{API}/samplings/{sid}/rounds").json()
+    judge(client, drawn["pairs"])
+    expected = client.get(f"{API}/samplings/{sid}/estimates").json()
+
+    built: list[int] = []
+    real = sampling_service._estimates
+
+    def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
+        built.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sampling_service, "_estimates", counting)
+    with TestClient(create_app(warm_settings)) as fresh:  # a restarted process
+        assert len(built) == 1  # at start-up, before serving
+        page = fresh.get(f"/ui/samplings/{sid}")
+        assert page.status_code == 200 and "Horvitz" in page.text
+        assert fresh.get(f"{API}/samplings/{sid}/estimates").json() == expected
+        assert len(built) == 1
+
+    # The collection page asks for its latest samplings (a process whose caches were emptied).
+    with TestClient(create_app(settings)) as other:
+        warmer = other.app.state.warmer
+        assert warmer.wait_idle(60)
+        other.app.state.next_inputs = warmer.inputs = NextInputs()
+        built.clear()
+        assert other.get("/ui/collections/pool").status_code == 200
+        assert warmer.wait_idle(60)
+        assert len(built) == 1
+        assert other.get(f"/ui/samplings/{sid}").status_code == 200
+        assert len(built) == 1
+
+        # New judgments change the estimates: the page builds them again, once.
+        judge(other, drawn["pairs"], annotators=("w4",))
+        assert other.get(f"/ui/samplings/{sid}").status_code == 200
+        assert len(built) == 2
+
+
 def test_an_upload_through_the_form_warms_too(client, settings, synthetic) -> None:
     seed(client, synthetic, fit=False)
     client.app.state.warmer.wait_idle(30)
@@ -141,6 +189,34 @@ def test_memo_builds_once_when_two_threads_ask_at_once() -> None:
         cache.memo(("k", 2), broken)
     assert not cache.memoized(("k", 2))
     assert cache.memo(("k", 2), lambda: "second try") == "second try"
+
+
+def test_next_inputs_memo_builds_once_when_two_threads_ask_at_once() -> None:
+    inputs = NextInputs()
+    calls = []
+
+    def compute() -> str:
+        calls.append(1)
+        time.sleep(0.2)
+        return "estimates"
+
+    results: list[str] = []
+    threads = [threading.Thread(target=lambda: results.append(
+        inputs.memo("estimates", (1, 2), compute))) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == ["estimates"] * 4 and len(calls) == 1
+    assert inputs.memo("labels", (1, 2), lambda: "other kind") == "other kind"
+
+    def broken() -> str:
+        raise RuntimeError("database away")
+
+    with pytest.raises(RuntimeError):
+        inputs.memo("estimates", (3,), broken)
+    assert inputs.kept("estimates", (3,)) is None
+    assert inputs.memo("estimates", (3,), lambda: "second try") == "second try"
 
 
 def test_a_stopped_warmer_takes_no_more_work(settings) -> None:
