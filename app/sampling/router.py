@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
-from fastapi.responses import PlainTextResponse
+from fastapi.responses import PlainTextResponse, Response
 
 from app.aggregations.router import AggregationDep
 from app.api.deps import SessionDep, id_path
@@ -141,23 +141,26 @@ def draw_round(session: SessionDep, idempotency: IdempotencyDep, sampling: Sampl
 @router.get("/{s}/rounds", response_model=RoundsPublic, dependencies=[require_scope("read")],
             responses={200: {"content": {
                 "text/tab-separated-values": {"schema": {"type": "string"}}}}})
-def list_rounds(session: SessionDep, sampling: SamplingDep,
+def list_rounds(session: SessionDep, sampling: SamplingDep, inputs: InputsDep,
                 number: Annotated[int | None, Query(alias="round", ge=-1, description=(
                     "only this round (-1: the latest)"))] = None,
-                format: Literal["json", "tsv"] = "json") -> RoundsPublic | PlainTextResponse:
+                format: Literal["json", "tsv"] = "json") -> Response:
     """The rounds with their pairs, each marked ``judged`` when the collection has a judgment
     for it now (and per round how many are, and how many are ``labelled``: judged with a value
     other than "could not judge", the pairs the estimates use). ``format=tsv``: one pair per
     line (round, topic, doc, inclusion, selection, source_run, judged 1/0), to send a round to
     a crowd platform."""
-    rounds = service.list_rounds(session, sampling=sampling, number=number)
+    rounds = service.list_rounds(session, sampling=sampling, number=number, inputs=inputs)
     if format == "tsv":
         name = f"sampling-{sampling.id}-" + ("rounds" if number is None else "latest-round"
                                              if number == -1 else f"round-{number}")
         return PlainTextResponse(
             service.rounds_tsv(rounds), media_type="text/tab-separated-values",
             headers={"content-disposition": f'attachment; filename="{name}.tsv"'})
-    return RoundsPublic.model_validate({"data": rounds, "count": len(rounds)})
+    # Validated once and written as JSON here: tens of thousands of pairs, which FastAPI's
+    # response_model would validate a second time before writing them.
+    return Response(RoundsPublic.model_validate({"data": rounds, "count": len(rounds)})
+                    .model_dump_json(), media_type="application/json")
 
 
 @router.get("/{s}/estimates", response_model=Estimates, dependencies=[require_scope("read")])
