@@ -41,6 +41,22 @@ topic is the collection prior. With ``use_gold`` the clamped tasks enter c_g, so
 each topic its grade mix. ``"collection"``: one prior for all tasks (the default before
 2026-11-24; docs/models.md, "Topics whose grade mixes differ", has the measurements that moved
 it).
+
+``task_difficulty`` (off by default; docs/models.md, "Per-task difficulty", has the measurements):
+each task has a difficulty d_i, noise that every judgment of it shares, added to the judge's
+as variances as in the thesis' multi-annotator GP (eq. 4.15: sqrt(1 + σ_i² + σ_j²)): the ordinal
+part of a judgment of task i by j has spread σ_ij = sqrt(s_j² + d_i²). d_i is integrated out,
+not point-estimated (a task has a handful of judgments): its prior is a distribution ω over the
+levels ``DIFFICULTY_GRID`` whose weights are type-II maximum likelihood (EM: the judged tasks'
+mean posterior over the levels), so the data set how much difficulty there is and d = 0 for
+every task is today's model. The E step is over (grade, level) jointly,
+
+    P(T_i = t, d_i = d_q | y) ∝ ρ_t ω_q Π_a π_{j(a)}(d_q)[t, y_a],
+
+and the M step's counts N_j[t, l, q] gain a level axis; the Newton step on θ_j sums the levels'
+cells, with ∂ log σ_qj / ∂ log s_j = s_j² / σ_qj². Outputs ``difficulty_`` = E[d_i² | y] (grade
+units², as MAGP's σ_i²) and the weights ``difficulty_weights_``; ``confusion_`` is then each
+judge's confusion on a task of the collection's mix of difficulties, Σ_q ω_q π_j(d_q).
 """
 
 from __future__ import annotations
@@ -60,6 +76,11 @@ from models.params import InnerIterations1, Iterations, Prior, PriorOrZero, Rang
 
 _EPS = 1e-10
 _LOG_SQRT_2PI = 0.5 * np.log(2.0 * np.pi)
+# ``task_difficulty``: the levels d (grade units) a task's difficulty is integrated over. A
+# discretisation of [0, ∞), not a prior: the weight of each level is learned. Doubling steps
+# from half a grade (below that, one task's handful of judgments cannot tell it from 0) to 8,
+# where a judgment barely depends on the grade (σ ≥ 8: P(0 | t = 0) / P(0 | t = 2) = 1.23).
+DIFFICULTY_GRID = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0)
 
 
 class OrdinalScaleError(ValueError):
@@ -121,6 +142,23 @@ def _standardised_ends(cuts: np.ndarray, spread: np.ndarray
     upper = np.concatenate([cuts.T, zero])[None]  # c_{j,l}: (1, K, J)
     lower = np.concatenate([zero, cuts.T])[None]  # c_{j,l−1}
     t = np.arange(k, dtype=np.float64)[:, None, None]
+    inv_s = 1.0 / spread
+    u, v = (upper - t) * inv_s, (lower - t) * inv_s
+    u[:, k - 1] = 0.0
+    v[:, 0] = 0.0
+    return u, v, inv_s
+
+
+def _standardised_ends_grid(cuts: np.ndarray, spread: np.ndarray
+                            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``_standardised_ends`` with one spread per difficulty level and annotator, ``spread``
+    (Q, J): u, v (K, K, Q, J) indexed [t, l, q, j] and 1 / σ (Q, J); the ends beyond the scale
+    stored as 0 as there."""
+    n, k = cuts.shape[0], cuts.shape[1] + 1
+    zero = np.zeros((1, n))
+    upper = np.concatenate([cuts.T, zero])[None, :, None, :]  # c_{j,l}: (1, K, 1, J)
+    lower = np.concatenate([zero, cuts.T])[None, :, None, :]  # c_{j,l−1}
+    t = np.arange(k, dtype=np.float64)[:, None, None, None]
     inv_s = 1.0 / spread
     u, v = (upper - t) * inv_s, (lower - t) * inv_s
     u[:, k - 1] = 0.0
@@ -359,14 +397,51 @@ class _Terms:
     log_p: np.ndarray
 
 
+def _e_step_difficulty(
+    idx: _Judgments, prior: np.ndarray, log_confusion: np.ndarray, log_weights: np.ndarray,
+    log_prior_rows: np.ndarray | None = None,
+) -> tuple[float, np.ndarray]:
+    """The joint posterior over each task's grade and difficulty level, (K, Q, n_tasks), and the
+    marginal log-likelihood Σ_i log Σ_{t,q} ρ_t ω_q Π_{a ∈ i} π_{j(a)}(d_q)[t, y_a], from
+    log π cell-major (K, K, Q, J) and log ω (Q,). ``prior`` / ``log_prior_rows`` as in
+    ``dawid_skene._e_step``.
+
+    Log space: a task's likelihood is a product over its judgments, which underflows. The
+    judgments' log-probabilities are one sparse product per (grade, level), each writing a
+    contiguous row, as in Dawid–Skene's E step."""
+    k, n_levels = log_confusion.shape[0], log_confusion.shape[2]
+    log_joint = np.empty((k, n_levels, idx.n_tasks))
+    for t in range(k):
+        for q in range(n_levels):
+            # by_task's column l·J + j: annotator j said l
+            log_joint[t, q] = idx.by_task @ np.ascontiguousarray(log_confusion[t, :, q]).ravel()
+    log_class = np.log(prior)[:, None] if log_prior_rows is None else log_prior_rows
+    log_joint += log_class[:, None, :]
+    log_joint += log_weights[None, :, None]
+    if idx.impossible is not None:  # a gold label: only its own grade, at any difficulty
+        log_joint[np.broadcast_to(idx.impossible[:, None, :], log_joint.shape)] = -np.inf
+    top = log_joint.max(axis=(0, 1))
+    log_joint -= top
+    joint = np.exp(log_joint, out=log_joint)
+    total = joint.sum(axis=(0, 1))
+    joint /= total
+    log_marginal = np.log(total) + top
+    if not idx.all_judged:
+        log_marginal = log_marginal[idx.judged]
+    return float(log_marginal.sum()), joint
+
+
 class OrdinalDawidSkene(Aggregator):
     """``bias_[j]``, ``spread_[j]``, ``cutpoints_[j, l]``, ``confusion_[j, t, l]``, ``prior_``
-    (the collection's), ``topic_prior_[g, t]`` (per topic, with ``class_prior_by="topic"``).
+    (the collection's), ``topic_prior_[g, t]`` (per topic, with ``class_prior_by="topic"``),
+    ``difficulty_[i]`` and ``difficulty_weights_[q]`` (with ``task_difficulty``; else None).
 
     The class index is the grade's rank; the order of ``data.classes`` is the order of the scale.
     """
 
     method = "ordinal-ds"
+    # the difficulty levels of a fit with ``task_difficulty`` (None: every task at d = 0)
+    _grid: np.ndarray | None = None
 
     def __init__(
         self,
@@ -382,6 +457,7 @@ class OrdinalDawidSkene(Aggregator):
         learn_gaps: bool = False,
         use_gold: bool = False,
         class_prior_by: str = "topic",
+        task_difficulty: bool = False,
     ) -> None:
         if n_iter < 0 or m_step_iterations < 1:
             raise ValueError("n_iter must be >= 0 and m_step_iterations >= 1")
@@ -407,6 +483,7 @@ class OrdinalDawidSkene(Aggregator):
         self.learn_gaps = learn_gaps
         self.use_gold = use_gold
         self.class_prior_by = class_prior_by
+        self.task_difficulty = task_difficulty
 
     def fit(self, data: AnnotationData, progress: ProgressCallback = no_progress) -> Self:
         check_ordinal_scale(data.classes, data.label)
@@ -438,23 +515,47 @@ class OrdinalDawidSkene(Aggregator):
                   if self.class_prior_by == "topic" else None)
         self._topic_prior = topics if topics is not None and topics.n_groups > 1 else None
         self._log_prior_rows: np.ndarray | None = None  # per task, with the per-topic prior
+        # Task difficulty: the levels d_q and the log of their weights ω_q (uniform at the
+        # start); the joint posterior over (grade, level), none until the first E step
+        self._grid = np.asarray(DIFFICULTY_GRID) if self.task_difficulty else None
+        if self._grid is not None:
+            self._log_weights = np.full(self._grid.shape[0], -np.log(self._grid.shape[0]))
+        joint: np.ndarray | None = None
         history: list[float] = []
         self.n_iter_ = 0
         for it in range(self.n_iter):
-            prior, confusion = self._m_step(idx, post)
-            ll, post = _e_step(idx, prior, confusion, self._log_prior_rows)
+            prior, confusion = self._m_step(idx, post, joint)
+            if self._grid is None:
+                ll, post = _e_step(idx, prior, confusion, self._log_prior_rows)
+            else:
+                ll, joint = _e_step_difficulty(idx, prior, np.log(confusion),
+                                               self._log_weights, self._log_prior_rows)
+                post = joint.sum(axis=1)
             objective = ll + self._log_prior()
             history.append(objective)
             self.n_iter_ = it + 1
             progress((it + 1) / self.n_iter, f"iteration {it + 1}, objective {objective:.2f}")
             if len(history) > 1 and abs(history[-1] - history[-2]) / n < self.tol:
                 break
-        prior, confusion = self._m_step(idx, post)
+        prior, confusion = self._m_step(idx, post, joint)
         del self._judged_share  # per-task scratch of the fit
         self._log_prior_rows = None  # per-task scratch as well
         # the collection's prior (for competence and the info); per topic as well when asked
         self.prior_ = prior
         self.topic_prior_ = self._topic_means if self._topic_prior is not None else None
+        if self._grid is not None:
+            weights = np.exp(self._log_weights)
+            # a judge's confusion on a task of the collection's mix of difficulties
+            confusion = np.einsum("jtlq,q->jtl", np.moveaxis(confusion, -1, 0), weights)
+            self.difficulty_weights_ = weights
+            # E[d_i²]: each task's noise variance in grade units², as MAGP's σ_i²; a task not
+            # yet through an E step (n_iter = 0) has the weights' mean
+            level_post = (joint.sum(axis=0) if joint is not None
+                          else np.broadcast_to(weights[:, None], (weights.shape[0], data.n_tasks)))
+            self.difficulty_ = self._grid**2 @ level_post
+        else:
+            self.difficulty_weights_ = None
+            self.difficulty_ = None
         self.confusion_ = confusion
         self.proba_ = np.ascontiguousarray(post.T)
         self.bias_ = self._theta[:, 0].copy()
@@ -481,18 +582,26 @@ class OrdinalDawidSkene(Aggregator):
         already known) are cell-major; ``ends``, the standardised ends at (θ, shared) when
         already known."""
         k = counts.shape[0]
-        u, v, inv_s = ends if ends is not None else _standardised_ends(
-            self._cuts(theta, shared), np.exp(theta[:, 1]))
+        u, v, inv_s = ends if ends is not None else self._ends(theta, shared)
         if log_p is None:
             log_p = _log_cells(u, v)
         cells = _CellDerivatives.at(u, v, inv_s, log_p, second=hessian)
         value = self._objective(counts, log_p, theta)
+        g_level = None
         # ∂/∂c_{j,l}: c_{j,l} is the upper end of grade l and the lower end of grade l + 1.
-        g_cut = (np.einsum("tlj,tlj->lj", counts[:, : k - 1], cells.up[:, : k - 1])
-                 + np.einsum("tlj,tlj->lj", counts[:, 1:], cells.lo[:, 1:]))  # (K−1, J)
+        if counts.ndim == 3:
+            g_cut = (np.einsum("tlj,tlj->lj", counts[:, : k - 1], cells.up[:, : k - 1])
+                     + np.einsum("tlj,tlj->lj", counts[:, 1:], cells.lo[:, 1:]))  # (K−1, J)
+            g_spread = np.einsum("tlj,tlj->j", counts, cells.ls)
+        else:  # difficulty levels (K, K, Q, J): the cut points are the same at every level
+            g_cut = (np.einsum("tlqj,tlqj->lj", counts[:, : k - 1], cells.up[:, : k - 1])
+                     + np.einsum("tlqj,tlqj->lj", counts[:, 1:], cells.lo[:, 1:]))
+            # ∂/∂ log σ_qj, then the chain rule to log s_j: ∂ log σ_qj / ∂ log s_j = s_j² / σ_qj²
+            g_level = np.einsum("tlqj,tlqj->qj", counts, cells.ls)
+            g_spread = np.sum(g_level * self._spread_share(theta), axis=0)
         g_theta = np.zeros_like(theta)
         g_theta[:, 0] = -g_cut.sum(axis=0)
-        g_theta[:, 1] = np.einsum("tlj,tlj->j", counts, cells.ls)
+        g_theta[:, 1] = g_spread
         g_shared = np.zeros_like(shared)
         g_shared[0] = g_cut.sum()
         g_gap = np.zeros((theta.shape[0], k - 2))
@@ -510,7 +619,8 @@ class OrdinalDawidSkene(Aggregator):
         g_theta[:, 1] -= theta[:, 1] - np.log(self.spread_prior)
         if theta.shape[1] > 2:
             g_theta[:, 2:] -= theta[:, 2:] / self.scale_use_prior_sd**2
-        hess = self._hessian(counts, cells, theta, shared, g_gap) if hessian else None
+        hess = (self._hessian(counts, cells, theta, shared, g_gap, g_level) if hessian
+                else None)
         return _Terms(value, g_theta, g_shared, hess, log_p)
 
     def _objective(self, counts: np.ndarray, log_p: np.ndarray, theta: np.ndarray) -> np.ndarray:
@@ -518,6 +628,8 @@ class OrdinalDawidSkene(Aggregator):
         log π = −∞)."""
         with np.errstate(invalid="ignore"):
             value = np.sum(np.where(counts > 0, counts * log_p, 0.0), axis=(0, 1))
+        if value.ndim > 1:  # difficulty levels (Q, J)
+            value = value.sum(axis=0)
         value = (value - 0.5 * theta[:, 0] ** 2 / self.bias_prior_sd**2
                  - 0.5 * (theta[:, 1] - np.log(self.spread_prior)) ** 2)
         if theta.shape[1] > 2:
@@ -528,12 +640,32 @@ class OrdinalDawidSkene(Aggregator):
                ) -> tuple[np.ndarray, np.ndarray, _Ends]:
         """The per-annotator objective alone (no derivatives), log π at θ (cell-major) and the
         standardised ends it came from."""
-        ends = _standardised_ends(self._cuts(theta, shared), np.exp(theta[:, 1]))
+        ends = self._ends(theta, shared)
         log_p = _log_cells(ends[0], ends[1])
         return self._objective(counts, log_p, theta), log_p, ends
 
+    def _ends(self, theta: np.ndarray, shared: np.ndarray) -> _Ends:
+        """The standardised ends at (θ, shared): per annotator (K, K, J), or per difficulty
+        level and annotator (K, K, Q, J) with spreads σ_qj = sqrt(s_j² + d_q²)."""
+        if self._grid is None:
+            return _standardised_ends(self._cuts(theta, shared), np.exp(theta[:, 1]))
+        return _standardised_ends_grid(self._cuts(theta, shared), self._level_spread(theta))
+
+    def _level_spread(self, theta: np.ndarray) -> np.ndarray:
+        """σ_qj = sqrt(s_j² + d_q²) (Q, J): a judge's spread on a task of difficulty d_q (the
+        thesis' task and annotator noise added as variances, eq. 4.15)."""
+        assert self._grid is not None
+        return np.sqrt(np.exp(2.0 * theta[:, 1])[None, :] + self._grid[:, None] ** 2)
+
+    def _spread_share(self, theta: np.ndarray) -> np.ndarray:
+        """r_qj = s_j² / σ_qj² = ∂ log σ_qj / ∂ log s_j (Q, J)."""
+        assert self._grid is not None
+        s2 = np.exp(2.0 * theta[:, 1])[None, :]
+        return s2 / (s2 + self._grid[:, None] ** 2)
+
     def _hessian(self, counts: np.ndarray, cells: _CellDerivatives, theta: np.ndarray,
-                 shared: np.ndarray, g_gap: np.ndarray) -> np.ndarray:
+                 shared: np.ndarray, g_gap: np.ndarray, g_level: np.ndarray | None = None
+                 ) -> np.ndarray:
         """The P × P Hessian blocks of the per-annotator objective w.r.t. θ_j, analytic,
         stacked on the last axis (P, P, J).
 
@@ -543,18 +675,30 @@ class OrdinalDawidSkene(Aggregator):
         Jacobian A = ∂x/∂θ (∂c_m/∂b = −1, ∂ log s/∂ log s = 1, ∂c_m/∂γ_n = gap_n ([n < m] −
         (K − 2 − n)/(K − 1)), the centring of the cut points): H_θ = Aᵀ H_x A + Σ_m ∂f/∂c_m
         ∂²c_m/∂θ², whose second part is diagonal in γ (∂²c_m/∂γ_n² = ∂c_m/∂γ_n), i.e. the
-        likelihood's gradient in γ_n. Then the priors' −1/σ² on the diagonal."""
+        likelihood's gradient in γ_n. Then the priors' −1/σ² on the diagonal.
+
+        With difficulty levels (``g_level``: the gradient in log σ_qj, (Q, J)) H_x is first
+        built per level in log σ_qj, then taken to log s_j and summed over the levels: with
+        r = ∂ log σ_qj / ∂ log s_j = s_j² / σ_qj² and ∂r / ∂ log s_j = 2 r (1 − r), the log-s
+        row and column are multiplied by r and the diagonal cell gains g_level · 2 r (1 − r)."""
         assert cells.second is not None
         n_ann, p = theta.shape
         k = counts.shape[0]
-        uu, ll, ul, us, ls_, ss = (np.einsum("tlj,tlj->lj", counts, d) for d in cells.second)
-        h_x = np.zeros((k, k, n_ann))
+        spec = "tlj,tlj->lj" if counts.ndim == 3 else "tlqj,tlqj->lqj"
+        uu, ll, ul, us, ls_, ss = (np.einsum(spec, counts, d) for d in cells.second)
+        h_x = np.zeros((k, k) + counts.shape[2:])
         cut = np.arange(k - 1)
         h_x[cut, cut] = uu[: k - 1] + ll[1:]
         h_x[cut[:-1], cut[1:]] = ul[1 : k - 1]
         h_x[cut[1:], cut[:-1]] = ul[1 : k - 1]
         h_x[cut, k - 1] = h_x[k - 1, cut] = us[: k - 1] + ls_[1:]
         h_x[k - 1, k - 1] = ss.sum(axis=0)
+        if g_level is not None:
+            r = self._spread_share(theta)
+            h_x[:, k - 1] *= r
+            h_x[k - 1, :] *= r
+            h_x[k - 1, k - 1] += 2.0 * g_level * r * (1.0 - r)
+            h_x = h_x.sum(axis=2)
         jac = np.zeros((k, p, n_ann))
         jac[: k - 1, 0] = -1.0
         jac[k - 1, 1] = 1.0
@@ -593,11 +737,11 @@ class OrdinalDawidSkene(Aggregator):
         if todo.size:  # the annotators whose objective went down: the step halved, up to 8
             # times, keeping the first (largest) that does not decrease it; all 8 trial points
             # of all these annotators in one evaluation
-            n_todo, n_par, k = todo.size, theta.shape[1], counts.shape[0]
+            n_todo, n_par = todo.size, theta.shape[1]
             scales = 0.5 ** np.arange(1, 9)
             candidates = theta[todo][None] + scales[:, None, None] * step[todo][None]
             values, log_ps, (us, vs, inv_ss) = self._value(
-                np.tile(counts[:, :, todo], (1, 1, scales.size)),
+                np.tile(counts[..., todo], (1,) * (counts.ndim - 1) + (scales.size,)),
                 candidates.reshape(-1, n_par), shared)
             values = values.reshape(scales.size, n_todo)
             better = np.isfinite(values) & (values >= start.value[todo] - 1e-9)
@@ -606,10 +750,11 @@ class OrdinalDawidSkene(Aggregator):
             which = np.flatnonzero(found)
             accepted = todo[found]
             trial[accepted] = candidates[first, which]
-            for whole, part in ((new_log_p, log_ps), (new_u, us), (new_v, vs)):
-                whole[:, :, accepted] = part.reshape(k, k, scales.size, n_todo)[:, :, first,
-                                                                                 which]
-            new_inv_s[accepted] = inv_ss.reshape(scales.size, n_todo)[first, which]
+            # (the trailing axis is the annotator's, scale-major: split it, pick per annotator)
+            for whole, part in ((new_log_p, log_ps), (new_u, us), (new_v, vs),
+                                (new_inv_s, inv_ss)):
+                whole[..., accepted] = part.reshape(part.shape[:-1] + (scales.size, n_todo))[
+                    ..., first, which]
             ok[accepted] = True
         self._theta = np.where(ok[:, None], trial, theta)
         kept = (np.where(ok, new_u, at.ends[0]), np.where(ok, new_v, at.ends[1]),
@@ -621,8 +766,7 @@ class OrdinalDawidSkene(Aggregator):
         π (kept from the Newton step that produced them, else computed)."""
         kept = self._kept
         if kept is None or kept.theta is not self._theta or kept.shared is not self._shared:
-            ends = _standardised_ends(self._cuts(self._theta, self._shared),
-                                      np.exp(self._theta[:, 1]))
+            ends = self._ends(self._theta, self._shared)
             kept = _AtTheta(self._theta, self._shared, _log_cells(ends[0], ends[1]), ends)
             self._kept = kept
         return kept
@@ -657,15 +801,28 @@ class OrdinalDawidSkene(Aggregator):
             self._shared = self._shared.copy()
             self._shared[free] = res.x
 
-    def _m_step(self, idx: _Judgments, post: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``post``: the class-major posterior (K, n_tasks)."""
+    def _m_step(self, idx: _Judgments, post: np.ndarray, joint: np.ndarray | None = None
+                ) -> tuple[np.ndarray, np.ndarray]:
+        """``post``: the class-major posterior (K, n_tasks); ``joint``: with difficulty levels,
+        the joint posterior over (grade, level) (K, Q, n_tasks) of the last E step (None before
+        the first). Returns the collection's prior and the confusion matrices, (J, K, K), or
+        cell-major per level (K, K, Q, J) with difficulty levels."""
         k = idx.n_classes
         # the mean posterior of the judged tasks, as one product (uniform if none is judged)
         prior = post @ self._judged_share if idx.judged.any() else np.full(k, 1.0 / k)
         prior = np.clip(prior, _EPS, None)
         prior /= prior.sum()
-        # N[t, l, j], cell-major: Dawid–Skene's sufficient statistics, one sparse product
-        counts = idx.expected_counts(post)
+        if self._grid is None:
+            # N[t, l, j], cell-major: Dawid–Skene's sufficient statistics, one sparse product
+            counts = idx.expected_counts(post)
+        else:
+            counts = self._level_counts(idx, post, joint)
+            if joint is not None and idx.judged.any():
+                # ω_q: the judged tasks' mean posterior over the levels (type-II maximum
+                # likelihood of the difficulty distribution on the grid); EM's start keeps the
+                # uniform weights
+                weights = np.clip(joint.sum(axis=0) @ self._judged_share, _EPS, None)
+                self._log_weights = np.log(weights / weights.sum())
         for _ in range(self.m_step_iterations):
             # Generalised EM on the mixture (1 − ε_j) π_j + ε_j ξ_j: split each expected count
             # between the ordinal part and the spam part by responsibility, then update each.
@@ -686,7 +843,25 @@ class OrdinalDawidSkene(Aggregator):
             self._topic_means = self._topic_prior.posterior_mean(post.T)
             self._log_prior_rows = self._topic_prior.per_task_rows(
                 np.log(np.clip(self._topic_means, _EPS, None)))
+        if self._grid is not None:
+            return prior, confusion  # (K, K, Q, J), as the E step reads it
         return prior, np.ascontiguousarray(np.moveaxis(confusion, -1, 0))  # (J, K, K)
+
+    def _level_counts(self, idx: _Judgments, post: np.ndarray, joint: np.ndarray | None
+                      ) -> np.ndarray:
+        """N[t, l, q, j] = Σ_{a by j, y_a = l} P(T_i = t, d_i = d_q) (K, K, Q, J), one sparse
+        product per (grade, level). EM's start (``joint`` None) puts every task at d = 0:
+        today's first M step."""
+        assert self._grid is not None
+        k, n_levels, n_ann = idx.n_classes, self._grid.shape[0], idx.n_annotators
+        counts = np.zeros((k, k, n_levels, n_ann))
+        if joint is None:
+            counts[:, :, 0] = idx.expected_counts(post)
+            return counts
+        for t in range(k):
+            for q in range(n_levels):
+                counts[t, :, q] = (idx.by_cell @ joint[t, q]).reshape(k, n_ann)
+        return counts
 
     def _update_spam(self, counts: np.ndarray) -> None:
         """ε_j and ξ_j given the new θ: the expected counts split by responsibility between the
@@ -696,18 +871,28 @@ class OrdinalDawidSkene(Aggregator):
         a = self.spam_strength * self.spam_prior
         b = self.spam_strength * (1.0 - self.spam_prior)
         ordinal = self._at_theta().pi() * (1.0 - self._spam)
-        spam = self._spam * self._strategy
+        spam = self._spam_part()
         spam_counts = counts * (spam / (ordinal + spam))
         # MAP of ε_j under Beta(a + 1, b + 1); ξ_j ∝ spam counts + 1 (MACE's strategy).
-        self._spam = (spam_counts.sum(axis=(0, 1)) + a) / (counts.sum(axis=(0, 1)) + a + b)
-        strategy = spam_counts.sum(axis=0) + 1.0
+        cells = tuple(range(counts.ndim - 1))  # all but the annotator's axis
+        self._spam = (spam_counts.sum(axis=cells) + a) / (counts.sum(axis=cells) + a + b)
+        # (with difficulty levels the spam part is the same at every level: summed over them)
+        strategy = (spam_counts.sum(axis=0) if counts.ndim == 3
+                    else spam_counts.sum(axis=(0, 2))) + 1.0
         self._strategy = strategy / strategy.sum(axis=0)
 
     def _mixture_parts(self) -> tuple[np.ndarray, np.ndarray]:
-        """(1 − ε_j) π_j[t, l] and ε_j ξ_j[l], each cell-major (K, K, n_annotators)."""
+        """(1 − ε_j) π_j[t, l] and ε_j ξ_j[l], each cell-major (K, K, n_annotators), or
+        (K, K, Q, n_annotators) with difficulty levels."""
         ordinal = self._at_theta().pi() * (1.0 - self._spam)
-        spam = np.broadcast_to(self._spam * self._strategy, ordinal.shape)
+        spam = np.broadcast_to(self._spam_part(), ordinal.shape)
         return ordinal, spam
+
+    def _spam_part(self) -> np.ndarray:
+        """ε_j ξ_j[l], (K, J) indexed [l, j], or (K, 1, J) [l, q, j] with difficulty levels:
+        broadcast against the cell-major arrays."""
+        spam = self._spam * self._strategy
+        return spam if self._grid is None else spam[:, None, :]
 
     def _log_prior(self) -> float:
         theta = self._theta
@@ -731,6 +916,8 @@ class OrdinalDawidSkene(Aggregator):
             task_columns={
                 "n_judgments": data.judgments_per_task().astype(np.float64),
                 **grade_columns(self.proba_, data.classes),
+                # E[d_i²], grade units² (``task_difficulty``)
+                **({} if self.difficulty_ is None else {"difficulty": self.difficulty_}),
             },
             annotator_columns={
                 "competence": self.competence_,
@@ -749,6 +936,10 @@ class OrdinalDawidSkene(Aggregator):
                 **({} if self._topic_prior is None else {
                     # ν₀: the Dirichlet over the topics' class priors, type-II ML
                     "topic_prior_dirichlet": self._topic_prior.nu0.tolist()}),
+                **({} if self.difficulty_weights_ is None else {
+                    # the difficulty levels d_q (grade units) and their learned weights ω_q
+                    "difficulty_levels": list(DIFFICULTY_GRID),
+                    "difficulty_weights": self.difficulty_weights_.tolist()}),
             },
         )
 

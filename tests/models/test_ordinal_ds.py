@@ -1,5 +1,6 @@
 """Ordinal Dawid–Skene: recovery of planted biases and spreads, ordered cut points, the order of
-the confusion rows, the scale checks, the graded metrics and RF10 graded against nominal DS."""
+the confusion rows, the scale checks, the graded metrics, RF10 graded against nominal DS, and the
+per-task difficulty option (recovery of planted hard tasks; off, today's fit unchanged)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,13 @@ from dataclasses import replace
 import numpy as np
 import pytest
 from scipy.special import ndtr
-from scipy.stats import pearsonr
+from scipy.stats import pearsonr, spearmanr
 
 from models.data import AnnotationData
 from models.dawid_skene import DawidSkene
 from models.evaluation import evaluate, quadratic_kappa
 from models.ordinal_ds import (
+    DIFFICULTY_GRID,
     OrdinalDawidSkene,
     OrdinalScaleError,
     _log_cells,
@@ -192,17 +194,25 @@ def test_rf10_graded_above_nominal_ds(rf10_bytes: bytes) -> None:
     assert ods.binary_accuracy >= 0.69
 
 
-@pytest.mark.parametrize(("k", "scale_use_sd"), [(2, 0.5), (3, 0.0), (3, 0.5), (5, 0.5)])
-def test_m_step_gradient_and_hessian_match_differences(k: int, scale_use_sd: float) -> None:
+@pytest.mark.parametrize(("k", "scale_use_sd", "levels"),
+                         [(2, 0.5, False), (3, 0.0, False), (3, 0.5, False), (5, 0.5, False),
+                          (2, 0.5, True), (3, 0.0, True), (3, 0.5, True), (4, 0.5, True)])
+def test_m_step_gradient_and_hessian_match_differences(k: int, scale_use_sd: float,
+                                                       levels: bool) -> None:
     # The Newton step's analytic derivatives against central differences of the objective and
-    # of the gradient, at random parameters and expected counts (cell-major (K, K, J)).
+    # of the gradient, at random parameters and expected counts (cell-major (K, K, J), or
+    # (K, K, Q, J) with the difficulty levels of ``task_difficulty``).
     rng = np.random.default_rng(k)
-    model = OrdinalDawidSkene(scale_use_prior_sd=scale_use_sd)
+    model = OrdinalDawidSkene(scale_use_prior_sd=scale_use_sd, task_difficulty=levels)
     n, p = 40, 2 + (k - 2 if scale_use_sd > 0 else 0)
     theta = np.column_stack([rng.normal(0.0, 0.7, n), rng.normal(np.log(0.5), 0.5, n),
                              rng.normal(0.0, 0.3, (n, p - 2))])
     shared = np.concatenate([[(k - 1) / 2.0], rng.normal(0.0, 0.2, k - 2)])
-    counts = rng.gamma(1.0, 3.0, (k, k, n)) * (rng.random((k, k, n)) > 0.2)
+    cells = (k, k, n)
+    if levels:
+        model._grid = np.asarray(DIFFICULTY_GRID)  # as fit sets it
+        cells = (k, k, len(DIFFICULTY_GRID), n)
+    counts = rng.gamma(1.0, 3.0, cells) * (rng.random(cells) > 0.2)
     at = model._terms(counts, theta, shared, hessian=True)
     assert at.hess is not None
     h = 1e-6
@@ -306,3 +316,99 @@ def test_rf10_graded_with_gold_held_out_above_nominal_ds(rf10_bytes: bytes) -> N
     assert ds is not None and ods is not None
     assert ods.accuracy > ds.accuracy and ods.mae < ds.mae and ods.kappa > ds.kappa
     assert ods.binary_accuracy >= 0.694
+
+
+def _planted_difficulty(seed: int = 0, n_tasks: int = 1500, n_annotators: int = 30,
+                        per_task: int = 6, hard_share: float = 0.3, hard_d: float = 1.5
+                        ) -> tuple[AnnotationData, np.ndarray]:
+    """Judgments from the model with task difficulty (no spam, K = 3): z = t + b_j + σ_ij ε,
+    σ_ij = sqrt(s_j² + d_i²), d_i = ``hard_d`` for a random ``hard_share`` of the tasks and 0
+    for the others; returns the data (gold = truth) and the planted d_i."""
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(0, 3, n_tasks)
+    difficulty = np.where(rng.random(n_tasks) < hard_share, hard_d, 0.0)
+    bias = rng.uniform(-0.4, 0.4, n_annotators)
+    spread = rng.uniform(0.2, 0.5, n_annotators)
+    task = np.repeat(np.arange(n_tasks), per_task)
+    annotator = np.concatenate([rng.choice(n_annotators, per_task, replace=False)
+                                for _ in range(n_tasks)])
+    sd = np.sqrt(spread[annotator] ** 2 + difficulty[task] ** 2)
+    z = truth[task] + bias[annotator] + sd * rng.standard_normal(task.shape[0])
+    data = AnnotationData(
+        task=task, annotator=annotator, label=np.searchsorted(np.array([0.5, 1.5]), z),
+        topic_ids=np.full(n_tasks, "t"), doc_ids=np.array([f"d{i}" for i in range(n_tasks)]),
+        annotator_ids=np.array([f"a{j}" for j in range(n_annotators)]), classes=np.arange(3),
+        gold=truth)
+    return data, difficulty
+
+
+def test_task_difficulty_recovers_planted_hard_tasks() -> None:
+    data, planted = _planted_difficulty()
+    plain = OrdinalDawidSkene().fit(data)
+    model = OrdinalDawidSkene(task_difficulty=True).fit(data)
+    hard = planted > 0
+    assert model.difficulty_ is not None and model.difficulty_weights_ is not None
+    # hard tasks get the larger E[d_i²]: in rank, and as a score (the chance that a random hard
+    # task is ranked above a random easy one; 0.93 at the time of writing)
+    assert spearmanr(model.difficulty_, planted)[0] > 0.6
+    assert np.mean(model.difficulty_[hard][:, None] > model.difficulty_[~hard][None, :]) > 0.88
+    # on the planted scale: d² = 2.25 for the hard tasks, 0 for the others
+    assert 1.2 < model.difficulty_[hard].mean() < 3.5 and model.difficulty_[~hard].mean() < 0.4
+    # the learned weights: most of the tasks at d = 0 (70 % planted), none at the widest level
+    weights = model.difficulty_weights_
+    assert weights.sum() == pytest.approx(1.0) and 0.55 < weights[0] < 0.85
+    assert weights[-1] < 0.01
+    # the model that generated the data explains it better and is no worse on the truth
+    assert model.log_likelihood_ > plain.log_likelihood_ + 50
+    assert np.mean(model.labels_ == data.gold) >= np.mean(plain.labels_ == data.gold)
+    # a nested model: the objective never goes down in EM; the cut points stay ordered
+    assert np.all(np.diff(model.objective_history_) > -1e-6)
+    assert np.all(np.diff(model.cutpoints_, axis=1) > 0)
+    np.testing.assert_allclose(model.confusion_.sum(axis=2), 1.0, atol=1e-9)
+    res = model.result(data)
+    np.testing.assert_array_equal(res.task_columns["difficulty"], model.difficulty_)
+    assert res.info["difficulty_levels"] == list(DIFFICULTY_GRID)
+    assert "difficulty" not in plain.result(data).task_columns
+    # gold clamped: those tasks keep their grade at every difficulty level
+    clamped = OrdinalDawidSkene(task_difficulty=True, use_gold=True).fit(data)
+    np.testing.assert_array_equal(clamped.labels_, data.gold)
+
+
+def test_task_difficulty_keeps_cut_points_ordered_on_a_longer_scale() -> None:
+    data, _, _ = _planted(seed=3, n_tasks=800, k=4)
+    for params in ({}, {"learn_gaps": True}, {"class_prior_by": "collection"}):
+        model = OrdinalDawidSkene(task_difficulty=True, **params).fit(data)
+        assert np.all(np.diff(model.cutpoints_, axis=1) > 0)
+        assert np.all(np.isfinite(model.proba_)) and np.all(np.isfinite(model.difficulty_))
+        np.testing.assert_allclose(model.proba_.sum(axis=1), 1.0)
+
+
+@pytest.mark.parametrize(("which", "n_iter", "log_likelihood", "p1_sum", "cut0"), [
+    ("k3", 23, -941.905179382255, 81.97885091633825, [0.3921492732825639, 1.7041447840565533]),
+    ("k4", 15, -1105.630519242923, 79.30921497584575,
+     [0.5273139903202504, 1.7422798938447686, 2.5643935650011866]),
+    ("topics", 18, -470.8497346736946, 42.078976028250196,
+     [0.8115826256775039, 2.2361537351592498]),
+])
+def test_task_difficulty_off_is_the_fit_before_it(which: str, n_iter: int, log_likelihood: float,
+                                                  p1_sum: float, cut0: list[float]) -> None:
+    # Recorded from the code before ``task_difficulty`` existed (aa376c9); on that day the new
+    # code's fits were bit-identical to it on RF10 and the synthetic grids in 24 settings.
+    data = {"k3": lambda: _planted(seed=5, n_tasks=300)[0],
+            "k4": lambda: _planted(seed=5, n_tasks=300, k=4)[0],
+            "topics": lambda: _planted_topics(seed=1, n_topics=4, per_topic=60)[0]}[which]()
+    model = OrdinalDawidSkene(task_difficulty=False).fit(data)
+    assert model.n_iter_ == n_iter
+    assert model.log_likelihood_ == pytest.approx(log_likelihood, rel=1e-12)
+    assert float(model.proba_[:, 1].sum()) == pytest.approx(p1_sum, rel=1e-12)
+    np.testing.assert_allclose(model.cutpoints_[0], cut0, rtol=1e-12)
+    assert model.difficulty_ is None and model.difficulty_weights_ is None
+
+
+def test_task_difficulty_is_a_declared_boolean_parameter() -> None:
+    from models.registry import InvalidParams, make_aggregator
+
+    model = make_aggregator("ordinal-ds", {"task_difficulty": True})
+    assert isinstance(model, OrdinalDawidSkene) and model.task_difficulty is True
+    with pytest.raises(InvalidParams, match="task_difficulty"):
+        make_aggregator("ordinal-ds", {"task_difficulty": "yes"})
