@@ -11,7 +11,8 @@ How (``Idempotency.run``):
    removes the row with the data, and a retry runs again.
 3. A request whose key exists: another fingerprint → 422 ``idempotency_key_reused``; a stored
    response → that response again (same status and body, header ``Idempotency-Replayed:
-   true``); no response yet (the first request is between its data commit and storing its
+   true``; a caller that answers otherwise, the dashboard's forms with a redirect, passes
+   ``replay``); no response yet (the first request is between its data commit and storing its
    response, a few milliseconds) → wait up to ``WAIT_S`` for it, then 409
    ``idempotency_in_progress`` (retry later).
 
@@ -54,17 +55,19 @@ class Idempotency:
         return hashlib.sha256(self._prefix + data).hexdigest()
 
     def run(self, session: Session, *, body: bytes | str, status_code: int,
-            work: Callable[[], Any]) -> Any:
-        """``work()`` once per key (it commits its data), or the first response again.
+            work: Callable[[], Any],
+            replay: Callable[[int, Any], Any] | None = None) -> Any:
+        """``work()`` once per key (it commits its data), or the first response again:
+        ``replay(status_code, response)`` of what was stored (default: the JSON response).
 
         Synchronous (it may wait on the database): async routes call it in a thread.
         """
         if self.key is None:
             return work()
         request_hash = self.fingerprint(body)
-        record_id, replay = self._claim(session, request_hash)
-        if replay is not None:
-            return replay
+        record_id, stored = self._claim(session, request_hash)
+        if stored is not None:
+            return (replay or json_replay)(*stored)
         try:
             result = work()
         except BaseException:
@@ -75,7 +78,9 @@ class Idempotency:
         session.commit()
         return result
 
-    def _claim(self, session: Session, request_hash: str) -> tuple[int, JSONResponse | None]:
+    def _claim(self, session: Session,
+               request_hash: str) -> tuple[int, tuple[int, Any] | None]:
+        """The new row's id, or (0, the stored status and response) of the first request."""
         deadline = time.monotonic() + WAIT_S
         while True:
             record = IdempotencyRecord(owner=self.owner, key=self.key, request_hash=request_hash)
@@ -98,12 +103,15 @@ class Idempotency:
                     "this Idempotency-Key was used for another request (another body, path or "
                     "query): use a new key for a new request", code="idempotency_key_reused")
             if row.status_code is not None:
-                return 0, JSONResponse(row.response, status_code=row.status_code,
-                                       headers={REPLAYED_HEADER: "true"})
+                return 0, (row.status_code, row.response)
             if time.monotonic() > deadline:
                 raise Conflict("a request with this Idempotency-Key is still being processed; "
                                "retry later", code="idempotency_in_progress")
             time.sleep(0.05)
+
+
+def json_replay(status_code: int, response: Any) -> JSONResponse:
+    return JSONResponse(response, status_code=status_code, headers={REPLAYED_HEADER: "true"})
 
 
 def get_idempotency(

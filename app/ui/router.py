@@ -1,7 +1,8 @@
 """The dashboard: server-rendered pages (Jinja2) over the same service functions as the JSON API.
 
 Every page declares its scope and loads collection-owned rows through the API's load-or-404
-dependencies, so the API's access rules apply. Forms carry the CSRF double-submit token.
+dependencies, so the API's access rules apply. Forms carry the CSRF double-submit token and a
+one-use key (app.ui.forms): a form sent twice is acted on once.
 """
 
 from __future__ import annotations
@@ -45,6 +46,14 @@ from app.sampling import service as sampling_service
 from app.sampling.rejudging import next_tasks
 from app.sampling.router import get_next_inputs
 from app.ui import charts
+from app.ui.forms import (
+    FORM_KEY,
+    FormDep,
+    FormIdempotencyDep,
+    form_body,
+    new_form_key,
+    submit_once,
+)
 from app.ui.templating import templates
 from app.ui.warm import (
     FITS_PER_COLLECTION_PAGE,
@@ -63,7 +72,8 @@ Page = Annotated[int, Query(ge=1, le=1_000_000)]
 
 def render(request: Request, name: str, context: dict[str, Any], *,
            status_code: int = 200) -> HTMLResponse:
-    """A page; every page carries the CSRF token for its forms (cookie set on first visit)."""
+    """A page; every page carries the CSRF token for its forms (cookie set on first visit), and
+    each form a new one-use key (``form_key()`` in the template, once per form)."""
     token = csrf_token(request)
     settings = getattr(request.app.state, "settings", None)
     access_control = bool(settings is not None and settings.auth_required)  # else no sign-in
@@ -71,6 +81,7 @@ def render(request: Request, name: str, context: dict[str, Any], *,
     principal = getattr(request.state, "principal", None) or OPEN
     response = templates.TemplateResponse(
         request, name, {**context, "csrf_field": FIELD, "csrf": token,
+                        "form_key_field": FORM_KEY, "form_key": new_form_key,
                         "access_control": access_control, "can": principal.allows,
                         "principal": principal}, status_code=status_code)
     csrf_token(request, response)  # sets the cookie when the token is new
@@ -224,9 +235,14 @@ def whole_number(form: Any, name: str, default: int | None) -> int | None:
     return int(text)
 
 
+def collection_with(collection: Collection, message: str) -> str:
+    """The collection's page with ``message`` above it: where a form goes when it is done."""
+    return (f"/ui/collections/{quote(collection.name, safe='')}?"
+            f"{urlencode({'msg': message})}")
+
+
 def done(collection: Collection, message: str) -> RedirectResponse:
-    return RedirectResponse(f"/ui/collections/{quote(collection.name, safe='')}?"
-                            f"{urlencode({'msg': message})}", status_code=303)
+    return RedirectResponse(collection_with(collection, message), status_code=303)
 
 
 FORM_ADDRESSES = ("aggregations", "judgments", "gold", "evaluations", "samplings")
@@ -247,33 +263,42 @@ for _form in FORM_ADDRESSES:
 
 @router.post("/ui/collections/{c}/judgments", response_class=HTMLResponse,
              dependencies=[require_scope("ingest"), CheckedForm])
-async def upload_judgments(request: Request, session: SessionDep,
+async def upload_judgments(request: Request, session: SessionDep, idempotency: FormIdempotencyDep,
                            collection: CollectionDep) -> Response:
-    """The API's POST /collections/{c}/judgments/file, from a form."""
+    """The API's POST /collections/{c}/judgments/file, from a form (stored once per form key)."""
+    form = await request.form()
     try:
         upload = await read_upload(request, filename=None)
         if not upload.content:
             raise InvalidInput("choose a judgment file (TSV or CSV with a header)",
                                code="missing_file")
         rows = await run_in_threadpool(parse_judgments, upload.content)
-        report = await run_in_threadpool(
-            judgments_service.ingest, session, collection=collection, rows=rows, source="file",
-            filename=upload.filename)
+
+        def work() -> str:
+            report = asdict(judgments_service.ingest(
+                session, collection=collection, rows=rows, source="file",
+                filename=upload.filename))
+            return collection_with(
+                collection, f"stored {report['judgments']:,} judgments ({report['new_tasks']:,} "
+                            f"new tasks, {report['new_annotators']:,} new annotators, "
+                            f"{report['gold_labels']:,} gold labels) from "
+                            f"{upload.filename or 'the file'}")
+
+        answer = await run_in_threadpool(submit_once, request, session, idempotency,
+                                         body=form_body(form, upload), work=work)
     except (DomainError, FileFormatError) as exc:
         return await run_in_threadpool(form_error, request, session, collection, exc,
                                        "judgments")
     judgments_arrived(request, collection.id)
-    r = asdict(report)
-    return done(collection, f"stored {r['judgments']:,} judgments ({r['new_tasks']:,} new "
-                             f"tasks, {r['new_annotators']:,} new annotators, "
-                             f"{r['gold_labels']:,} gold labels) from "
-                             f"{upload.filename or 'the file'}")
+    return answer
 
 
 @router.post("/ui/collections/{c}/gold", response_class=HTMLResponse,
              dependencies=[require_scope("admin"), CheckedForm])
-async def upload_gold(request: Request, session: SessionDep, collection: CollectionDep) -> Response:
-    """The API's PUT /collections/{c}/gold, from a form (mode replace or merge)."""
+async def upload_gold(request: Request, session: SessionDep, idempotency: FormIdempotencyDep,
+                      collection: CollectionDep) -> Response:
+    """The API's PUT /collections/{c}/gold, from a form (mode replace or merge; once per form
+    key)."""
     form = await request.form()
     mode = form.get("mode", "replace")
     try:
@@ -283,23 +308,28 @@ async def upload_gold(request: Request, session: SessionDep, collection: Collect
         if not upload.content:
             raise InvalidInput("choose a qrels file (topic 0 doc relevance)", code="missing_file")
         qrels, lines = await run_in_threadpool(parse_qrels_with_lines, upload.content)
-        report = await run_in_threadpool(
-            judgments_service.set_gold, session, collection=collection, qrels=qrels,
-            lines=lines, replace=mode == "replace")
+
+        def work() -> str:
+            report = judgments_service.set_gold(session, collection=collection, qrels=qrels,
+                                                lines=lines, replace=mode == "replace")
+            cleared = (f"; {report['cleared']:,} tasks no longer in the gold lost theirs"
+                       if report["cleared"] else "")
+            return collection_with(collection, f"gold set for {report['gold_labels']:,} tasks "
+                                               f"({mode}; {report['new_tasks']:,} new "
+                                               f"tasks{cleared})")
+
+        return await run_in_threadpool(submit_once, request, session, idempotency,
+                                       body=form_body(form, upload), work=work)
     except (DomainError, FileFormatError) as exc:
         return await run_in_threadpool(form_error, request, session, collection, exc, "gold",
                                        form)
-    cleared = (f"; {report['cleared']:,} tasks no longer in the gold lost theirs"
-               if report["cleared"] else "")
-    return done(collection, f"gold set for {report['gold_labels']:,} tasks ({mode}; "
-                             f"{report['new_tasks']:,} new tasks{cleared})")
 
 
 @router.post("/ui/collections/{c}/aggregations", response_class=HTMLResponse,
              dependencies=[require_scope("admin"), CheckedForm])
 async def start_fit(request: Request, session: SessionDep, runner: RunnerDep,
-                    collection: CollectionDep) -> Response:
-    """The API's POST /collections/{c}/aggregations, from a form."""
+                    idempotency: FormIdempotencyDep, collection: CollectionDep) -> Response:
+    """The API's POST /collections/{c}/aggregations, from a form (one fit per form key)."""
     form = await request.form()
     try:
         params_text = str(form.get("params") or "").strip() or "{}"
@@ -317,25 +347,37 @@ async def start_fit(request: Request, session: SessionDep, runner: RunnerDep,
                                      seed=whole_number(form, "seed", None))
         except ValidationError as exc:
             raise invalid_fields(exc) from None
-        aggregation = await run_in_threadpool(
-            aggregations_service.create_aggregation, session, runner=runner,
-            collection=collection, spec=spec)
+
+        def work() -> str:
+            aggregation = aggregations_service.create_aggregation(
+                session, runner=runner, collection=collection, spec=spec)
+            return collection_with(collection,
+                                   f"fit #{aggregation.id} ({aggregation.method}) queued")
+
+        return await run_in_threadpool(submit_once, request, session, idempotency,
+                                       body=form_body(form), work=work)
     except DomainError as exc:
         return await run_in_threadpool(form_error, request, session, collection, exc, "fit",
                                        form)
-    return done(collection, f"fit #{aggregation.id} ({aggregation.method}) queued")
 
 
 @router.post("/ui/aggregations/{a}/cancel", response_class=HTMLResponse,
              dependencies=[require_scope("admin"), CheckedForm])
-def cancel_fit(session: SessionDep, runner: RunnerDep, aggregation: AggregationDep) -> Response:
+def cancel_fit(request: Request, session: SessionDep, runner: RunnerDep, form: FormDep,
+               idempotency: FormIdempotencyDep, aggregation: AggregationDep) -> Response:
+    """The API's DELETE /aggregations/{a}, from a form (a repeat says "cancelled" again)."""
     collection = session.get(Collection, aggregation.collection_id)
     assert collection is not None
-    try:
+    aggregation_id = aggregation.id
+
+    def work() -> str:
         aggregations_service.cancel_aggregation(session, runner=runner, aggregation=aggregation)
+        return collection_with(collection, f"fit #{aggregation_id} cancelled")
+
+    try:
+        return submit_once(request, session, idempotency, body=form_body(form), work=work)
     except DomainError as exc:
-        return done(collection, f"fit #{aggregation.id}: {exc.detail}")
-    return done(collection, f"fit #{aggregation.id} cancelled")
+        return done(collection, f"fit #{aggregation_id}: {exc.detail}")
 
 
 # --- aggregations ------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.responses import HTMLResponse, Response
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
@@ -28,9 +28,10 @@ from app.sampling import service as sampling_service
 from app.sampling.router import InputsDep, SamplingDep, get_next_inputs
 from app.sampling.schemas import RoundRequest, SamplingCreate, StoppingTarget, StopRule
 from app.ui import charts
+from app.ui.forms import FormIdempotencyDep, form_body, submit_once
 from app.ui.router import (
     CheckedForm,
-    done,
+    collection_with,
     figures,
     form_error,
     invalid_fields,
@@ -52,8 +53,9 @@ def _words(text: Any) -> list[str]:
 @router.post("/ui/collections/{c}/evaluations", response_class=HTMLResponse,
              dependencies=[require_scope("admin"), CheckedForm])
 async def start_evaluation(request: Request, session: SessionDep, runner: RunnerDep,
+                           idempotency: FormIdempotencyDep,
                            collection: CollectionDep) -> Response:
-    """The API's POST /collections/{c}/evaluations, from a form."""
+    """The API's POST /collections/{c}/evaluations, from a form (one job per form key)."""
     form = await request.form()
     try:
         raw = str(form.get("source") or "").strip()
@@ -67,14 +69,19 @@ async def start_evaluation(request: Request, session: SessionDep, runner: Runner
             spec = EvaluationCreate(**fields)
         except ValidationError as exc:
             raise invalid_fields(exc) from None
-        evaluation = await run_in_threadpool(
-            evaluations_service.create_evaluation, session, runner=runner,
-            collection=collection, spec=spec)
+
+        def work() -> str:
+            evaluation = evaluations_service.create_evaluation(
+                session, runner=runner, collection=collection, spec=spec)
+            return collection_with(
+                collection, f"evaluation #{evaluation.id} of {len(evaluation.runs)} runs on "
+                            f"{evaluations_service.source_label(evaluation.source)} queued")
+
+        return await run_in_threadpool(submit_once, request, session, idempotency,
+                                       body=form_body(form), work=work)
     except DomainError as exc:
         return await run_in_threadpool(form_error, request, session, collection, exc,
                                        "evaluation", form)
-    return done(collection, f"evaluation #{evaluation.id} of {len(evaluation.runs)} runs on "
-                             f"{evaluations_service.source_label(evaluation.source)} queued")
 
 
 def _evaluation_context(evaluation: Any, measure: str | None) -> dict[str, Any]:
@@ -124,9 +131,9 @@ def evaluation_page(request: Request, session: SessionDep, evaluation: Evaluatio
 
 @router.post("/ui/collections/{c}/samplings", response_class=HTMLResponse,
              dependencies=[require_scope("admin"), CheckedForm])
-async def start_sampling(request: Request, session: SessionDep,
+async def start_sampling(request: Request, session: SessionDep, idempotency: FormIdempotencyDep,
                          collection: CollectionDep) -> Response:
-    """The API's POST /collections/{c}/samplings, from a form."""
+    """The API's POST /collections/{c}/samplings, from a form (one sampling per form key)."""
     form = await request.form()
     try:
         try:
@@ -137,14 +144,20 @@ async def start_sampling(request: Request, session: SessionDep,
                 method=str(form.get("method") or "mv"), depth=whole_number(form, "depth", None))
         except ValidationError as exc:
             raise invalid_fields(exc) from None
-        sampling = await run_in_threadpool(sampling_service.create_sampling, session,
-                                           collection=collection, spec=spec)
+
+        def work() -> str:
+            sampling = sampling_service.create_sampling(session, collection=collection,
+                                                        spec=spec)
+            return collection_with(
+                collection, f"sampling #{sampling.id} ({sampling.strategy}) over a pool of "
+                            f"{sampling.pool_size:,} pairs created: draw its first round on "
+                            f"its page")
+
+        return await run_in_threadpool(submit_once, request, session, idempotency,
+                                       body=form_body(form), work=work)
     except DomainError as exc:
         return await run_in_threadpool(form_error, request, session, collection, exc,
                                        "sampling", form)
-    return done(collection, f"sampling #{sampling.id} ({sampling.strategy}) over a pool of "
-                             f"{sampling.pool_size:,} pairs created: draw its first round on "
-                             f"its page")
 
 
 def _sampling_context(session: Any, sampling: Any, measure: str | None,
@@ -211,8 +224,10 @@ def sampling_page(request: Request, session: SessionDep, sampling: SamplingDep,
 
 @router.post("/ui/samplings/{s}/rounds", response_class=HTMLResponse,
              dependencies=[require_scope("admin"), CheckedForm])
-async def draw_round(request: Request, session: SessionDep, sampling: SamplingDep) -> Response:
-    """The API's POST /samplings/{s}/rounds, from the sampling page's button."""
+async def draw_round(request: Request, session: SessionDep, idempotency: FormIdempotencyDep,
+                     sampling: SamplingDep) -> Response:
+    """The API's POST /samplings/{s}/rounds, from the sampling page's button (one round per
+    form key)."""
     form = await request.form()
     # What the form sent, shown again in the form when the draw is refused.
     draw = {"stop": str(form.get("stop") or ""),
@@ -226,21 +241,29 @@ async def draw_round(request: Request, session: SessionDep, sampling: SamplingDe
         except ValidationError as exc:
             raise invalid_fields(exc) from None
         target_recall = params.target_recall
-        drawn = await run_in_threadpool(sampling_service.draw_round, session,
-                                        sampling=sampling, force=params.force,
-                                        stop_rule=params.stop, target_recall=target_recall)
+        sampling_id = sampling.id
+
+        def work() -> str:
+            drawn = sampling_service.draw_round(session, sampling=sampling, force=params.force,
+                                                stop_rule=params.stop,
+                                                target_recall=params.target_recall)
+            skipped = len(drawn["stopped"] or [])
+            message = (f"round {drawn['number']}: {drawn['drawn']} pairs to judge"
+                       + (f"; {skipped} topic{'' if skipped == 1 else 's'} at a recall of "
+                          f"{drawn['target_recall']} ({drawn['stop_rule']}) skipped"
+                          if skipped else "")
+                       + (" (short: the pool ran out)" if drawn["short"] and not skipped
+                          else ""))
+            query = {"msg": message}
+            if params.stop:
+                query.update(stop=params.stop, target_recall=str(params.target_recall))
+            return f"/ui/samplings/{sampling_id}?{urlencode(query)}"
+
+        return await run_in_threadpool(submit_once, request, session, idempotency,
+                                       body=form_body(form), work=work)
     except DomainError as exc:
         session.rollback()
         context = await run_in_threadpool(_sampling_context, session, sampling, None,
                                           target_recall, get_next_inputs(request))
         return render(request, "sampling.html", {**context, "draw": draw, "error": exc.body()},
                       status_code=exc.status_code)
-    skipped = len(drawn["stopped"] or [])
-    message = (f"round {drawn['number']}: {drawn['drawn']} pairs to judge"
-               + (f"; {skipped} topic{'' if skipped == 1 else 's'} at a recall of "
-                  f"{drawn['target_recall']} ({drawn['stop_rule']}) skipped" if skipped else "")
-               + (" (short: the pool ran out)" if drawn["short"] and not skipped else ""))
-    query = {"msg": message}
-    if params.stop:
-        query.update(stop=params.stop, target_recall=str(params.target_recall))
-    return RedirectResponse(f"/ui/samplings/{sampling.id}?{urlencode(query)}", status_code=303)

@@ -499,3 +499,49 @@ def test_signed_in_dashboard_reads_the_api(signed_server, browser) -> None:  # t
                timeout=120, what="the page to follow the fit to success")
     assert js_errors(driver) == []
     driver.delete_all_cookies()
+
+
+def test_an_upload_clicked_twice_is_stored_once(server: str, browser, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The upload button clicked twice, quickly, with the page's send-once script taken off the
+    form (as for a browser without JavaScript, or a "resubmit"): both requests reach the server
+    with the form's one key, and the judgments are stored once. Then back to the form and sent
+    again: the first answer again, nothing stored."""
+    driver = browser
+    with httpx.Client(base_url=server, timeout=60) as c:
+        c.post("/api/v1/collections", json={"name": "twice", "labels": [0, 1],
+                                            "relevant_from": 1, "ignore": []}).raise_for_status()
+
+        def stored() -> int:
+            return int(c.get("/api/v1/collections/twice").json()["counts"]["judgments"])
+
+        # Large enough that the first request is still being stored when the second arrives.
+        rows = "".join(f"q{i % 50}\td{i}\tw{i % 40}\t{i % 2}\n" for i in range(20_000))
+        upload = tmp_path / "big.tsv"
+        upload.write_text("topic\tdoc\tannotator\tlabel\n" + rows)
+
+        load(driver, server + "/ui/collections/twice")
+        driver.execute_script(  # a copy of the form has no listeners: nothing stops a 2nd submit
+            "const f = document.getElementById('judgments-form');"
+            "f.replaceWith(f.cloneNode(true));")
+        driver.find_element("id", "judgments-file").send_keys(str(upload))
+        # two clicks 50 ms apart, in the page (a WebDriver click waits for the navigation)
+        driver.execute_script(
+            "const b = document.querySelector('#judgments-form button');"
+            "b.click(); window.setTimeout(() => b.click(), 50);")
+        wait_until(lambda: "stored 20,000 judgments" in message_text(driver), timeout=60,
+                   what="the upload's message")
+        time.sleep(2)  # a second copy, if there were one, would be in by now
+        assert stored() == 20_000
+
+        driver.back()  # the form as it was sent (same key), sent again
+        wait_until(lambda: driver.find_elements("css selector", "#judgments-form button"),
+                   what="the form again")
+        if not driver.find_element("id", "judgments-file").get_attribute("value"):
+            driver.find_element("id", "judgments-file").send_keys(str(upload))
+        driver.execute_script("window.formPage = true;")  # gone once the answer replaces it
+        driver.find_element("css selector", "#judgments-form button").click()
+        wait_until(lambda: not driver.execute_script("return window.formPage === true")
+                   and "stored 20,000 judgments" in message_text(driver), timeout=60,
+                   what="the first answer again")
+        assert stored() == 20_000
+    assert js_errors(driver) == []

@@ -17,10 +17,10 @@ from app.collections.service import tally_key
 from app.collections.tables import Collection
 from app.core.db import get_sessionmaker
 from app.main import create_app
-from app.ui.warm import page_key
-from models.synthetic import generate
 from app.sampling import service as sampling_service
 from app.sampling.inputs import NextInputs
+from app.ui.warm import page_key
+from models.synthetic import generate
 from tests.api.helpers import API
 from tests.api.test_sampling import judge
 from tests.api.test_sampling import setup_collection as sampling_collection
