@@ -4,6 +4,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import JSONResponse, PlainTextResponse
+from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
 from app.aggregations import downloads, service
@@ -24,6 +25,7 @@ from app.api.deps import OptionalId, RunnerDep, SessionDep, SettingsDep, id_path
 from app.auth import audit
 from app.auth.deps import PrincipalDep, get_principal, require_scope
 from app.auth.idempotency import IdempotencyDep
+from app.auth.principal import Principal
 from app.collections.deps import CollectionDep
 from app.collections.tables import Collection
 from app.core.config import Settings
@@ -78,9 +80,7 @@ def create_aggregation(session: SessionDep, runner: RunnerDep, settings: Setting
     def work() -> AggregationPublic:
         aggregation = service.create_aggregation(session, runner=runner, collection=collection,
                                                  spec=body)
-        audit.record(session, principal=principal, action="fit_started", collection=collection,
-                     target_id=aggregation.id, counts={
-                         "method": aggregation.method, "watermark": aggregation.watermark})
+        fit_started(session, principal, collection, aggregation)
         return public(aggregation)
 
     return idempotency.run(session, body=body.model_dump_json(), status_code=202, work=work)
@@ -112,10 +112,23 @@ def get_aggregation(aggregation: AggregationDep) -> AggregationPublic:
 def cancel_aggregation(session: SessionDep, runner: RunnerDep, principal: PrincipalDep,
                        aggregation: AggregationDep) -> AggregationPublic:
     cancelled = service.cancel_aggregation(session, runner=runner, aggregation=aggregation)
-    audit.record(session, principal=principal, action="fit_cancelled",
-                 collection=session.get(Collection, cancelled.collection_id),
-                 target_id=cancelled.id)
+    fit_cancelled(session, principal, cancelled)
     return public(cancelled)
+
+
+def fit_started(session: Session, principal: Principal, collection: Collection,
+                aggregation: Aggregation) -> None:
+    """The audit event of a fit started (the API and the dashboard's fit form)."""
+    audit.record(session, principal=principal, action="fit_started", collection=collection,
+                 target_id=aggregation.id, counts={
+                     "method": aggregation.method, "watermark": aggregation.watermark})
+
+
+def fit_cancelled(session: Session, principal: Principal, aggregation: Aggregation) -> None:
+    """The audit event of a fit cancelled (the API and the dashboard's cancel button)."""
+    audit.record(session, principal=principal, action="fit_cancelled",
+                 collection=session.get(Collection, aggregation.collection_id),
+                 target_id=aggregation.id)
 
 
 @router.get("/{a}/qrels", response_model=None, dependencies=[require_scope("read")],

@@ -12,7 +12,6 @@ import json
 import math
 import re
 from collections.abc import AsyncIterator
-from dataclasses import asdict
 from typing import Annotated, Any
 from urllib.parse import quote, urlencode
 
@@ -22,7 +21,13 @@ from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from app.aggregations import service as aggregations_service
-from app.aggregations.router import AggregationDep, get_listing_cache, public
+from app.aggregations.router import (
+    AggregationDep,
+    fit_cancelled,
+    fit_started,
+    get_listing_cache,
+    public,
+)
 from app.aggregations.schemas import AggregationCreate
 from app.api.deps import OptionalId, RunnerDep, SessionDep, id_path, judgments_arrived
 from app.api.uploads import read_upload
@@ -42,6 +47,8 @@ from app.formats.errors import FileFormatError
 from app.formats.judgments_file import parse_judgments
 from app.formats.qrels import parse_qrels_with_lines
 from app.judgments import service as judgments_service
+from app.judgments.router import audited as judgments_audited
+from app.judgments.router import gold_audited
 from app.sampling import service as sampling_service
 from app.sampling.rejudging import next_tasks
 from app.sampling.router import get_next_inputs
@@ -263,7 +270,8 @@ for _form in FORM_ADDRESSES:
 
 @router.post("/ui/collections/{c}/judgments", response_class=HTMLResponse,
              dependencies=[require_scope("ingest"), CheckedForm])
-async def upload_judgments(request: Request, session: SessionDep, idempotency: FormIdempotencyDep,
+async def upload_judgments(request: Request, session: SessionDep, principal: PrincipalDep,
+                           idempotency: FormIdempotencyDep,
                            collection: CollectionDep) -> Response:
     """The API's POST /collections/{c}/judgments/file, from a form (stored once per form key)."""
     form = await request.form()
@@ -275,9 +283,9 @@ async def upload_judgments(request: Request, session: SessionDep, idempotency: F
         rows = await run_in_threadpool(parse_judgments, upload.content)
 
         def work() -> str:
-            report = asdict(judgments_service.ingest(
+            report = judgments_audited(session, principal, collection, judgments_service.ingest(
                 session, collection=collection, rows=rows, source="file",
-                filename=upload.filename))
+                filename=upload.filename)).model_dump()
             return collection_with(
                 collection, f"stored {report['judgments']:,} judgments ({report['new_tasks']:,} "
                             f"new tasks, {report['new_annotators']:,} new annotators, "
@@ -295,8 +303,8 @@ async def upload_judgments(request: Request, session: SessionDep, idempotency: F
 
 @router.post("/ui/collections/{c}/gold", response_class=HTMLResponse,
              dependencies=[require_scope("admin"), CheckedForm])
-async def upload_gold(request: Request, session: SessionDep, idempotency: FormIdempotencyDep,
-                      collection: CollectionDep) -> Response:
+async def upload_gold(request: Request, session: SessionDep, principal: PrincipalDep,
+                      idempotency: FormIdempotencyDep, collection: CollectionDep) -> Response:
     """The API's PUT /collections/{c}/gold, from a form (mode replace or merge; once per form
     key)."""
     form = await request.form()
@@ -312,6 +320,7 @@ async def upload_gold(request: Request, session: SessionDep, idempotency: FormId
         def work() -> str:
             report = judgments_service.set_gold(session, collection=collection, qrels=qrels,
                                                 lines=lines, replace=mode == "replace")
+            gold_audited(session, principal, collection, report, str(mode))
             cleared = (f"; {report['cleared']:,} tasks no longer in the gold lost theirs"
                        if report["cleared"] else "")
             return collection_with(collection, f"gold set for {report['gold_labels']:,} tasks "
@@ -328,7 +337,8 @@ async def upload_gold(request: Request, session: SessionDep, idempotency: FormId
 @router.post("/ui/collections/{c}/aggregations", response_class=HTMLResponse,
              dependencies=[require_scope("admin"), CheckedForm])
 async def start_fit(request: Request, session: SessionDep, runner: RunnerDep,
-                    idempotency: FormIdempotencyDep, collection: CollectionDep) -> Response:
+                    principal: PrincipalDep, idempotency: FormIdempotencyDep,
+                    collection: CollectionDep) -> Response:
     """The API's POST /collections/{c}/aggregations, from a form (one fit per form key)."""
     form = await request.form()
     try:
@@ -351,6 +361,7 @@ async def start_fit(request: Request, session: SessionDep, runner: RunnerDep,
         def work() -> str:
             aggregation = aggregations_service.create_aggregation(
                 session, runner=runner, collection=collection, spec=spec)
+            fit_started(session, principal, collection, aggregation)
             return collection_with(collection,
                                    f"fit #{aggregation.id} ({aggregation.method}) queued")
 
@@ -364,14 +375,17 @@ async def start_fit(request: Request, session: SessionDep, runner: RunnerDep,
 @router.post("/ui/aggregations/{a}/cancel", response_class=HTMLResponse,
              dependencies=[require_scope("admin"), CheckedForm])
 def cancel_fit(request: Request, session: SessionDep, runner: RunnerDep, form: FormDep,
-               idempotency: FormIdempotencyDep, aggregation: AggregationDep) -> Response:
+               principal: PrincipalDep, idempotency: FormIdempotencyDep,
+               aggregation: AggregationDep) -> Response:
     """The API's DELETE /aggregations/{a}, from a form (a repeat says "cancelled" again)."""
     collection = session.get(Collection, aggregation.collection_id)
     assert collection is not None
     aggregation_id = aggregation.id
 
     def work() -> str:
-        aggregations_service.cancel_aggregation(session, runner=runner, aggregation=aggregation)
+        cancelled = aggregations_service.cancel_aggregation(session, runner=runner,
+                                                            aggregation=aggregation)
+        fit_cancelled(session, principal, cancelled)
         return collection_with(collection, f"fit #{aggregation_id} cancelled")
 
     try:

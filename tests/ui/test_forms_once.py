@@ -182,6 +182,34 @@ def test_a_cancel_sent_twice_says_cancelled_twice(client, database_url) -> None:
     assert [a.status_code for a in answers] == [303, 303]
     assert [message(a.headers["location"]) for a in answers] == [f"fit #{fit['id']} cancelled"] * 2
     assert client.get(f"{API}/aggregations/{fit['id']}").json()["status"] == "cancelled"
+    cancels = client.get(f"{API}/audit", params={"action": "fit_cancelled"}).json()
+    assert cancels["count"] == 1 and cancels["data"][0]["target_id"] == fit["id"]
+
+
+def test_page_forms_are_audited_as_the_api(client, database_url) -> None:
+    """Judgments, gold and a fit sent from the pages leave the audit events the API's requests
+    leave (once, however often the form is sent)."""
+    create_collection(client, name="crowd", labels=[0, 1], relevant_from=1, ignore=[])
+    page = client.get("/ui/collections/crowd").text
+    for _ in range(2):
+        assert upload(client, form_fields(page, "/ui/collections/crowd/judgments")
+                      ).status_code == 303
+    gold = {**form_fields(page, "/ui/collections/crowd/gold"), "mode": "replace"}
+    for _ in range(2):
+        assert client.post("/ui/collections/crowd/gold", data=gold, follow_redirects=False,
+                           files={"file": ("g.qrels", b"t1 0 d1 1\n", "text/plain")}
+                           ).status_code == 303
+    fit = {**form_fields(page, "/ui/collections/crowd/aggregations"), "method": "mv",
+           "params": "{}"}
+    for _ in range(2):
+        assert client.post("/ui/collections/crowd/aggregations", data=fit,
+                           follow_redirects=False).status_code == 303
+    events = list(reversed(client.get(f"{API}/audit").json()["data"]))
+    assert [e["action"] for e in events] == ["collection_created", "judgments_added",
+                                             "gold_replaced", "fit_started"]
+    assert events[1]["counts"] == {"judgments": 3, "new_tasks": 3, "gold_labels": 0}
+    assert events[2]["counts"]["gold_labels"] == 1
+    assert events[3]["counts"]["method"] == "mv" and events[3]["target_id"] == 1
 
 
 def test_a_round_form_sent_twice_draws_one_round(client, database_url) -> None:
@@ -350,3 +378,10 @@ def test_signed_in_keys_own_their_form_keys(database_url) -> None:
         assert api.status_code == 422 and api.json()["code"] == "idempotency_key_reused"
     with get_sessionmaker(database_url)() as session:
         assert sorted(session.scalars(select(IdempotencyRecord.owner)).all()) == ["alice", "bob"]
+        # Each stored upload is audited under its signed-in key, as the API's are; the replay
+        # is not.
+        events = client.get(f"{API}/audit", headers=bearer(keys["alice"])).json()["data"]
+        assert [(e["action"], e["key_name"]) for e in reversed(events)] == [
+            ("collection_created", "alice"), ("judgments_added", "alice"),
+            ("judgments_added", "bob")]
+        assert events[0]["counts"]["judgments"] == 1 and events[0]["collection"] == "crowd"
