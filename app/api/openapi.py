@@ -22,7 +22,7 @@ from app.core.config import Settings
 
 class ErrorBody(BaseModel):
     """Every error: a stable machine-readable code and a human detail; some add fields
-    (``line``, ``column``, ``index``, ``valid``, ``required``, ``errors``...)."""
+    (``line``, ``column``, ``index``, ``valid``, ``required``, ``expected``, ``errors``...)."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -37,6 +37,7 @@ ERRORS = {
     "404": "not found, or outside the key's collections",
     "409": "conflicts with the current state",
     "413": "request body over CROWDQRELS_MAX_BODY_BYTES",
+    "415": "a JSON body sent without Content-Type: application/json",
     "422": "invalid request (body, parameters, file content)",
     "429": "over the key's rate limit (Retry-After)",
 }

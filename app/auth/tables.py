@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import JSON, DateTime, ForeignKey, Index, Integer, String, UniqueConstraint, func
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.core.db import Base, BigId
+from app.core.db import Base, BigId, utc_now
 
 
 class ApiKey(Base):
@@ -22,7 +22,8 @@ class ApiKey(Base):
     key_hash: Mapped[str] = mapped_column(String(255))
     scope: Mapped[str] = mapped_column(String(10))
     collections: Mapped[list[int] | None] = mapped_column(JSON)  # None: every collection
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utc_now,
+                                                 server_default=func.now())
     last_used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
@@ -35,7 +36,8 @@ class UiSession(Base):
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
     key_id: Mapped[int] = mapped_column(ForeignKey("api_keys.id", ondelete="CASCADE"))
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utc_now,
+                                                 server_default=func.now())
     expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
@@ -56,8 +58,8 @@ class IdempotencyRecord(Base):
     request_hash: Mapped[str] = mapped_column(String(64))
     status_code: Mapped[int | None] = mapped_column(Integer)  # None until the response is stored
     response: Mapped[Any | None] = mapped_column(JSON)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now(),
-                                                 index=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utc_now,
+                                                 server_default=func.now(), index=True)
 
 
 class AuditEvent(Base):
@@ -67,8 +69,8 @@ class AuditEvent(Base):
     __table_args__ = (Index("ix_audit_events_collection_at", "collection_id", "at"),)
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
-    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now(),
-                                         index=True)
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utc_now,
+                                         server_default=func.now(), index=True)
     key_name: Mapped[str] = mapped_column(String(100))
     action: Mapped[str] = mapped_column(String(40))
     # No foreign key: the record outlives the collection.

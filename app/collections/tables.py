@@ -5,7 +5,7 @@ from datetime import datetime
 from sqlalchemy import JSON, DateTime, Integer, String, Text, func
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.core.db import Base
+from app.core.db import Base, utc_now
 
 
 class Collection(Base):
@@ -19,4 +19,5 @@ class Collection(Base):
     labels: Mapped[list[int]] = mapped_column(JSON)  # the label scale, e.g. [0, 1, 2]
     relevant_from: Mapped[int] = mapped_column(Integer)  # grade from which a label is relevant
     ignore: Mapped[list[int]] = mapped_column(JSON)  # "could not judge" values: stored, not used
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utc_now,
+                                                 server_default=func.now())

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC
+from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,8 @@ from sqlalchemy import (
     create_engine,
     event,
     insert,
+    literal,
+    literal_column,
 )
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
@@ -47,6 +49,13 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:  # type: ignore[no-untyp
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA busy_timeout=30000")
     cursor.close()
+
+
+def utc_now() -> datetime:
+    """Now, in UTC, to the microsecond: the default of every time column the database would
+    otherwise fill from its server default, which on SQLite (CURRENT_TIMESTAMP) has whole
+    seconds where PostgreSQL's now() has microseconds."""
+    return datetime.now(UTC)
 
 
 class _SQLiteUTCDateTime(sqlite.DATETIME):
@@ -121,17 +130,39 @@ def downgrade_database(url: str, revision: str = "base") -> None:
     command.downgrade(alembic_config(url), revision)
 
 
+def _defaults_once(table: Table, row: dict[str, Any], dialect: Any) -> dict[str, Any]:
+    """The Python defaults of the columns ``row`` leaves out, computed once and written into
+    the statement as SQL literals: as bound values, executemany would convert them again for
+    every row (SQLite, RF10's 98,453 judgments: 0.29 s against 0.58 s)."""
+    out: dict[str, Any] = {}
+    for column in table.columns:
+        default = column.default
+        if column.name in row or default is None or not (default.is_callable
+                                                         or default.is_scalar):
+            continue
+        value = default.arg(None) if default.is_callable else default.arg
+        process = column.type.dialect_impl(dialect).bind_processor(dialect)
+        stored = process(value) if process else value
+        out[column.name] = literal_column(str(literal(stored).compile(
+            dialect=dialect, compile_kwargs={"literal_binds": True})))
+    return out
+
+
 def bulk_insert(session: Session, table: Table, rows: list[dict[str, Any]]) -> None:
     """Insert many rows: COPY on PostgreSQL (one streamed statement), executemany elsewhere.
 
-    JSON columns are written as JSON text; every row must have the same keys.
+    JSON columns are written as JSON text; every row must have the same keys. A column the rows
+    leave out has one value for all of them, as a single INSERT gives: on PostgreSQL its server
+    default (``now()``: the transaction's time), elsewhere its Python default computed once (an
+    executemany would call ``utc_now`` again for every row).
     """
     if not rows:
         return
     connection = session.connection()
     if connection.dialect.name != "postgresql":
+        statement = insert(table).values(**_defaults_once(table, rows[0], connection.dialect))
         for start in range(0, len(rows), 10_000):
-            session.execute(insert(table), rows[start:start + 10_000])
+            session.execute(statement, rows[start:start + 10_000])
         return
     names = list(rows[0])
     json_columns = {n for n in names if isinstance(table.c[n].type, JSON)}

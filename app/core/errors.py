@@ -75,6 +75,17 @@ def invalid_file(error: FileFormatError) -> InvalidInput:
     return InvalidInput(error.detail, code=error.code, line=error.line, column=error.column)
 
 
+JSON_MEDIA_TYPE = "application/json"
+
+
+def _body_not_read_as_json(exc: RequestValidationError) -> bool:
+    """A JSON body sent without a JSON media type: FastAPI then passes the raw bytes to the body
+    model (it parses JSON only for ``application/json`` or ``*+json``, a guard against
+    cross-site requests), and its error would only say the body is not an object."""
+    return (isinstance(exc.body, bytes | bytearray) and bool(exc.body)
+            and any(tuple(e.get("loc", ()))[:1] == ("body",) for e in exc.errors()))
+
+
 def register_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(DomainError)
     async def _domain(_: Request, exc: DomainError) -> JSONResponse:
@@ -93,7 +104,15 @@ def register_error_handlers(app: FastAPI) -> None:
         return JSONResponse(err.body(), status_code=err.status_code)
 
     @app.exception_handler(RequestValidationError)
-    async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+    async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+        if _body_not_read_as_json(exc):
+            content_type = request.headers.get("content-type")
+            sent = f"Content-Type {content_type!r}" if content_type else "no Content-Type"
+            return JSONResponse({
+                "code": "unsupported_media_type", "expected": JSON_MEDIA_TYPE,
+                "detail": f"the body is read as JSON only when sent with Content-Type: "
+                          f"{JSON_MEDIA_TYPE} (this request has {sent})",
+            }, status_code=415)
         errors = [
             {"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
             for e in exc.errors()

@@ -14,7 +14,8 @@ from app.auth.deps import require_scope
 from app.collections.deps import CollectionDep
 from app.core.errors import InvalidInput
 from app.corpus import service
-from app.formats.texts import parse_texts, texts_from_json
+from app.formats.errors import FileFormatError
+from app.formats.texts import parse_texts, texts_from_json, unique_keys
 
 router = APIRouter(prefix="/collections/{c}", tags=["corpus"])
 
@@ -51,7 +52,9 @@ async def _texts(request: Request, *, kind: str) -> dict[str, str]:
     upload = await read_upload(request, filename=None)
     if request.headers.get("content-type", "").startswith("application/json"):
         try:
-            data = json.loads(upload.content)
+            data = json.loads(upload.content, object_pairs_hook=unique_keys(upload.content))
+        except FileFormatError:
+            raise  # a key given twice: duplicate_row, as in a JSON file
         except ValueError as exc:
             raise InvalidInput(f"invalid JSON: {exc}", code="invalid_body") from None
         except RecursionError:

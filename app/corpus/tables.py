@@ -7,7 +7,7 @@ from datetime import datetime
 from sqlalchemy import DateTime, ForeignKey, Integer, LargeBinary, String, UniqueConstraint, func
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.core.db import Base, BigId
+from app.core.db import Base, BigId, utc_now
 
 
 class Run(Base):
@@ -25,4 +25,4 @@ class Run(Base):
     max_depth: Mapped[int] = mapped_column(Integer)
     payload: Mapped[bytes] = mapped_column(LargeBinary)
     uploaded_at: Mapped[datetime] = mapped_column(DateTime(timezone=True),
-                                                  server_default=func.now())
+                                                  default=utc_now, server_default=func.now())

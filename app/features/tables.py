@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import JSON, DateTime, ForeignKey, Index, String, func
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.core.db import Base, BigId
+from app.core.db import Base, BigId, utc_now
 from app.jobs.tables import JobColumns
 
 
@@ -21,7 +21,8 @@ class FeatureSet(Base):
     # Column indices per group ("lexical", "ranking", "semantic", "user"): a kernel per group.
     groups: Mapped[dict[str, list[int]]] = mapped_column(JSON)
     source: Mapped[str] = mapped_column(String(20))  # "upload" | "built"
-    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utc_now,
+                                                 server_default=func.now())
 
 
 class TaskFeatures(Base):

@@ -58,6 +58,20 @@ def split_lines(text: str) -> list[str]:
     return text.split("\n")
 
 
+def iter_lines(text: str) -> Iterator[str]:
+    """The lines of :func:`split_lines`, one at a time (no list of all the lines)."""
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    start = 0
+    while True:
+        end = text.find("\n", start)
+        if end < 0:
+            yield text[start:]
+            return
+        yield text[start:end]
+        start = end + 1
+
+
 def refuse_control_characters(text: str) -> None:
     """Refuse a control character (other than tab and line ends) anywhere in a
     whitespace-separated file (qrels, runs), naming its line: no field there may hold one."""

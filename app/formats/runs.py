@@ -9,7 +9,8 @@ decide the order; it is kept for information only (``TrecRun.file_ranks``).
 A parsed :class:`TrecRun` is a read-only mapping ``{topic: [doc, ...] best first}``, the form
 ``models.features.build_features(runs=...)`` takes, so ``parse_runs(raw)`` can be passed as is.
 
-Fields are separated by ASCII whitespace; a control character anywhere is refused. Errors
+Lines end at \\n, \\r\\n or \\r, as in every file read here; fields are separated by ASCII
+whitespace; a control character anywhere is refused. Errors
 (:class:`FileFormatError`, ``line`` = 1-based line in the file): ``invalid_row`` for a line
 without exactly 6 fields, a control character, a rank that is not a 64-bit whole number (ASCII
 digits) or a score that is not a finite number, ``duplicate_row`` for a second line
@@ -25,7 +26,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from app.formats.errors import FileFormatError, decode_text, refuse_control_characters
+from app.formats.errors import (
+    FileFormatError,
+    decode_text,
+    iter_lines,
+    refuse_control_characters,
+)
 from app.formats.ids import INT64, parse_integer, split_fields
 
 
@@ -72,7 +78,7 @@ def parse_runs(
     text = decode_text(raw)
     refuse_control_characters(text)
     runs: dict[str, dict[str, _Entry]] = {}
-    for line_no, line in enumerate(_lines(text), start=1):
+    for line_no, line in enumerate(iter_lines(text), start=1):
         parts = split_fields(line)
         if not parts:
             continue
@@ -162,20 +168,8 @@ def _run(tag: str, per_topic: dict[str, _Entry]) -> TrecRun:
 
 def _first_line(text: str, topic: str, doc: str, tag: str) -> int | None:
     """Line of the first ``topic .. doc .. .. tag`` line (only called to report a duplicate)."""
-    for line_no, line in enumerate(_lines(text), start=1):
+    for line_no, line in enumerate(iter_lines(text), start=1):
         parts = split_fields(line)
         if len(parts) == 6 and parts[0] == topic and parts[2] == doc and parts[5] == tag:
             return line_no
     return None
-
-
-def _lines(text: str) -> Iterator[str]:
-    """The lines of ``text`` one at a time (no list of all lines, no copy of the text)."""
-    start = 0
-    while True:
-        end = text.find("\n", start)
-        if end < 0:
-            yield text[start:]
-            return
-        yield text[start:end]
-        start = end + 1

@@ -15,7 +15,8 @@ Objects may name the id ``id``, ``topic``, ``doc``, ``docid``, ``docno`` or ``qi
 ``text``, ``contents``, ``body``, ``query`` or ``title``. Numeric ids are read as strings.
 
 Ids follow ``app.formats.ids`` (stripped; empty, over-long or holding a control character:
-refused). Errors are :class:`FileFormatError`: ``duplicate_row`` for an id given twice,
+refused). Errors are :class:`FileFormatError`: ``duplicate_row`` for an id given twice or a JSON
+object with a key twice (``column``: the key; json.loads would keep the last one silently),
 ``invalid_row`` for a line without a tab, an object without id or text, a bad id or JSON nested
 too deeply, ``empty_file``; ``line`` is the 1-based line of
 the offending row (for JSON: of the duplicate's id where it can be found, else None).
@@ -28,7 +29,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from app.formats.errors import FileFormatError, decode_text, split_lines
+from app.formats.errors import FileFormatError, decode_text, line_of, split_lines
 from app.formats.ids import MAX_ID_LENGTH, id_problem
 
 ID_NAMES = ("id", "topic", "topic_id", "topicid", "qid", "doc", "doc_id", "docid", "docno",
@@ -91,7 +92,7 @@ def parse_texts_json(raw: bytes | str, *, kind: str | None = None) -> dict[str, 
     """{id: text} from JSON or JSON Lines text (see the module doc)."""
     text = decode_text(raw)
     try:
-        data = json.loads(text, object_pairs_hook=_unique_keys(text))
+        data = json.loads(text, object_pairs_hook=unique_keys(text))
     except RecursionError:
         raise FileFormatError("invalid JSON: nested too deeply", code="invalid_row",
                               line=1) from None
@@ -99,8 +100,9 @@ def parse_texts_json(raw: bytes | str, *, kind: str | None = None) -> dict[str, 
         lines = [(n, line) for n, line in enumerate(split_lines(text), start=1) if line.strip()]
         first = lines[0][1].strip() if lines else ""
         if len(lines) < 2 or not (first.startswith("{") and first.endswith("}")):
-            raise FileFormatError(f"line {exc.lineno}: invalid JSON: {exc.msg}",
-                                  code="invalid_row", line=exc.lineno) from None
+            line = line_of(text, exc.pos)  # exc.lineno counts \n only
+            raise FileFormatError(f"line {line}: invalid JSON: {exc.msg}",
+                                  code="invalid_row", line=line) from None
         return _from_json_lines(lines, kind=kind)
     return texts_from_json(data, source=text, kind=kind)
 
@@ -148,17 +150,18 @@ def texts_from_json(data: Any, *, source: str | None = None, kind: str | None = 
     return out
 
 
-def _unique_keys(source: str) -> Callable[[list[tuple[str, Any]]], dict[str, Any]]:
+def unique_keys(source: str | bytes) -> Callable[[list[tuple[str, Any]]], dict[str, Any]]:
     """A json ``object_pairs_hook`` refusing an object with a key twice (json.loads would keep
-    the last one silently, losing a text)."""
+    the last one silently, losing a text): ``duplicate_row`` naming the key and, found in
+    ``source`` (the JSON text or body), the line of its second occurrence."""
 
     def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for key, value in pairs:
             if key in out:
-                matches = list(re.finditer(re.escape(json.dumps(key)) + r"\s*:", source))
-                line = source.count("\n", 0, matches[1].start()) + 1 if len(matches) > 1 \
-                    else None
+                text = source if isinstance(source, str) else source.decode("utf-8", "replace")
+                matches = list(re.finditer(re.escape(json.dumps(key)) + r"\s*:", text))
+                line = line_of(text, matches[1].start()) if len(matches) > 1 else None
                 where = f"line {line}: " if line else ""
                 raise FileFormatError(f"{where}duplicate key {key!r}", code="duplicate_row",
                                       line=line, column=key)
@@ -172,7 +175,10 @@ def _from_json_lines(lines: list[tuple[int, str]], *, kind: str | None) -> dict[
     out: dict[str, str] = {}
     for line_no, line in lines:
         try:
-            item = json.loads(line)
+            item = json.loads(line, object_pairs_hook=unique_keys(line))
+        except FileFormatError as exc:  # a key twice: the line in the file, not in this one
+            raise FileFormatError(f"line {line_no}: duplicate key {exc.column!r}",
+                                  code=exc.code, line=line_no, column=exc.column) from None
         except RecursionError:
             raise FileFormatError(f"line {line_no}: invalid JSON: nested too deeply",
                                   code="invalid_row", line=line_no) from None
@@ -217,4 +223,4 @@ def _line_of_duplicate(source: str | None, key: str) -> int | None:
     matches = list(pattern.finditer(source))
     if len(matches) < 2:
         return None
-    return source.count("\n", 0, matches[1].start()) + 1
+    return line_of(source, matches[1].start())

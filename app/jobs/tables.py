@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import JSON, DateTime, Float, String, Text, func
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.core.db import BigId
+from app.core.db import BigId, utc_now
 
 STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
 FINISHED = frozenset({"succeeded", "failed", "cancelled"})
@@ -25,7 +25,8 @@ class JobColumns:
     progress: Mapped[float] = mapped_column(Float, default=0.0)
     progress_message: Mapped[str | None] = mapped_column(String(500))
     job_id: Mapped[str | None] = mapped_column(String(200))  # the runner's own id (Celery's)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utc_now,
+                                                 server_default=func.now())
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     # Written by the running job; a running row whose heartbeat is stale lost its process.

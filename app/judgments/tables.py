@@ -16,7 +16,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.core.db import Base, BigId
+from app.core.db import Base, BigId, utc_now
 
 
 class Topic(Base):
@@ -72,7 +72,7 @@ class Batch(Base):
     filename: Mapped[str | None] = mapped_column(String(500))
     n_judgments: Mapped[int] = mapped_column(Integer)
     received_at: Mapped[datetime] = mapped_column(DateTime(timezone=True),
-                                                  server_default=func.now())
+                                                  default=utc_now, server_default=func.now())
 
 
 class Judgment(Base):
@@ -98,4 +98,4 @@ class Judgment(Base):
     label: Mapped[int] = mapped_column(Integer)
     batch_id: Mapped[int] = mapped_column(BigId)
     received_at: Mapped[datetime] = mapped_column(DateTime(timezone=True),
-                                                  server_default=func.now())
+                                                  default=utc_now, server_default=func.now())

@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, func
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.core.db import Base, BigId
+from app.core.db import Base, BigId, utc_now
 
 
 class Sampling(Base):
@@ -26,7 +26,7 @@ class Sampling(Base):
     seed: Mapped[int] = mapped_column(Integer)
     pool_size: Mapped[int] = mapped_column(Integer)  # pooled (topic, doc) pairs at creation
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True),
-                                                 server_default=func.now())
+                                                 default=utc_now, server_default=func.now())
 
 
 class SamplingRound(Base):
@@ -48,7 +48,7 @@ class SamplingRound(Base):
     target_recall: Mapped[float | None] = mapped_column(Float)
     stopped: Mapped[list[str] | None] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True),
-                                                 server_default=func.now())
+                                                 default=utc_now, server_default=func.now())
 
 
 class SampledPair(Base):

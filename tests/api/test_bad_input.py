@@ -133,6 +133,30 @@ def test_json_label_out_of_scale_names_the_index(client) -> None:
     assert labels.status_code == 422 and "index" not in labels.json()
 
 
+@pytest.mark.parametrize("content_type", ["text/plain", None, "application/x-www-form-urlencoded",
+                                          "text/json"])
+@pytest.mark.parametrize("path", ["/collections", "/collections/rf10/judgments"])
+def test_json_sent_without_a_json_content_type_is_415(client, path, content_type) -> None:
+    """FastAPI reads a body as JSON only under a JSON media type (a CSRF guard): the answer
+    says so, rather than "Input should be a valid dictionary"."""
+    create_collection(client)
+    body = ('{"name": "other", "labels": [0, 1]}' if path == "/collections" else
+            '{"judgments": [{"topic": "t", "doc": "d", "annotator": "a", "label": 1}]}')
+    headers = {"content-type": content_type} if content_type else {}
+    response = client.post(f"{API}{path}", content=body.encode(), headers=headers)
+    assert response.status_code == 415, response.text
+    assert response.json()["code"] == "unsupported_media_type"
+    assert response.json()["expected"] == "application/json"
+    assert "Content-Type: application/json" in response.json()["detail"]
+    assert (content_type or "no Content-Type") in response.json()["detail"]
+    assert counts(client) == EMPTY_COUNTS
+    assert client.get(f"{API}/collections").json()["count"] == 1
+    # a JSON media type, with a parameter, is read as JSON
+    response = client.post(f"{API}{path}", content=body.encode(),
+                           headers={"content-type": "application/json; charset=utf-8"})
+    assert response.status_code == 201, response.text
+
+
 def test_malformed_json_is_422(client) -> None:
     create_collection(client)
     response = client.post(f"{API}/collections/rf10/judgments", content=b"{not json",

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from sqlalchemy import select
 
+from app.core.db import get_sessionmaker
+from app.judgments.tables import Topic
 from tests.api.helpers import API, create_collection
 from tests.api.jobs import wait_for
 
@@ -119,6 +122,37 @@ def test_bad_texts(client) -> None:
     empty = client.put(f"{API}/collections/c/documents", content=b"",
                        headers={"content-type": "text/tab-separated-values"})
     assert empty.status_code == 422 and empty.json()["code"] == "empty_file"
+
+
+@pytest.mark.parametrize("content_type", ["application/json", "text/plain"])
+@pytest.mark.parametrize(("body", "key", "line"), [
+    ('{"t1": "first",\n "t2": "x",\n "t1": "second"}', "t1", 3),
+    ('{"topics": [{"id": "t1", "text": "a"}],\r"topics": [{"id": "t2", "text": "b"}]}',
+     "topics", 2),
+    ('[{"id": "t1", "text": "a", "text": "b"}]', "text", 1),
+])
+def test_json_texts_with_a_key_twice_are_refused(client, content_type, body, key, line) -> None:
+    """A JSON body, as a JSON file, refuses a key given twice (json.loads kept the last one
+    silently: the first topic's text was lost), naming the key and its line."""
+    setup_collection(client)
+    response = client.put(f"{API}/collections/c/topics", content=body.encode(),
+                          headers={"content-type": content_type})
+    assert response.status_code == 422, response.text
+    assert response.json() == {"code": "duplicate_row", "line": line, "column": key,
+                               "detail": f"line {line}: duplicate key {key!r}"}
+    with get_sessionmaker(client.app.state.settings.database_url)() as session:
+        assert session.execute(select(Topic.external_id, Topic.text)
+                               .order_by(Topic.external_id)).all() == [("t1", None), ("t2", None)]
+
+
+def test_json_lines_texts_with_a_key_twice_are_refused(client) -> None:
+    setup_collection(client)
+    body = '{"id": "t1", "text": "a"}\n{"id": "t2", "text": "b", "text": "c"}\n'
+    response = client.put(f"{API}/collections/c/topics", content=body.encode(),
+                          headers={"content-type": "text/plain"})
+    assert response.status_code == 422, response.text
+    assert response.json() == {"code": "duplicate_row", "line": 2, "column": "text",
+                               "detail": "line 2: duplicate key 'text'"}
 
 
 def test_gp_fit_builds_missing_features_first(jobs_client) -> None:

@@ -95,6 +95,30 @@ def test_lines_end_at_cr_lf_and_cr(client) -> None:
     assert response.status_code == 201 and response.json()["judgments"] == 3
 
 
+@pytest.mark.parametrize(("bad", "code", "line", "column"), [
+    ("t Q0 d3 3 high r", "invalid_row", 4, "score"),
+    ("t Q0 d3 x 0.5 r", "invalid_row", 4, "rank"),
+    ("t Q0 d3 3 0.5", "invalid_row", 4, None),
+    ("t Q0 d1 3 0.5 r", "duplicate_row", 4, None),
+    ("t Q0 d\x1d3 3 0.5 r", "invalid_row", 4, None),
+])
+def test_run_lines_end_at_cr_lf_and_cr(client, bad, code, line, column) -> None:
+    """As every other file: a bare \\r ends a run line (it was read as one line of 12 fields),
+    and an error names the line as counted that way."""
+    create_collection(client)
+    good = "t Q0 d1 1 2.5 r\r\nt Q0 d2 2 1.5 r\r\r"
+    ok = client.put(f"{API}/collections/rf10/runs/r", content=(good + "t Q0 d3 3 0.5 r\r").encode(),
+                    headers=PLAIN)
+    assert ok.status_code == 200, ok.text
+    assert ok.json()["n_lines"] == 3 and ok.json()["max_depth"] == 3
+    body = refused(client.put(f"{API}/collections/rf10/runs/r2", headers=PLAIN,
+                              content=(good + bad + "\rt Q0 d4 4 0.1 r").encode()),
+                   code, line=line, column=column)
+    if code == "duplicate_row":
+        assert "first on line 1" in body["detail"]
+    assert [r["name"] for r in client.get(f"{API}/collections/rf10/runs").json()["data"]] == ["r"]
+
+
 @pytest.mark.parametrize(("qrels", "line"), [
     ("t 0 d1 1\nt 0 d\u20282 1\n", 2),
     ("t 0 d1 1\nt\x1c0 d2 1\n", 2),
