@@ -5,6 +5,7 @@ command so ``--help`` stays instant."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Sequence
@@ -99,23 +100,51 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("crowdqrels")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     # TensorFlow's C++ start-up notices (CPU features, no CUDA) would interleave with the GP
     # commands' progress: warnings and errors only, unless the caller chose a level.
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    args = build_parser().parse_args(argv)
-    from pydantic import ValidationError
-
+    parser = build_parser()
+    parser.add_argument("--version", action="version", version=f"crowdqrels {_version()}")
+    command = "crowdqrels"
     try:
-        return int(args.func(args) or 0)
-    except ValidationError as exc:
-        if exc.title != "Settings":  # not the environment's fault: a bug, with its traceback
-            raise
-        from app.core.config import describe_invalid
+        args = parser.parse_args(argv)
+        command = f"crowdqrels {args.command}"
+        from pydantic import ValidationError
 
-        print(f"crowdqrels {args.command}: invalid settings\n{describe_invalid(exc)}",
-              file=sys.stderr)
-        return 2
+        from app.offline import UsageError
+
+        try:
+            return int(args.func(args) or 0)
+        except UsageError as exc:  # a bad option or input: nothing was written
+            print(f"{command}: error: {exc}", file=sys.stderr)
+            return 2
+        except ValidationError as exc:
+            if exc.title != "Settings":  # not the environment's fault: a bug, with its traceback
+                raise
+            from app.core.config import describe_invalid
+
+            print(f"{command}: invalid settings\n{describe_invalid(exc)}", file=sys.stderr)
+            return 2
+    except KeyboardInterrupt:
+        print(f"\n{command}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # The reader went away (`| head`): stop quietly. Standard output now points to
+        # /dev/null, so the interpreter's last flush does not fail again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        with contextlib.suppress(OSError, ValueError):  # no real stdout (tests capture it)
+            os.dup2(devnull, sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, as a shell reports a process killed by it
 
 
 if __name__ == "__main__":

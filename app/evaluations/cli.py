@@ -7,10 +7,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 
 def add_commands(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    from app.offline import int_at_least, seed_arg
+
     evaluate = subparsers.add_parser(
         "evaluate", help="score TREC runs on (crowd) qrels, with the crowd's uncertainty",
         description="Score runs on fixed qrels (--qrels) or on the posterior of an aggregation "
@@ -26,14 +27,17 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:  # type: ignor
                           help="ir_measures names: P@10 AP nDCG@10 R@100 Rprec Bpref RR "
                                "PRES@1000 nP@95 snP@95 TNR@95 LastRel unjudged@10 SimP@10 "
                                "(default: a standard set)")
-    evaluate.add_argument("--samples", type=int, default=1000, help="draws of the qrels")
-    evaluate.add_argument("--seed", type=int, default=0)
+    evaluate.add_argument("--samples", type=int_at_least(0), default=None,
+                          help="draws of the qrels from the --tasks posterior (default 1000; "
+                               "fixed --qrels have nothing to draw)")
+    evaluate.add_argument("--seed", type=seed_arg, default=0,
+                          help="seed of the draws, 0 to 2**32 - 1 (default 0)")
     evaluate.add_argument("--gold", help="reference qrels for Kendall's tau (default: the gold "
                                          "column of --tasks, if any)")
     evaluate.add_argument("--relevant-from", type=int, default=1,
                           help="lowest label value that counts as relevant")
     evaluate.add_argument("--format", choices=("json", "tsv", "trec"), default="json")
-    evaluate.add_argument("--output", help="write here (default: standard output)")
+    evaluate.add_argument("--output", help="write here (default, or -: standard output)")
     evaluate.add_argument("--quiet", action="store_true", help="no progress bar")
     evaluate.set_defaults(func=_evaluate)
 
@@ -43,40 +47,52 @@ def _evaluate(args: argparse.Namespace) -> int:
     from app.formats.errors import FileFormatError
     from app.formats.qrels import parse_qrels
     from app.formats.runs import merge_runs, parse_runs
-    from app.offline import _ProgressBar
+    from app.offline import (
+        UsageError,
+        _ProgressBar,
+        check_outputs,
+        file_error,
+        read_input,
+        write_outputs,
+    )
     from models.evaluation.measures import DEFAULT_MEASURES, UnknownMeasure, parse_measures
     from models.evaluation.scoring import evaluate_runs, format_trec, format_tsv, report
     from models.evaluation.uncertainty import Posterior
 
-    def fail(message: str) -> int:
-        print(f"crowdqrels evaluate: {message}", file=sys.stderr)
-        return 2
-
-    if args.samples < 0:
-        return fail("--samples must be at least 0")
     try:
         measures = parse_measures(args.measures or DEFAULT_MEASURES)
     except UnknownMeasure as exc:
-        return fail(str(exc))
+        raise UsageError(str(exc)) from None
+    check_outputs({"--output": args.output}, stdout=True)
+    samples = args.samples
+    if args.qrels and samples:
+        print("warning: --samples applies to a --tasks posterior; fixed --qrels have nothing "
+              "to draw: ignored", file=sys.stderr)
+    if samples is None:
+        samples = 1000
     gold: dict[tuple[str, str], int] = {}
+    current = args.qrels or args.tasks
     try:
         if args.qrels:
-            posterior = posterior_from_qrels(Path(args.qrels).read_bytes(),
+            posterior = posterior_from_qrels(read_input(args.qrels, "--qrels"),
                                              relevant_from=args.relevant_from)
         else:
-            posterior, gold = posterior_from_tasks(Path(args.tasks).read_bytes(),
+            posterior, gold = posterior_from_tasks(read_input(args.tasks, "--tasks"),
                                                    relevant_from=args.relevant_from)
         if args.gold:
-            gold = parse_qrels(Path(args.gold).read_bytes())
-        runs = merge_runs(parse_runs(Path(p).read_bytes()) for p in args.runs)
+            current = args.gold
+            gold = parse_qrels(read_input(args.gold, "--gold"))
+        parsed = []
+        for path in args.runs:  # one at a time: an error names its file
+            current = path
+            parsed.append(parse_runs(read_input(path, "--runs")))
+        runs = merge_runs(parsed)
     except FileFormatError as exc:
-        return fail(str(exc))
-    except OSError as exc:
-        return fail(str(exc))
+        raise UsageError(file_error(exc, current)) from None
 
     bar = _ProgressBar("evaluate", enabled=not args.quiet)
     try:
-        scores = evaluate_runs(posterior, runs, measures, samples=args.samples, seed=args.seed,
+        scores = evaluate_runs(posterior, runs, measures, samples=samples, seed=args.seed,
                                progress=bar)
     finally:
         bar.close()
@@ -93,8 +109,5 @@ def _evaluate(args: argparse.Namespace) -> int:
         text = format_tsv(result["results"])
     else:
         text = format_trec(result["results"])
-    if args.output:
-        Path(args.output).write_text(text)
-    else:
-        sys.stdout.write(text)
+    write_outputs([(args.output or "-", text)])
     return 0

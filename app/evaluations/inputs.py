@@ -56,14 +56,29 @@ def posterior_from_tasks(raw: bytes | str, *, relevant_from: int = 1
                                   code="duplicate_row", line=line_no)
         seen.add(key)
         try:
-            rows.append([float(cells[i]) for i, _ in class_cols])
+            row = [float(cells[i]) for i, _ in class_cols]
         except ValueError:
             raise FileFormatError(f"line {line_no}: probabilities must be numbers",
                                   code="invalid_row", line=line_no) from None
+        # A posterior as `aggregate --tasks` writes it: each p in [0, 1], the row summing to 1
+        # up to the 6 significant digits written; anything else is refused, not repaired.
+        bad = next((p for p in row if not 0.0 <= p <= 1.0), None)  # also NaN
+        if bad is not None:
+            raise FileFormatError(f"line {line_no}: probability {bad:g} is not between 0 and 1",
+                                  code="invalid_row", line=line_no)
+        if abs(sum(row) - 1.0) > 1e-3:
+            raise FileFormatError(f"line {line_no}: probabilities sum to {sum(row):.6g}, not 1",
+                                  code="invalid_row", line=line_no)
+        rows.append(row)
         topics.append(key[0])
         docs.append(key[1])
         if gold_col is not None and cells[gold_col].strip():
-            gold[key] = int(cells[gold_col])
+            try:
+                gold[key] = int(cells[gold_col])
+            except ValueError:
+                raise FileFormatError(f"line {line_no}: gold must be a whole number, got "
+                                      f"{cells[gold_col]!r}", code="invalid_row",
+                                      line=line_no, column="gold") from None
     order = np.argsort(classes)
     proba = np.array(rows, dtype=np.float64).reshape(-1, len(classes))[:, order]
     proba = np.clip(proba, 0.0, None)

@@ -17,54 +17,55 @@ CURVE_COLUMNS = ["strategy", "seed", "round", "judgments", "share", "accuracy", 
                  "fit_seconds", "map_rmse"]
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
-
-
-def _seed(text: str) -> int:
-    from app.core.integers import MAX_SEED  # (pydantic: not at --help)
-
-    value = int(text)
-    if not 0 <= value <= MAX_SEED:  # what numpy's generators and the API accept
-        raise argparse.ArgumentTypeError("must be a whole number from 0 to 2**32 - 1")
-    return value
-
-
 def _simulate(args: argparse.Namespace) -> int:
-    import numpy as np
-
+    """Options, input files and the output directory are checked first; DIR is created and
+    written only once every curve has been computed."""
     from app.formats.errors import FileFormatError
-    from app.offline import build_aggregator, load_annotation_data, parse_params
+    from app.offline import (
+        UsageError,
+        build_aggregator,
+        check_output_dir,
+        file_error,
+        load_judgment_file,
+        parse_params,
+        quiet_tensorflow,
+        read_input,
+        write_outputs,
+    )
     from models.registry import InvalidParams, validate_params
-    from models.sampling.simulate import simulate
 
+    if args.quiet:
+        quiet_tensorflow()
     try:
         params = validate_params(args.method, parse_params(args.params))
         if params.get("use_gold"):
             raise ValueError("the simulator scores every fit against the gold, so a fit may not "
                              "clamp it (use_gold, calibrate_folds): it would be scored in-sample")
     except (ValueError, InvalidParams) as exc:
-        print(f"crowdqrels simulate: {exc}", file=sys.stderr)
-        return 2
-    try:
-        raw = Path(args.input).read_bytes()
-        gold = Path(args.gold).read_bytes() if args.gold else None
-        data = load_annotation_data(raw, relevant_from=args.relevant_from, gold_qrels=gold)
-        runs = None
-        if args.runs:
-            from app.formats.runs import merge_runs, parse_runs
+        raise UsageError(str(exc)) from None
+    check_output_dir(args.output, "--output")
+    import numpy as np
 
-            runs = {name: run.rankings for name, run in merge_runs(
-                parse_runs(Path(p).read_bytes()) for p in args.runs).items()}
-    except (OSError, FileFormatError, ValueError) as exc:
-        print(f"crowdqrels simulate: {exc}", file=sys.stderr)
-        return 2
+    from models.sampling.simulate import simulate
+
+    data, _ = load_judgment_file(args, quiet=args.quiet)
+    if data.gold is None or not (data.gold >= 0).any():
+        raise UsageError(f"{args.input}: no gold labels to score against (--gold or a gold "
+                         "column)")
+    runs = None
+    if args.runs:
+        from app.formats.runs import merge_runs, parse_runs
+
+        def parsed(path: str):  # type: ignore[no-untyped-def]
+            try:
+                return parse_runs(read_input(path, "--runs"))
+            except FileFormatError as exc:  # which run file, with its line
+                raise UsageError(file_error(exc, path)) from None
+
+        runs = {name: run.rankings for name, run in merge_runs(
+            parsed(p) for p in args.runs).items()}
     batch = args.batch or max(1, int(round(args.batch_share * data.n_judgments)))
     out = Path(args.output)
-    out.mkdir(parents=True, exist_ok=True)
 
     def report(point: CurvePoint) -> None:
         if not args.quiet:
@@ -74,17 +75,15 @@ def _simulate(args: argparse.Namespace) -> int:
     try:
         points = simulate(data, make=lambda seed: build_aggregator(args.method, params, seed),
                           strategies=args.strategies, seeds=range(args.seeds), batch=batch,
-                          start_share=args.start, warm=not args.cold,
+                          start_share=args.start or 0.0, warm=not args.cold,
                           max_judgments=args.max_judgments, runs=runs, on_point=report)
     except ValueError as exc:
-        print(f"crowdqrels simulate: {exc}", file=sys.stderr)
-        return 2
-    with (out / "curve.tsv").open("w") as f:
-        f.write("\t".join(CURVE_COLUMNS) + "\n")
-        for p in points:
-            f.write(f"{p.strategy}\t{p.seed}\t{p.round}\t{p.judgments}\t{p.share:.6f}\t"
-                    f"{p.accuracy:.6f}\t{p.skipped}\t{p.seconds:.4f}\t"
-                    f"{'' if p.map_rmse != p.map_rmse else f'{p.map_rmse:.6f}'}\n")
+        raise UsageError(str(exc)) from None
+    curve = ["\t".join(CURVE_COLUMNS) + "\n"]
+    for p in points:
+        curve.append(f"{p.strategy}\t{p.seed}\t{p.round}\t{p.judgments}\t{p.share:.6f}\t"
+                     f"{p.accuracy:.6f}\t{p.skipped}\t{p.seconds:.4f}\t"
+                     f"{'' if p.map_rmse != p.map_rmse else f'{p.map_rmse:.6f}'}\n")
     # The target: the accuracy of the model fitted cold on all judgments.
     full = build_aggregator(args.method, params, 0).fit(data)
     from models.sampling.simulate import accuracy_against_gold
@@ -95,21 +94,23 @@ def _simulate(args: argparse.Namespace) -> int:
     n_gold = int((data.gold != -1).sum())  # type: ignore[union-attr]
     se = float(np.sqrt(target * (1 - target) / max(n_gold, 1)))
     exact, near = summary(points, target), summary(points, target - se)
-    with (out / "summary.tsv").open("w") as f:
-        f.write("strategy\ttarget_accuracy\tmean_share_to_target\tshares_to_target\t"
-                "standard_error\tmean_share_within_1se\tshares_within_1se\n")
-        for strategy in exact:
-            cells = []
-            for shares in (exact[strategy], near[strategy]):
-                known = [s for s in shares if s is not None]
-                mean = f"{np.mean(known):.4f}" if len(known) == len(shares) else ""
-                listed = ",".join("" if s is None else f"{s:.4f}" for s in shares)
-                cells.append(f"{mean}\t{listed}")
-            f.write(f"{strategy}\t{target:.6f}\t{cells[0]}\t{se:.6f}\t{cells[1]}\n")
-            if not args.quiet:
-                first, second = (c.split("\t")[0] or "-" for c in cells)
-                print(f"{strategy}: target {target:.4f} reached at share {first}, within one "
-                      f"standard error at {second}", file=sys.stderr)
+    summary_lines = ["strategy\ttarget_accuracy\tmean_share_to_target\tshares_to_target\t"
+                     "standard_error\tmean_share_within_1se\tshares_within_1se\n"]
+    for strategy in exact:
+        cells = []
+        for shares in (exact[strategy], near[strategy]):
+            known = [s for s in shares if s is not None]
+            mean = f"{np.mean(known):.4f}" if len(known) == len(shares) else ""
+            listed = ",".join("" if s is None else f"{s:.4f}" for s in shares)
+            cells.append(f"{mean}\t{listed}")
+        summary_lines.append(f"{strategy}\t{target:.6f}\t{cells[0]}\t{se:.6f}\t{cells[1]}\n")
+        if not args.quiet:
+            first, second = (c.split("\t")[0] or "-" for c in cells)
+            print(f"{strategy}: target {target:.4f} reached at share {first}, within one "
+                  f"standard error at {second}", file=sys.stderr)
+    out.mkdir(parents=True, exist_ok=True)  # only now: every curve has been computed
+    write_outputs([(str(out / "curve.tsv"), "".join(curve)),
+                   (str(out / "summary.tsv"), "".join(summary_lines))])
     plot = write_plot(points, out, target)
     print(f"curve\t{out / 'curve.tsv'}")
     print(f"summary\t{out / 'summary.tsv'}")
@@ -206,28 +207,36 @@ def _next(args: argparse.Namespace) -> int:
 
     import numpy as np
 
-    from app.formats.errors import FileFormatError
-    from app.formats.judgments_file import parse_judgments
-    from app.offline import build_aggregator, load_annotation_data, parse_params
+    from app.offline import (
+        BINARY_ONLY_METHODS,
+        UsageError,
+        build_aggregator,
+        check_outputs,
+        load_judgment_file,
+        parse_params,
+        quiet_tensorflow,
+        write_outputs,
+    )
     from app.sampling.rejudging import next_tasks_tsv, plan_rows
     from models.evaluation import relevant_index
-    from models.registry import InvalidParams
+    from models.registry import InvalidParams, validate_params
     from models.sampling.rejudge import plan_next
 
-    def fail(message: str) -> int:
-        print(f"crowdqrels next: error: {message}", file=sys.stderr)
-        return 2
-
+    if args.quiet:
+        quiet_tensorflow()
+    if args.graded and args.method in BINARY_ONLY_METHODS:
+        raise UsageError(f"method {args.method!r} needs binary labels: drop --graded (graded "
+                         "GP: ordinal-gp)")
+    check_outputs({"--output": args.output}, stdout=True)
     try:
-        params = parse_params(args.params)
-        rows = parse_judgments(Path(args.input).read_bytes())  # parsed once, used twice
-        data = load_annotation_data(rows, relevant_from=args.relevant_from, graded=args.graded,
-                                    ignore=args.ignore)
+        params = validate_params(args.method, parse_params(args.params))
+    except (ValueError, InvalidParams) as exc:
+        raise UsageError(str(exc)) from None
+    data, rows = load_judgment_file(args, graded=args.graded, quiet=args.quiet)
+    try:
         model = build_aggregator(args.method, params, args.seed)
-    except FileFormatError as exc:
-        return fail(exc.detail + (f" (line {exc.line})" if exc.line else ""))
-    except (OSError, ValueError, InvalidParams) as exc:
-        return fail(str(exc))
+    except (ValueError, InvalidParams) as exc:
+        raise UsageError(str(exc)) from None
     model.fit(data)
     # tasks by (topic, doc), as the service orders them: ties fall the same way
     order = np.lexsort((data.doc_ids.astype(str), data.topic_ids.astype(str)))
@@ -268,14 +277,13 @@ def _next(args: argparse.Namespace) -> int:
     result["count"] = len(result["data"])
     text = (json.dumps(result, indent=1) + "\n" if args.format == "json"
             else next_tasks_tsv(result))
-    if args.output:
-        Path(args.output).write_text(text)
-    else:
-        sys.stdout.write(text)
+    write_outputs([(args.output or "-", text)])
     return 0
 
 
 def add_commands(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    from app.offline import add_scale_options, int_at_least, seed_arg, share_arg
+
     simulate = subparsers.add_parser(
         "simulate", help="replay a judgment file with gold to compare re-judging strategies",
         description="Reveal one judgment per task (or --start of them), then in rounds reveal "
@@ -291,27 +299,35 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:  # type: ignor
     simulate.add_argument("--params", help="the model's parameters as a JSON object (as for "
                                            "aggregate)")
     simulate.add_argument("--strategies", nargs="+", choices=STRATEGIES,
-                          default=["uncertainty", "random"])
-    simulate.add_argument("--seeds", type=int, default=3, help="number of seeds (0..K-1)")
-    simulate.add_argument("--output", required=True, help="output directory")
+                          default=["uncertainty", "random"],
+                          help="default: uncertainty random")
+    simulate.add_argument("--seeds", type=int_at_least(1), default=3, metavar="K",
+                          help="number of seeds, 0..K-1 (default 3)")
+    simulate.add_argument("--output", required=True, metavar="DIR",
+                          help="output directory (created once the curves are computed)")
     simulate.add_argument("--gold", help="expert qrels (TREC); default: the file's gold column")
-    simulate.add_argument("--start", type=float, default=0.0,
-                          help="starting share of judgments (at least one per task)")
-    simulate.add_argument("--batch", type=int, help="judgments per round")
-    simulate.add_argument("--batch-share", type=float, default=0.025,
-                          help="judgments per round as a share of all (default 0.025)")
+    simulate.add_argument("--start", type=share_arg(zero=False), metavar="SHARE",
+                          help="starting share of judgments, above 0 and at most 1 (default: "
+                               "one judgment per task; a share below that starts there)")
+    rounds = simulate.add_mutually_exclusive_group()
+    rounds.add_argument("--batch", type=int_at_least(1), metavar="N",
+                        help="judgments per round")
+    rounds.add_argument("--batch-share", type=share_arg(zero=False), default=0.025,
+                        metavar="SHARE",
+                        help="judgments per round as a share of all, above 0 and at most 1 "
+                             "(default 0.025)")
     simulate.add_argument("--runs", nargs="+", metavar="RUN",
                           help="TREC run files: each point also gets map_rmse, the RMSE of the "
                                "runs' MAP against their MAP with all judgments")
     simulate.add_argument("--relevant-from", type=int, default=1)
     simulate.add_argument("--cold", action="store_true", help="refit from scratch every round")
-    simulate.add_argument("--max-judgments", type=_positive, metavar="K",
+    simulate.add_argument("--max-judgments", type=int_at_least(1), metavar="K",
                           help="as /next?max_judgments=K: only tasks with fewer than K revealed "
                                "judgments are asked for (until every task has K)")
-    simulate.add_argument("--quiet", action="store_true")
+    add_scale_options(simulate)
+    simulate.add_argument("--quiet", action="store_true",
+                          help="no progress lines, no TensorFlow log lines")
     simulate.set_defaults(func=_simulate)
-
-    from app.offline import DEFAULT_IGNORE
 
     following = subparsers.add_parser(
         "next", help="fit a judgment file and list the tasks to judge next (as /next)",
@@ -319,27 +335,32 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:  # type: ignor
                     "helps most, best first, with the annotators not yet asked (best first by "
                     "the fit's competence): TSV (as /next?format=tsv) or JSON.",
     )
-    following.add_argument("input", help="judgment file (TSV/CSV, as for aggregate)")
+    following.add_argument("input", help="judgment file (TSV/CSV, as for aggregate; - for "
+                                         "standard input)")
     following.add_argument("--method", required=True, choices=sorted(METHOD_PATHS))
     following.add_argument("--params", help="the model's parameters as a JSON object")
     following.add_argument("--graded", action="store_true", help="fit the graded labels")
     following.add_argument("--relevant-from", type=int, default=1)
-    following.add_argument("--ignore", type=int, nargs="*", default=list(DEFAULT_IGNORE),
-                           help="label values meaning 'could not judge' (default -2): the "
-                                "annotator counts as asked, the value as no label")
-    following.add_argument("-n", type=_positive, default=10, help="how many tasks (default 10)")
+    add_scale_options(following, ignore_help=": the annotator counts as asked, the value as "
+                                              "no label")
+    following.add_argument("-n", type=int_at_least(1), default=10,
+                           help="how many tasks (default 10)")
     following.add_argument("--strategy", choices=STRATEGIES, default="uncertainty")
-    following.add_argument("--max-judgments", type=_positive, metavar="K",
+    following.add_argument("--max-judgments", type=int_at_least(1), metavar="K",
                            help="only tasks with fewer than K judgments")
-    following.add_argument("--annotators", type=int, default=10,
+    following.add_argument("--annotators", type=int_at_least(0), default=10,
                            help="annotators to suggest per task (default 10)")
-    following.add_argument("--min-annotator-judgments", type=int, default=0, metavar="M",
+    following.add_argument("--min-annotator-judgments", type=int_at_least(0), default=0,
+                           metavar="M",
                            help="suggest only annotators with at least M labels (default 0)")
-    following.add_argument("--per-annotator", type=_positive, metavar="C",
+    following.add_argument("--per-annotator", type=int_at_least(1), metavar="C",
                            help="assign at most C of the listed tasks to one annotator "
                                 "(default: each task to its best annotator)")
-    following.add_argument("--seed", type=_seed, help="random_state of the method and of the "
-                                                    "random strategy")
+    following.add_argument("--seed", type=seed_arg,
+                           help="0 to 2**32 - 1: random_state of the method and of the random "
+                                "strategy")
     following.add_argument("--format", choices=("tsv", "json"), default="tsv")
-    following.add_argument("--output", help="write here (default: standard output)")
+    following.add_argument("--output", help="write here (default, or -: standard output)")
+    following.add_argument("--quiet", action="store_true", help="no notes, no TensorFlow log "
+                                                               "lines")
     following.set_defaults(func=_next)
