@@ -106,17 +106,28 @@ TSV_COLUMNS = ("rank", "topic", "doc", "n_judgments", "uncertainty", "p_label_ch
                "expected_change", "annotators", "assigned")
 
 
+def _listed(annotator: str) -> str:
+    """An annotator id in the TSV's comma-separated list: "%" and "," percent-encoded (an id
+    may hold a comma), so the list splits at commas and each part decodes with
+    ``urllib.parse.unquote``; ids without either character are written as they are."""
+    return annotator.replace("%", "%25").replace(",", "%2C")
+
+
+def _score(x: float) -> str:
+    return f"{x + 0.0:.6g}"  # + 0.0: a score of -0.0 is written 0
+
+
 def next_tasks_tsv(result: dict[str, Any]) -> str:
     """``next_tasks`` as a tab-separated list to hand to a crowd platform: one task per line,
-    best first, its scores, the annotators to ask (comma-separated, best first) and the one it
-    goes to (empty: nobody)."""
+    best first, its scores, the annotators to ask (comma-separated, best first; ``_listed``)
+    and the one it goes to (empty: nobody; written as it is)."""
     out = io.StringIO()
     writer = csv.writer(out, delimiter="\t", lineterminator="\n")
     writer.writerow(TSV_COLUMNS)
     for rank, t in enumerate(result["data"], start=1):
         writer.writerow((rank, t["topic"], t["doc"], t["n_judgments"],
-                         f"{t['uncertainty']:.6g}", f"{t['p_label_change']:.6g}",
-                         f"{t['expected_change']:.6g}",
-                         ",".join(a["annotator"] for a in t["annotators"]),
+                         _score(t["uncertainty"]), _score(t["p_label_change"]),
+                         _score(t["expected_change"]),
+                         ",".join(_listed(a["annotator"]) for a in t["annotators"]),
                          t["assigned"] or ""))
     return out.getvalue()

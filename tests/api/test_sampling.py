@@ -796,3 +796,22 @@ def test_concurrent_draws_get_their_own_rounds(database_url) -> None:
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def test_next_tsv_lists_annotators_whose_ids_hold_commas() -> None:
+    """The TSV's annotators column splits at commas: "," and "%" inside an id are
+    percent-encoded (a list "w2,w", "1" was "w2,w,1"); a score of -0.0 is written 0."""
+    from urllib.parse import unquote
+
+    from app.sampling.rejudging import next_tasks_tsv
+
+    ids = ["w2,w", "1", "50%", "mturk/A1"]
+    tsv = next_tasks_tsv({"data": [{
+        "topic": "t", "doc": "d", "n_judgments": 2, "uncertainty": -0.0,
+        "p_label_change": 0.25, "expected_change": 1e-7,
+        "annotators": [{"annotator": a} for a in ids], "assigned": "w2,w"}]})
+    row = tsv.splitlines()[1].split("\t")
+    assert row[4:7] == ["0", "0.25", "1e-07"]
+    assert row[7] == "w2%2Cw,1,50%25,mturk/A1"
+    assert [unquote(part) for part in row[7].split(",")] == ids
+    assert row[8] == "w2,w"
