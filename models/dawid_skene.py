@@ -24,6 +24,7 @@ import scipy.sparse
 from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
 from models.data import UNKNOWN, AnnotationData
 from models.params import Iterations, PriorOrZero, Tolerance
+from models.warm import cold_check_due
 
 _EPS = 1e-10
 
@@ -50,38 +51,64 @@ class DawidSkene(Aggregator):
         self.use_gold = use_gold
 
     def fit(self, data: AnnotationData, progress: ProgressCallback = no_progress, *,
-            init: DawidSkene | None = None) -> Self:
+            init: DawidSkene | None = None, check: bool | None = None) -> Self:
         """EM from the majority-vote posterior; with ``init`` (a fitted DawidSkene, e.g. on an
         earlier snapshot of the same collection) a warm start: the first E step uses its prior
         and its annotators' confusion matrices (matched by annotator id; a new annotator gets
-        their mean), so a refit after a small batch needs few iterations."""
+        their mean), so a refit after a small batch needs few iterations. A warm refit also
+        runs the cold fit when ``models.warm.cold_check_due`` says so (``check``: True always,
+        False never, None by the growth of the judgments since the last check) and keeps the
+        higher ``objective_``; ``start_`` says which start was kept."""
         gold = data.gold if (self.use_gold and data.gold is not None) else None
         n = max(data.n_judgments, 1)
         idx = _Judgments.from_data(data, gold)
+        checked = init is None or cold_check_due(init, data.n_judgments, check)
+        fit = None
         if init is not None:
             prior0, confusion0 = _aligned_parameters(init, data)
             _, post = _e_step(idx, prior0, confusion0)
-        else:
-            post = _majority_start(idx, gold)
+            fit = self._em(idx, post, n, progress, "warm")
+        if checked:
+            cold = self._em(idx, _majority_start(idx, gold), n, progress, "cold")
+            # NaN (no iteration) never wins; a tie keeps the warm fit.
+            if fit is None or cold.objective > fit.objective or fit.objective != fit.objective:
+                fit = cold
+        assert fit is not None
+        self.annotator_ids_ = data.annotator_ids
+        self.prior_ = fit.prior
+        self.confusion_ = fit.confusion
+        self.proba_ = np.ascontiguousarray(fit.post.T)
+        self.n_iter_ = fit.n_iter
+        self.objective_history_ = fit.history
+        self.loss_history_ = [-v / n for v in fit.history]
+        self.log_likelihood_ = fit.history[-1] if fit.history else float("nan")
+        self.objective_ = fit.objective
+        self.start_ = fit.start
+        self.cold_checked_ = init is not None and checked
+        self.cold_checked_at_ = (data.n_judgments if checked
+                                 else int(getattr(init, "cold_checked_at_", 0)))
+        return self
+
+    def _em(self, idx: _Judgments, post: np.ndarray, n: int, progress: ProgressCallback,
+            start: str) -> _Fit:
+        """EM from the class-major posterior ``post``, then the final M step. The objective EM
+        increases is the posterior of the parameters under the pseudo-counts, the marginal
+        log-likelihood + smoothing · Σ log π (a Dirichlet(1 + smoothing) prior on every row)."""
         history: list[float] = []
-        self.n_iter_ = 0
+        objective = float("nan")
+        n_iter = 0
         for it in range(self.n_iter):
             prior, confusion = self._m_step(idx, post)
             ll, post = _e_step(idx, prior, confusion)
             history.append(ll)
-            self.n_iter_ = it + 1
+            n_iter = it + 1
             progress((it + 1) / self.n_iter, f"iteration {it + 1}, log-likelihood {ll:.2f}")
             if len(history) > 1 and abs(history[-1] - history[-2]) / n < self.tol:
                 break
+        if history:
+            objective = history[-1] + self.smoothing * float(np.log(confusion).sum())
         prior, confusion = self._m_step(idx, post)
-        self.annotator_ids_ = data.annotator_ids
-        self.prior_ = prior
-        self.confusion_ = confusion
-        self.proba_ = np.ascontiguousarray(post.T)
-        self.objective_history_ = history
-        self.loss_history_ = [-v / n for v in history]
-        self.log_likelihood_ = history[-1] if history else float("nan")
-        return self
+        return _Fit(start, prior, confusion, post, n_iter, history, objective)
 
     def _m_step(self, idx: _Judgments, post: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """ρ = mean posterior of judged tasks; π_j[t, l] ∝ Σ_{a by j, y_a = l} P(T_i = t).
@@ -138,6 +165,20 @@ def confusion_columns(data: AnnotationData, prior: np.ndarray, confusion: np.nda
         for lab, vl in enumerate(values):
             columns[f"p_{vl}_given_{vt}"] = confusion[:, t, lab]
     return columns
+
+
+@dataclass(frozen=True)
+class _Fit:
+    """One EM run: where it started ("cold" or "warm"), its final parameters and posterior, and
+    its penalised log-likelihood at the last E step (``objective``)."""
+
+    start: str
+    prior: np.ndarray
+    confusion: np.ndarray
+    post: np.ndarray  # class-major (K, n_tasks)
+    n_iter: int
+    history: list[float]
+    objective: float
 
 
 @dataclass(frozen=True)

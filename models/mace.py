@@ -27,6 +27,7 @@ from scipy.special import digamma
 from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
 from models.data import UNKNOWN, AnnotationData
 from models.params import MAX_PRIOR, Iterations, Prior, Range, Restarts, Seed, Tolerance
+from models.warm import cold_check_due
 
 VARIANTS = ("em", "vb")
 WARM_TOL = 1e-5  # log-likelihood gain per judgment below which a warm start stops
@@ -75,32 +76,41 @@ class MACE(Aggregator):
 
     # -- fitting -----------------------------------------------------------------------------
     def fit(self, data: AnnotationData, progress: ProgressCallback = no_progress, *,
-            init: MACE | None = None) -> Self:
+            init: MACE | None = None, check: bool | None = None) -> Self:
         """EM (or VB) with ``n_restarts`` random restarts; with ``init`` (a fitted MACE, e.g. on an
         earlier snapshot of the same collection) one warm restart from its competences and spam
         distributions (matched by annotator id; a new annotator gets their mean) instead, stopping
-        once an iteration gains less than max(tol, WARM_TOL) log-likelihood per judgment."""
+        once an iteration gains less than max(tol, WARM_TOL) log-likelihood per judgment. When
+        ``models.warm.cold_check_due`` says so (``check``: True always, False never, None by the
+        growth of the judgments since the last check) the random restarts of a cold fit run too,
+        with the same draws, and the restart with the best log-likelihood is kept, warm or not;
+        ``start_`` says which."""
         k = data.n_classes
         smoothing = 0.01 / k if self.smoothing is None else float(self.smoothing)
         gold = data.gold if (self.use_gold and data.gold is not None) else None
         idx = _Judgments.from_data(data, gold)
         rng = np.random.default_rng(self.random_state)
-        n_restarts = 1 if init is not None else self.n_restarts
-        # A warm start begins near the optimum: stop once an iteration gains little.
-        tol = max(self.tol, WARM_TOL) if init is not None else self.tol
-        total = max(n_restarts * max(self.n_iter, 1), 1)
+        checked = init is None or cold_check_due(init, data.n_judgments, check)
+        # The warm restart first, then the cold fit's random ones (a cold fit: only those).
+        starts = (([] if init is None else ["warm"])
+                  + (["cold"] * self.n_restarts if checked else []))
+        total = max(len(starts) * max(self.n_iter, 1), 1)
 
-        best: tuple[float, np.ndarray, np.ndarray, list[float]] | None = None
+        best: tuple[float, np.ndarray, np.ndarray, list[float], str] | None = None
         restart_ll: list[float] = []
-        for r in range(n_restarts):
-            if init is not None:
+        for r, start in enumerate(starts):
+            if start == "warm":
+                assert init is not None
                 knowing, spam = _aligned_parameters(init, data)
+                # A warm start begins near the optimum: stop once an iteration gains little.
+                tol = max(self.tol, WARM_TOL)
             else:
                 # MACE.java's initialisation: uniform(0, 1) + smoothing, normalised, per annotator.
                 knowing = rng.random((data.n_annotators, 2)) + smoothing
                 knowing /= knowing.sum(axis=1, keepdims=True)
                 spam = rng.random((data.n_annotators, k)) + smoothing
                 spam /= spam.sum(axis=1, keepdims=True)
+                tol = self.tol
             ll, _, counts = _e_step(idx, knowing, spam)
             history = [ll]
             for it in range(self.n_iter):
@@ -108,15 +118,18 @@ class MACE(Aggregator):
                 ll, _, counts = _e_step(idx, knowing, spam)
                 history.append(ll)
                 progress((r * self.n_iter + it + 1) / total,
-                         f"restart {r + 1}/{n_restarts}, log-likelihood {ll:.2f}")
+                         f"restart {r + 1}/{len(starts)}, log-likelihood {ll:.2f}")
                 if tol > 0 and abs(history[-1] - history[-2]) <= tol * data.n_judgments:
                     break
             restart_ll.append(ll)
             if best is None or ll > best[0]:
-                best = (ll, knowing, spam, history)
+                best = (ll, knowing, spam, history, start)
         assert best is not None
-        ll, knowing, spam, history = best
+        ll, knowing, spam, history, self.start_ = best
         _, proba, _ = _e_step(idx, knowing, spam)
+        self.cold_checked_ = init is not None and checked
+        self.cold_checked_at_ = (data.n_judgments if checked
+                                 else int(getattr(init, "cold_checked_at_", 0)))
 
         self.log_likelihood_ = ll
         self.loss_history_ = [-v / max(data.n_judgments, 1) for v in history]

@@ -68,10 +68,14 @@ def run_map(data: AnnotationData, labels: np.ndarray,
 
 
 def _fit(make: Callable[[], Aggregator], data: AnnotationData,
-         previous: Aggregator | None) -> Aggregator:
+         previous: Aggregator | None, *, last: bool = False) -> Aggregator:
+    """A fresh model fitted on ``data``: warm from ``previous`` when its ``fit`` takes ``init``
+    (then checked against a cold fit as ``models.warm`` schedules it, and always at the ``last``
+    point, where every judgment is revealed: the higher objective is kept), else cold."""
     model = make()
     if previous is not None and "init" in inspect.signature(model.fit).parameters:
-        return model.fit(data, init=previous)  # type: ignore[call-arg]
+        check = True if last else None
+        return model.fit(data, init=previous, check=check)  # type: ignore[call-arg]
     return model.fit(data)
 
 
@@ -110,7 +114,7 @@ def simulate(data: AnnotationData, *, make: Callable[[int], Aggregator],
             while True:
                 started = time.perf_counter()
                 model = _fit(lambda s=seed: make(s), subset(data, np.flatnonzero(revealed)),
-                             model if warm else None)
+                             model if warm else None, last=bool(revealed.all()))
                 seconds = time.perf_counter() - started
                 n_revealed = int(revealed.sum())
                 rmse = float("nan")
