@@ -6,7 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from app.formats.qrels import format_qrels
+from app.core.errors import Conflict
+from app.formats.qrels import UnwritableId, format_qrels
 
 GRADES = ("most_probable", "expected")
 
@@ -40,8 +41,14 @@ def selected(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def trec(rows: list[dict[str, Any]], threshold: float | None, classes: list[int] | None = None,
          grade: str = "most_probable") -> str:
-    return format_qrels((r["topic"], r["doc"], relevance(r, threshold, classes, grade))
-                        for r in selected(rows))
+    """TREC qrels; 409 ``unwritable_id`` for a stored id that a TREC line cannot hold (one
+    with whitespace, stored before such ids were refused): the TSV and JSON forms still work."""
+    try:
+        return format_qrels((r["topic"], r["doc"], relevance(r, threshold, classes, grade))
+                            for r in selected(rows))
+    except UnwritableId as exc:
+        raise Conflict(f"{exc}; download format=tsv or format=json instead",
+                       code="unwritable_id", column=exc.column) from None
 
 
 def tsv(rows: list[dict[str, Any]], classes: list[int], threshold: float | None,

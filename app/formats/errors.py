@@ -11,10 +11,16 @@ from app.formats.ids import CONTROL_IN_TEXT
 
 
 class FileFormatError(ValueError):
-    """A bad file: ``line`` is the 1-based line number in the file (the header is line 1)."""
+    """A bad file: ``line`` is the 1-based line number in the file (the header is line 1).
+
+    With a line, ``detail`` (and ``str()``) starts with ``line N:`` exactly once, whether or not
+    the raiser wrote it: the API's detail and a CLI's message print it as is, never adding the
+    line a second time."""
 
     def __init__(self, detail: str, *, code: str, line: int | None = None,
                  column: str | None = None) -> None:
+        if line is not None and not detail.startswith(f"line {line}:"):
+            detail = f"line {line}: {detail}"
         super().__init__(detail)
         self.detail = detail
         self.code = code
@@ -31,15 +37,31 @@ def decode_text(raw: bytes | str) -> str:
         try:
             text = raw.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
-            raise FileFormatError(
-                f"file is not UTF-8 text (byte {exc.start})", code="invalid_encoding"
-            ) from exc
+            raise _not_utf8(raw, exc) from None
     nul = text.find("\x00")
     if nul >= 0:
         line = line_of(text, nul)
         raise FileFormatError(f"line {line}: a NUL character (U+0000) is not text",
                               code="invalid_encoding", line=line)
     return text
+
+
+def _not_utf8(raw: bytes, exc: UnicodeDecodeError) -> FileFormatError:
+    """The error naming the line of the first byte that is not UTF-8 and its position in the
+    line and in the file (1-based, in bytes, the byte-order mark counted in the file). Lines
+    are counted on the bytes as :func:`line_of` counts them on text (no UTF-8 sequence holds a
+    \\n or \\r byte)."""
+    data = bytes(exc.object)  # without the byte-order mark that utf-8-sig dropped
+    start = exc.start
+    line = (data.count(b"\n", 0, start) + data.count(b"\r", 0, start)
+            - data.count(b"\r\n", 0, start) + 1)
+    line_start = max(data.rfind(b"\n", 0, start), data.rfind(b"\r", 0, start)) + 1
+    in_file = start + len(raw) - len(data) + 1
+    return FileFormatError(
+        f"line {line}: not UTF-8 text: byte 0x{data[start]:02X} is byte {start - line_start + 1} "
+        f"of the line ({in_file:,} of the file)",
+        code="invalid_encoding", line=line,
+    )
 
 
 def line_of(text: str, position: int) -> int:

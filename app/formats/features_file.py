@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 
 from app.formats.errors import FileFormatError, delimited_rows
-from app.formats.ids import MAX_ID_LENGTH, id_problem
+from app.formats.ids import id_problem
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ def parse_features(raw: bytes | str) -> FeatureRows:
 
 def _id(value: str, kind: str, column: str, line: int) -> str:
     """The id stripped, by the rules every id follows (``app.formats.ids.id_problem``)."""
-    reason = id_problem(value, MAX_ID_LENGTH[kind])
+    reason = id_problem(value, kind)
     if reason is not None:
         raise FileFormatError(f"line {line}: column {column!r} {reason}", code="invalid_row",
                               line=line, column=column)

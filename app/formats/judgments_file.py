@@ -9,16 +9,19 @@ Accepted column names (case-insensitive), DESIGN §5:
 - gold (optional): ``gold`` — the expert label of the row's task; negative values mean unknown.
 Blank lines are skipped. The delimiter is a tab if the header has one, else a comma. CSV fields
 may be quoted; TSV does not interpret quotes. Lines end at \\n, \\r\\n or \\r; an id may not
-hold a line break or another control character, and labels and gold are ASCII whole numbers
-(``app.formats.ids``).
+hold a line break or another control character (nor, for topics and documents, whitespace), and
+labels and gold are ASCII whole numbers of 32 bits (``app.formats.ids``). Two lines giving one
+task different gold labels (values >= 0; ``JudgmentRows.gold_conflict``) are refused
+(``conflicting_gold``, both lines named).
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from app.formats.errors import FileFormatError, delimited_rows
-from app.formats.ids import BadId, clean_ids, parse_integer
+from app.formats.ids import INT32, BadId, clean_ids, parse_integer
 
 ALIASES: dict[str, tuple[str, ...]] = {
     "topic": ("topic", "topicid", "topic_id", "query", "qid"),
@@ -45,6 +48,24 @@ class JudgmentRows:
 
     def __len__(self) -> int:
         return len(self.labels)
+
+    def gold_conflict(self, also: Collection[int] = ()) -> tuple[int, int] | None:
+        """(first, second): the indexes of the first two rows that give one task (topic, doc)
+        different gold labels, or None. A gold label is a value >= 0 or one in ``also`` (a
+        collection's ignore values, such as -2, which it stores as gold); an empty cell and other
+        negative values (RF10's -1) say "no gold" and conflict with nothing."""
+        if self.golds is None:
+            return None
+        counted = set(also)
+        seen: dict[tuple[str, str], int] = {}
+        for i, (gold, key) in enumerate(zip(self.golds, zip(self.topics, self.docs,
+                                                            strict=True), strict=True)):
+            if gold is None or (gold < 0 and gold not in counted):
+                continue
+            first = seen.setdefault(key, i)
+            if self.golds[first] != gold:
+                return first, i
+        return None
 
 
 def _map_header(header: list[str]) -> dict[str, int]:
@@ -74,14 +95,29 @@ def _int(cache: dict[str, int], value: str, *, line: int, column: str) -> int:
     number = cache.get(value)
     if number is not None:
         return number
-    number = parse_integer(value)
+    number = parse_integer(value, INT32)
     if number is None:
+        shown = value.strip()
+        shown = shown if len(shown) <= 40 else shown[:40] + "..."
         raise FileFormatError(
-            f"line {line}: column {column!r} must be an integer, got {value.strip()!r}",
+            f"line {line}: column {column!r} must be an integer from {INT32[0]} to {INT32[1]}, "
+            f"got {shown!r}",
             code="invalid_row", line=line, column=column,
         )
     cache[value] = number
     return number
+
+
+def _conflicting_gold(rows: JudgmentRows, first: int, second: int, *,
+                      column: str) -> FileFormatError:
+    golds = rows.golds or []
+    line = rows.lines[second]
+    return FileFormatError(
+        f"line {line}: gold {golds[second]} for topic {rows.topics[second]!r}, doc "
+        f"{rows.docs[second]!r} differs from its gold {golds[first]} on line "
+        f"{rows.lines[first]} (a task has one gold label)",
+        code="conflicting_gold", line=line, column=column,
+    )
 
 
 def parse_judgments(raw: bytes | str, *, default_topic: str = DEFAULT_TOPIC) -> JudgmentRows:
@@ -141,5 +177,10 @@ def parse_judgments(raw: bytes | str, *, default_topic: str = DEFAULT_TOPIC) -> 
         raise FileFormatError(f"line {line}: column {names[position]!r} {reason}",
                               code="invalid_row", line=line, column=names[position])
     topic_ids = [default_topic] * len(labels) if i_topic is None else cleaned["topic"]
-    return JudgmentRows(topic_ids, cleaned["doc"], cleaned["annotator"], labels, golds,
-                        line_numbers)
+    parsed = JudgmentRows(topic_ids, cleaned["doc"], cleaned["annotator"], labels, golds,
+                          line_numbers)
+    conflict = parsed.gold_conflict()
+    if conflict is not None:
+        raise _conflicting_gold(parsed, *conflict, column=header[i_gold].strip()
+                                if i_gold is not None else "gold")
+    return parsed

@@ -24,8 +24,9 @@ def parse_qrels_with_lines(
     """The qrels and, for error messages, the line each pair came from.
 
     Lines end at \\n, \\r\\n or \\r; fields are separated by ASCII whitespace (a
-    non-breaking space is part of an id); ids follow ``app.formats.ids`` (length, no control
-    character); the relevance is an ASCII whole number."""
+    non-breaking space does not separate fields: it is refused as whitespace in an id); ids
+    follow ``app.formats.ids`` (length, no control character, no whitespace; a field is the id
+    as it is, ``strip=False``); the relevance is an ASCII whole number."""
     text = decode_text(raw)
     refuse_control_characters(text)
     out: dict[tuple[str, str], int] = {}
@@ -58,7 +59,7 @@ def parse_qrels_with_lines(
     keys = list(out)
     for position, (kind, column) in enumerate((("topic", "topic"), ("doc", "doc"))):
         try:
-            clean_ids([key[position] for key in keys], kind=kind)
+            clean_ids([key[position] for key in keys], kind=kind, strip=False)
         except BadId as bad:
             line = lines[keys[bad.index]]
             raise FileFormatError(f"line {line}: {column} id {bad.reason}", code="invalid_row",
@@ -66,6 +67,25 @@ def parse_qrels_with_lines(
     return out, lines
 
 
+class UnwritableId(ValueError):
+    """A stored id that a TREC qrels line cannot hold (whitespace, a control character, empty:
+    ids stored before ``app.formats.ids`` refused whitespace in topic and document ids)."""
+
+    def __init__(self, *, topic: str, doc: str, column: str, reason: str) -> None:
+        self.topic, self.doc, self.column, self.reason = topic, doc, column, reason
+        super().__init__(f"cannot write TREC qrels: the {column} id of topic {topic!r}, doc "
+                         f"{doc!r} {reason}")
+
+
 def format_qrels(rows: Iterable[tuple[str, str, int]]) -> str:
-    """TREC qrels text, sorted by topic then doc (DESIGN §5)."""
-    return "".join(f"{t} 0 {d} {r}\n" for t, d, r in sorted(rows, key=lambda r: (r[0], r[1])))
+    """TREC qrels text, sorted by topic then doc (DESIGN §5). An id that would break the
+    whitespace-separated line (``app.formats.ids``, checked as a field: ``strip=False``) raises
+    :class:`UnwritableId` rather than writing a file no reader can parse."""
+    ordered = sorted(rows, key=lambda r: (r[0], r[1]))
+    for position, column in ((0, "topic"), (1, "doc")):
+        try:
+            clean_ids([row[position] for row in ordered], kind=None, strip=False)
+        except BadId as bad:
+            topic, doc, _ = ordered[bad.index]
+            raise UnwritableId(topic=topic, doc=doc, column=column, reason=bad.reason) from None
+    return "".join(f"{t} 0 {d} {r}\n" for t, d, r in ordered)

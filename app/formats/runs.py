@@ -10,12 +10,14 @@ A parsed :class:`TrecRun` is a read-only mapping ``{topic: [doc, ...] best first
 ``models.features.build_features(runs=...)`` takes, so ``parse_runs(raw)`` can be passed as is.
 
 Lines end at \\n, \\r\\n or \\r, as in every file read here; fields are separated by ASCII
-whitespace; a control character anywhere is refused. Errors
-(:class:`FileFormatError`, ``line`` = 1-based line in the file): ``invalid_row`` for a line
-without exactly 6 fields, a control character, a rank that is not a 64-bit whole number (ASCII
-digits) or a score that is not a finite number, ``duplicate_row`` for a second line
-for the same (topic, doc) in the same run, ``unknown_topic`` for a topic outside ``topics`` (when
-given), ``empty_file``; :func:`merge_runs` refuses a run name given twice (``duplicate_run``).
+whitespace; a control character anywhere is refused; topic and document ids follow
+``app.formats.ids`` as every id does (length, no whitespace such as U+00A0; a field is the id as
+it is). Errors (:class:`FileFormatError`, ``line`` = 1-based line in the file): ``invalid_row``
+for a line without exactly 6 fields, a control character, a bad id, a rank that is not a 64-bit
+whole number (ASCII digits) or a score that is not a finite number, ``duplicate_row`` for a
+second line for the same (topic, doc) in the same run, ``unknown_topic`` for a topic outside
+``topics`` (when given), ``empty_file``; :func:`merge_runs` refuses a run name given twice
+(``duplicate_run``).
 """
 
 from __future__ import annotations
@@ -32,7 +34,14 @@ from app.formats.errors import (
     iter_lines,
     refuse_control_characters,
 )
-from app.formats.ids import INT64, parse_integer, split_fields
+from app.formats.ids import (
+    INT64,
+    MAX_ID_LENGTH,
+    BadId,
+    clean_ids,
+    parse_integer,
+    split_fields,
+)
 
 
 @dataclass(frozen=True)
@@ -123,6 +132,7 @@ def parse_runs(
         ranks.append(rank)
     if not runs:
         raise FileFormatError("the run file is empty", code="empty_file")
+    _check_ids(text, runs)
     return {tag: _run(tag, per_topic) for tag, per_topic in runs.items()}
 
 
@@ -164,6 +174,41 @@ def _run(tag: str, per_topic: dict[str, _Entry]) -> TrecRun:
         scores[topic] = score[order]
         ranks[topic] = np.array(rank_list, dtype=np.int64)[order]
     return TrecRun(tag, rankings, scores, ranks)
+
+
+def _check_ids(text: str, runs: dict[str, dict[str, _Entry]]) -> None:
+    """Refuse a topic or document id that breaks ``app.formats.ids``, naming the line where it
+    first appears: checked once per distinct id over whole columns (C speed); the line is looked
+    up only then."""
+    if text.isascii() and _within_length(runs):
+        # ASCII whitespace separates the fields and control characters were refused: in an
+        # ASCII file only the length rule can fail, and that is checked without copying ids.
+        return
+    topics = list({topic: None for per_topic in runs.values() for topic in per_topic})
+    docs = list({doc: None for per_topic in runs.values() for positions, _, _ in
+                 per_topic.values() for doc in positions})
+    problems = []
+    for position, kind, values in ((0, "topic", topics), (2, "doc", docs)):
+        try:
+            clean_ids(values, kind=kind, strip=False)
+        except BadId as bad:
+            value = values[bad.index]
+            line = next(line_no for line_no, line in enumerate(iter_lines(text), start=1)
+                        if (parts := split_fields(line)) and len(parts) == 6
+                        and parts[position] == value)
+            problems.append((line, kind, bad.reason))
+    if problems:  # the first in the file
+        line, kind, reason = min(problems)
+        raise FileFormatError(f"line {line}: {kind} id {reason}", code="invalid_row", line=line,
+                              column=kind)
+
+
+def _within_length(runs: dict[str, dict[str, _Entry]]) -> bool:
+    longest_topic = max((len(topic) for per_topic in runs.values() for topic in per_topic),
+                        default=0)
+    longest_doc = max((max(map(len, positions), default=0) for per_topic in runs.values()
+                       for positions, _, _ in per_topic.values()), default=0)
+    return longest_topic <= MAX_ID_LENGTH["topic"] and longest_doc <= MAX_ID_LENGTH["doc"]
 
 
 def _first_line(text: str, topic: str, doc: str, tag: str) -> int | None:

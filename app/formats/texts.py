@@ -30,7 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 from app.formats.errors import FileFormatError, decode_text, line_of, split_lines
-from app.formats.ids import MAX_ID_LENGTH, id_problem
+from app.formats.ids import id_problem
 
 ID_NAMES = ("id", "topic", "topic_id", "topicid", "qid", "doc", "doc_id", "docid", "docno",
             "document")
@@ -52,7 +52,7 @@ def parse_texts(raw: bytes | str, *, kind: str | None = None) -> dict[str, str]:
 
 def _check_id(key: str, *, kind: str | None, where: str, line: int | None) -> str:
     """The id stripped, or FileFormatError by the rules every id follows (``id_problem``)."""
-    reason = id_problem(key, MAX_ID_LENGTH[kind] if kind is not None else None)
+    reason = id_problem(key, kind)
     if reason is not None:
         raise FileFormatError(f"{where}: the id {reason}", code="invalid_row", line=line,
                               column="id")

@@ -4,7 +4,7 @@ refused with a 4xx naming its line (or index) and stores nothing, or is read as 
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from app.core.db import get_sessionmaker
 from app.judgments.tables import Batch, Document, Task
@@ -133,22 +133,29 @@ def test_control_character_in_qrels_is_refused_with_its_line(client, qrels, line
 
 def test_qrels_fields_split_on_ascii_whitespace_only(client) -> None:
     create_collection(client)
-    # A non-breaking space is part of the id (str.split() made it five fields).
+    # A non-breaking space does not split a field (str.split() made it five fields): the line
+    # has four, and its doc id holds whitespace, which no id may (README, invalid_row).
+    refused(client.put(f"{API}/collections/rf10/gold", headers=PLAIN,
+                       content="t\t0\td2 1\r\nt 0 d\u00a01 2\n".encode()),
+            "invalid_row", line=2, column="doc", detail="whitespace (U+00A0 at character 2)")
     response = client.put(f"{API}/collections/rf10/gold",
-                          content="t 0 d\u00a01 2\r\nt\t0\td2 1\n".encode(), headers=PLAIN)
+                          content=b"t 0 d1 2\r\nt\t0\td2 1\n", headers=PLAIN)
     assert response.status_code == 200, response.text
     assert response.json()["gold_labels"] == 2
     with get_sessionmaker(client.app.state.settings.database_url)() as session:
         docs = set(session.scalars(select(Document.external_id)))
-    assert docs == {"d\u00a01", "d2"}
+    assert docs == {"d1", "d2"}
 
 
 def test_run_fields_split_on_ascii_whitespace_and_controls_are_refused(client) -> None:
     create_collection(client)
-    ok = client.put(f"{API}/collections/rf10/runs/r", content="t Q0 d\u00a01 1 2.5 r\n".encode(),
+    ok = client.put(f"{API}/collections/rf10/runs/r", content=b"t Q0 d1 1 2.5 r\n",
                     headers=PLAIN)
     assert ok.status_code == 200, ok.text
     assert ok.json()["n_lines"] == 1
+    refused(client.put(f"{API}/collections/rf10/runs/r2", headers=PLAIN,
+                       content="t Q0 d1 1 2.5 r\nt Q0 d\u00a02 2 1.5 r\n".encode()),
+            "invalid_row", line=2, column="doc", detail="whitespace (U+00A0 at character 2)")
     refused(client.put(f"{API}/collections/rf10/runs/r2",
                        content=b"t Q0 d1 1 2.5 r\nt Q0 d\x1d2 2 1.5 r\n", headers=PLAIN),
             "invalid_row", line=2, detail="control character (U+001D)")
@@ -363,3 +370,167 @@ def test_gold_of_the_json_path_lands_on_the_stripped_task(client) -> None:
     with get_sessionmaker(client.app.state.settings.database_url)() as session:
         assert session.scalars(select(Task.gold)).all() == [2]
         assert session.scalars(select(Document.external_id)).all() == ["d"]
+
+
+# QA pass 2 -------------------------------------------------------------------------------------
+# 10. Topic and document ids hold no whitespace, on every path: TREC qrels and runs are
+# whitespace-separated, so "d 1" was written as "1 0 d 1 0" and no reader could parse it.
+
+WHITESPACE_IN_IDS = ["d 1", "d\u00a01", "d\u30001", "d\u20091"]
+
+
+@pytest.mark.parametrize("doc", WHITESPACE_IN_IDS)
+@pytest.mark.parametrize("delimiter", ["\t", ","])
+def test_a_doc_id_with_whitespace_is_refused_with_its_line(client, doc, delimiter) -> None:
+    create_collection(client)
+    rows = [["topic", "doc", "annotator", "label"], ["1", "d0", "w1", "1"], ["1", doc, "w1", "0"]]
+    text = "".join(delimiter.join(row) + "\n" for row in rows)
+    refused(upload(client, text, TSV if delimiter == "\t" else CSV), "invalid_row", line=3,
+            column="doc", detail=f"whitespace (U+{ord(doc[1]):04X} at character 2)")
+    assert counts(client) == EMPTY_COUNTS
+
+
+def test_a_topic_id_with_whitespace_is_refused_and_surrounding_spaces_are_stripped(client) -> None:
+    create_collection(client)
+    refused(upload(client, "qid,docID,workerID,rel\n 1 ,d1,w1,1\n1 2,d1,w1,1\n", CSV),
+            "invalid_row", line=3, column="qid", detail="whitespace (U+0020 at character 2)")
+    assert counts(client) == EMPTY_COUNTS
+    ok = upload(client, "qid,docID,workerID,rel\n 1 ,\u00a0d1\u00a0,w1,1\n", CSV)
+    assert ok.status_code == 201, ok.text
+    assert client.get(f"{API}/collections/rf10/judgments").json()["data"][0]["doc"] == "d1"
+
+
+@pytest.mark.parametrize(("field", "value"), [("topic", "1 2"), ("doc", "d\u00a01")])
+def test_json_ids_with_whitespace_are_refused_with_their_index(client, field, value) -> None:
+    create_collection(client)
+    judgments = [{"topic": "t", "doc": f"d{i}", "annotator": "w", "label": 1} for i in range(3)]
+    judgments[1][field] = value
+    response = client.post(f"{API}/collections/rf10/judgments", json={"judgments": judgments})
+    body = refused(response, "invalid_body", column=field, detail="whitespace")
+    assert body["index"] == 1
+    assert counts(client) == EMPTY_COUNTS
+
+
+def test_annotator_ids_keep_their_spaces(client) -> None:
+    """Annotators never appear in a TREC file: "Jane Doe" is an id like any other."""
+    create_collection(client)
+    assert upload(client, "topic\tdoc\tannotator\tlabel\n1\td1\tJane Doe\t1\n").status_code == 201
+    response = client.post(f"{API}/collections/rf10/judgments", json={"judgments": [
+        {"topic": "1", "doc": "d2", "annotator": "Jane\u00a0Doe", "label": 0}]})
+    assert response.status_code == 201, response.text
+    data = client.get(f"{API}/collections/rf10/judgments").json()["data"]
+    assert [j["annotator"] for j in data] == ["Jane Doe", "Jane\u00a0Doe"]
+
+
+@pytest.mark.parametrize(("path", "content", "line", "column"), [
+    ("gold", "1 0 d1 1\n1\u30002 0 d1 1\n", 2, "topic"),
+    ("runs/r", "1 Q0 d1 1 2.0 r\n1 Q0 d\u00a02 2 1.0 r\n", 2, "doc"),
+    ("documents", "d1\tone\nd 2\ttwo\n", 2, "id"),
+    ("topics", "1\tone\n1\u00a02\ttwo\n", 2, "id"),
+    ("features", "topic\tdoc\tf1\n1\td1\t0.5\n1\td\u00a02\t0.5\n", 3, "doc"),
+])
+def test_ids_with_whitespace_are_refused_in_gold_runs_texts_and_features(client, path, content,
+                                                                         line, column) -> None:
+    create_collection(client)
+    refused(client.put(f"{API}/collections/rf10/{path}", content=content.encode(),
+                       headers=PLAIN if path in ("gold", "runs/r") else TSV),
+            "invalid_row", line=line, column=column, detail="whitespace")
+    assert counts(client) == EMPTY_COUNTS
+
+
+def test_json_texts_with_whitespace_in_an_id_are_refused(client) -> None:
+    create_collection(client)
+    body = refused(client.put(f"{API}/collections/rf10/documents",
+                              json=[{"id": "d1", "text": "a"}, {"id": "d 2", "text": "b"}]),
+                   "invalid_row", column="id", detail="whitespace")
+    assert "item 2" in body["detail"]
+
+
+def test_a_stored_id_with_whitespace_is_not_written_as_trec_qrels(client) -> None:
+    """Data stored before the rule: the TREC download is 409 unwritable_id, not a broken file
+    ("1 0 d 1 2" has five fields); TSV and JSON still carry the id."""
+    create_collection(client)
+    gold = client.put(f"{API}/collections/rf10/gold", content=b"1 0 d1 2\n1 0 d2 0\n",
+                      headers=PLAIN)
+    assert gold.status_code == 200, gold.text
+    with get_sessionmaker(client.app.state.settings.database_url)() as session:
+        session.execute(update(Document).where(Document.external_id == "d1")
+                        .values(external_id="d 1"))
+        session.commit()
+    url = f"{API}/collections/rf10/qrels/union"
+    response = client.get(url, params={"sources": "gold,gold"})
+    assert response.status_code == 409, response.text
+    body = response.json()
+    assert body["code"] == "unwritable_id" and body["column"] == "doc", body
+    assert "doc 'd 1' holds whitespace (U+0020 at character 2)" in body["detail"], body
+    as_json = client.get(url, params={"sources": "gold,gold", "format": "json"})
+    assert as_json.status_code == 200, as_json.text
+    assert {row["doc"] for row in as_json.json()["data"]} == {"d 1", "d2"}
+
+
+# 11. Two gold values for one task in one file: refused, naming both lines --------------------
+
+def test_conflicting_gold_in_a_file_is_refused_with_both_lines(client) -> None:
+    create_collection(client)
+    text = ("topic\tdoc\tannotator\tlabel\tgold\n1\td1\tw1\t1\t0\n1\td2\tw1\t1\t\n"
+            "1\td1\tw2\t1\t0\n1\td1\tw3\t2\t2\n")
+    body = refused(upload(client, text), "conflicting_gold", line=5, column="gold")
+    assert "gold 2 for topic '1', doc 'd1' differs from its gold 0 on line 2" in body["detail"]
+    assert counts(client) == EMPTY_COUNTS
+    # The same gold repeated, and rows without gold, are one task's one gold label.
+    ok = upload(client, text.replace("\t2\t2\n", "\t2\t\n"))
+    assert ok.status_code == 201, ok.text
+    assert ok.json()["gold_labels"] == 1
+
+
+def test_conflicting_gold_counts_the_stripped_ids_and_the_values_read(client) -> None:
+    create_collection(client)
+    text = "topic,doc,annotator,label,gold\n1,d1,w1,1,2.0\n1, d1 ,w2,1,2\n1,d1,w3,1,1\n"
+    refused(upload(client, text, CSV), "conflicting_gold", line=4, column="gold",
+            detail="gold 1 for topic '1', doc 'd1' differs from its gold 2 on line 2")
+
+
+def test_no_gold_values_conflict_with_nothing(client) -> None:
+    """-1 (outside the scale and its ignore values) says "no gold" (README), like an empty cell."""
+    create_collection(client)
+    text = "topic,doc,annotator,label,gold\n1,d1,w1,1,-1\n1,d1,w2,1,2\n1,d1,w3,1,\n"
+    response = upload(client, text, CSV)
+    assert response.status_code == 201, response.text
+    assert response.json()["gold_labels"] == 1
+
+
+# 12. A file that is not UTF-8 names the line, and the byte within it ------------------------
+
+def test_non_utf8_file_names_its_line_and_byte(client) -> None:
+    create_collection(client)
+    text = "topic\tdoc\tannotator\tlabel\n1\td1\tw1\t1\r\n1\td\xe92\tw1\t1\n"
+    body = refused(client.post(f"{API}/collections/rf10/judgments/file",
+                               content=text.encode("latin-1"), headers=TSV),
+                   "invalid_encoding", line=3)
+    assert body["detail"] == ("line 3: not UTF-8 text: byte 0xE9 is byte 4 of the line "
+                              "(41 of the file)")
+
+
+# 13. Labels and gold beyond 32 bits: refused with the line like any bad label ---------------
+
+@pytest.mark.parametrize("column", ["label", "gold"])
+@pytest.mark.parametrize("value", ["99999999999999999999999", "2147483648", "-2147483649"])
+def test_labels_and_gold_beyond_32_bits_are_refused_with_their_line(client, column, value) -> None:
+    create_collection(client)
+    label, gold = (value, "-1") if column == "label" else ("1", value)
+    text = f"topic\tdoc\tannotator\tlabel\tgold\n1\td1\tw1\t1\t-1\n1\td2\tw1\t{label}\t{gold}\n"
+    refused(upload(client, text), "invalid_row", line=3, column=column,
+            detail=f"must be an integer from -2147483648 to 2147483647, got '{value}'")
+    assert counts(client) == EMPTY_COUNTS
+
+
+# 14. The line is in the detail once --------------------------------------------------------
+
+def test_a_header_error_names_its_line_once(client) -> None:
+    create_collection(client)
+    body = refused(upload(client, "doc\tdocid\tannotator\tlabel\nd1\td1\tw1\t1\n"),
+                   "invalid_header", line=1)
+    assert body["detail"] == "line 1: header names the 'doc' column twice"
+    body = refused(upload(client, "topic\tdoc\tannotator\tlabel\n" + "1\td1\tw1\t1\n" * 49
+                          + "1\td1\tw1\tabc\n"), "invalid_row", line=51, column="label")
+    assert body["detail"].count("51") == 1, body

@@ -1,4 +1,4 @@
-"""Parsers of topic/document texts and TREC runs."""
+"""Parsers of topic/document texts, TREC runs and qrels, judgment files; the id rules."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import json
 import pytest
 
 from app.formats.errors import FileFormatError
+from app.formats.judgments_file import parse_judgments
+from app.formats.qrels import UnwritableId, format_qrels, parse_qrels
 from app.formats.runs import merge_runs, parse_run, parse_runs
 from app.formats.texts import parse_texts, texts_from_json
 
@@ -148,3 +150,103 @@ def test_empty_run_and_merge() -> None:
         merge_runs([a, a])
     assert err.value.code == "duplicate_run"
     assert list(merge_runs([a, parse_runs("301 Q0 dA 1 3 runB\n")])) == ["runA", "runB"]
+
+
+# -- ids, numbers and messages shared by every file (QA pass 2) --------------------------------
+
+
+@pytest.mark.parametrize("doc", ["d\u00a01", "d\u30001", "\u00a0d1"])
+def test_run_ids_with_whitespace_are_refused_with_their_line(doc: str) -> None:
+    with pytest.raises(FileFormatError) as err:
+        parse_runs(RUN + f"301 Q0 {doc} 5 1.0 runA\n")
+    assert (err.value.code, err.value.line, err.value.column) == ("invalid_row", 6, "doc")
+    assert "whitespace (U+" in err.value.detail
+
+
+@pytest.mark.parametrize(("field", "limit", "line"), [
+    ("doc", 500, "301 Q0 {} 5 1.0 runA"), ("topic", 200, "{} Q0 dZ 5 1.0 runA")])
+def test_run_ids_follow_the_length_limits_of_every_id(field: str, limit: int, line: str) -> None:
+    assert parse_runs(RUN + line.format("x" * limit) + "\n")
+    with pytest.raises(FileFormatError) as err:
+        parse_runs(RUN + line.format("x" * 3_000_000) + "\n")
+    assert (err.value.code, err.value.line, err.value.column) == ("invalid_row", 6, field)
+    assert err.value.detail == f"line 6: {field} id is longer than {limit} characters"
+
+
+def test_qrels_writer_refuses_an_id_a_trec_line_cannot_hold() -> None:
+    assert format_qrels([("2", "d1", 1), ("1", "d2", 0)]) == "1 0 d2 0\n2 0 d1 1\n"
+    for topic, doc, column in [("1", "d 1", "doc"), ("1 2", "d1", "topic"),
+                               ("1", "d\u00a01", "doc"), ("1", "", "doc")]:
+        with pytest.raises(UnwritableId) as err:
+            format_qrels([("1", "d0", 1), (topic, doc, 0)])
+        assert err.value.column == column and (err.value.topic, err.value.doc) == (topic, doc)
+    with pytest.raises(UnwritableId, match=r"doc 'd 1' holds whitespace \(U\+0020 at character 2"):
+        format_qrels([("1", "d 1", 0)])
+
+
+def test_judgment_ids_hold_no_whitespace_but_annotators_may() -> None:
+    rows = parse_judgments("topic,doc,annotator,label\n 1 ,\u00a0d1 ,Jane Doe,1\n")
+    assert (rows.topics, rows.docs, rows.annotators) == (["1"], ["d1"], ["Jane Doe"])
+    with pytest.raises(FileFormatError) as err:
+        parse_judgments("topic,doc,annotator,label\n1,d1,w,1\n1,d 1,w,1\n")
+    assert (err.value.line, err.value.column) == (3, "doc")
+    assert err.value.detail == ("line 3: column 'doc' holds whitespace (U+0020 at character 2), "
+                                "which TREC qrels and runs cannot hold")
+
+
+def test_conflicting_gold_names_both_lines() -> None:
+    text = "topic\tdoc\tannotator\tlabel\tgold\n1\td1\tw1\t1\t0\n1\td1\tw2\t1\t2\n"
+    with pytest.raises(FileFormatError) as err:
+        parse_judgments(text)
+    assert (err.value.code, err.value.line, err.value.column) == ("conflicting_gold", 3, "gold")
+    assert err.value.detail == ("line 3: gold 2 for topic '1', doc 'd1' differs from its gold 0 "
+                                "on line 2 (a task has one gold label)")
+    # Another topic's d1, the same value again and a row without gold do not conflict.
+    rows = parse_judgments(text.replace("1\td1\tw2\t1\t2", "2\td1\tw2\t1\t2")
+                           + "1\td1\tw3\t0\t0\n1\td1\tw4\t0\t\n")
+    assert rows.golds == [0, 2, 0, None] and rows.gold_conflict() is None
+    # A negative value says "no gold" unless the collection stores it (an ignore value: -2).
+    rows = parse_judgments(text.replace("\t0\n", "\t-2\n", 1))
+    assert rows.golds == [-2, 2] and rows.gold_conflict() is None
+    assert rows.gold_conflict(also={-2}) == (0, 1)
+
+
+@pytest.mark.parametrize("column", ["label", "gold"])
+def test_labels_beyond_32_bits_are_a_line_error_not_an_overflow(column: str) -> None:
+    big = "99999999999999999999999"
+    label, gold = (big, "1") if column == "label" else ("1", big)
+    with pytest.raises(FileFormatError) as err:
+        parse_judgments(f"doc\tannotator\tlabel\tgold\nd1\tw1\t1\t1\nd1\tw2\t{label}\t{gold}\n")
+    assert (err.value.code, err.value.line, err.value.column) == ("invalid_row", 3, column)
+    assert err.value.detail == (f"line 3: column {column!r} must be an integer from -2147483648 "
+                                f"to 2147483647, got '{big}'")
+    assert parse_judgments("doc\tannotator\tlabel\nd1\tw1\t2147483647\n").labels == [2**31 - 1]
+
+
+@pytest.mark.parametrize(("raw", "line", "detail"), [
+    (b"doc\tannotator\tlabel\nd\xff1\tw1\t1\n", 2,
+     "line 2: not UTF-8 text: byte 0xFF is byte 2 of the line (22 of the file)"),
+    (b"\xef\xbb\xbfdoc\tannotator\tlabel\r\nd1\tw1\t1\rd2\tw\xe91\t1\n", 3,
+     "line 3: not UTF-8 text: byte 0xE9 is byte 5 of the line (37 of the file)"),
+    (b"\x80doc", 1, "line 1: not UTF-8 text: byte 0x80 is byte 1 of the line (1 of the file)"),
+])
+def test_non_utf8_names_the_line_and_byte(raw: bytes, line: int, detail: str) -> None:
+    for parse in (parse_judgments, parse_qrels, parse_runs, parse_texts):
+        with pytest.raises(FileFormatError) as err:
+            parse(raw)
+        assert (err.value.code, err.value.line, err.value.detail) == ("invalid_encoding", line,
+                                                                      detail)
+
+
+@pytest.mark.parametrize(("raw", "line"), [
+    ("doc\tdoc_id\tannotator\tlabel\nd1\td1\tw1\t1\n", 1),  # raised without "line 1:"
+    ("doc\tannotator\n", 1),
+    ("doc\tannotator\tlabel\n" + "d1\tw1\t1\n" * 49 + "d1\tw1\tabc\n", 51),  # with it
+])
+def test_a_file_error_names_its_line_exactly_once(raw: str, line: int) -> None:
+    with pytest.raises(FileFormatError) as err:
+        parse_judgments(raw)
+    assert err.value.line == line
+    assert str(err.value) == err.value.detail
+    assert err.value.detail.startswith(f"line {line}: ")
+    assert err.value.detail.count(f"line {line}") == 1
