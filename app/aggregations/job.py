@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from app.aggregations.gold import fit_record
 from app.aggregations.results import store_results
 from app.aggregations.snapshot import load_snapshot
 from app.aggregations.tables import Aggregation
@@ -72,9 +73,11 @@ def _fit(context: JobContext) -> dict[str, Any]:
     if context.cancelled():
         raise JobCancelled
     start = time.perf_counter()
+    gold = fit_record(collection=collection, gold=snapshot.gold, fit_tasks=snapshot.task_ids,
+                      judged_tasks=snapshot.judged_tasks, n_scored=n_gold)
     store_results(session, aggregation=aggregation, snapshot=snapshot, result=result,
                   model=model, relevant_from=collection.relevant_from,
-                  evaluation_proba=held_out)
+                  evaluation_proba=held_out, gold_record=gold)
     timings["store_s"] = time.perf_counter() - start
     return {}
 

@@ -54,9 +54,12 @@ def check_finite(proba: np.ndarray, objective_history: Any) -> None:
 
 def store_results(session: Session, *, aggregation: Aggregation, snapshot: Snapshot,
                   result: AggregationResult, model: object, relevant_from: int,
-                  evaluation_proba: np.ndarray | None = None) -> None:
+                  evaluation_proba: np.ndarray | None = None,
+                  gold_record: dict[str, Any] | None = None) -> None:
     """``evaluation_proba``: held-out predictions to score against gold instead of the fit's own
-    (a fit that clamps gold is perfect on it); the stored results stay the fit's."""
+    (a fit that clamps gold is perfect on it); the stored results stay the fit's.
+    ``gold_record``: which gold the evaluation is scored against (``gold.fit_record``), kept as
+    ``info["gold"]``."""
     data = snapshot.data
     proba = np.asarray(result.proba, dtype=float)
     check_finite(proba, result.objective_history)
@@ -134,6 +137,8 @@ def store_results(session: Session, *, aggregation: Aggregation, snapshot: Snaps
         info["data_notes"] = list(data.notes)
     info["n_tasks"] = data.n_tasks
     info["n_annotators"] = data.n_annotators
+    if gold_record is not None:
+        info["gold"] = gold_record
     session.execute(update(Aggregation).where(Aggregation.id == aggregation.id).values(
         n_judgments=data.n_judgments,
         objective_history=[float(x) for x in result.objective_history],

@@ -53,7 +53,9 @@ Limit = Annotated[int, Query(ge=1, le=10_000)]
 Offset = Annotated[int, Query(ge=0, le=MAX_INT)]
 
 
-def public(aggregation: Aggregation) -> AggregationPublic:
+def public(aggregation: Aggregation, gold: service.GoldStatus | None = None) -> AggregationPublic:
+    """A fit as the API shows it; ``gold``: its status against the current gold
+    (``service.gold_statuses``), without which ``gold`` and ``gold_current`` are null."""
     info = aggregation.info or {}
     return AggregationPublic(
         id=aggregation.id, collection_id=aggregation.collection_id, method=aggregation.method,
@@ -64,9 +66,25 @@ def public(aggregation: Aggregation) -> AggregationPublic:
         created_at=aggregation.created_at, started_at=aggregation.started_at,
         finished_at=aggregation.finished_at, timings=aggregation.timings,
         objective_history=aggregation.objective_history, evaluation=aggregation.evaluation,
-        info=aggregation.info, classes=aggregation.classes, error=aggregation.error,
-        fallback=info.get("fallback"),
+        # the gold record is shown as ``gold``, with its state now
+        info=None if aggregation.info is None else {k: v for k, v in info.items() if k != "gold"},
+        classes=aggregation.classes, error=aggregation.error, fallback=info.get("fallback"),
+        gold_current=None if gold is None or aggregation.status != "succeeded" else gold.current,
+        gold=service.fit_gold(aggregation, gold),
     )
+
+
+def checked(session: Session, request: Request, fits: list[Aggregation],
+            collection: Collection | None = None) -> list[AggregationPublic]:
+    """``public`` of each fit with its gold checked against the collection's current gold."""
+    if not fits:
+        return []
+    if collection is None:
+        collection = session.get(Collection, fits[0].collection_id)
+    assert collection is not None
+    statuses = service.gold_statuses(session, collection=collection, fits=fits,
+                                     cache=get_listing_cache(request))
+    return [public(a, statuses.get(a.id)) for a in fits]
 
 
 @collection_router.post("/aggregations", status_code=202, response_model=AggregationPublic,
@@ -88,24 +106,28 @@ def create_aggregation(session: SessionDep, runner: RunnerDep, settings: Setting
 
 @collection_router.get("/aggregations", response_model=AggregationsPublic,
                        dependencies=[require_scope("read")])
-def list_aggregations(session: SessionDep, settings: SettingsDep, collection: CollectionDep,
-                      limit: Limit = 100, offset: Offset = 0) -> AggregationsPublic:
+def list_aggregations(request: Request, session: SessionDep, settings: SettingsDep,
+                      collection: CollectionDep, limit: Limit = 100,
+                      offset: Offset = 0) -> AggregationsPublic:
     fail_stale_jobs(session, stale_after_s=settings.job_stale_after_s)
     rows, total = service.list_aggregations(session, collection=collection, limit=limit,
                                             offset=offset)
-    return AggregationsPublic(data=[public(a) for a in rows], count=total)
+    return AggregationsPublic(data=checked(session, request, rows, collection), count=total)
 
 
 @collection_router.get("/aggregations/comparison", response_model=Comparison,
                        dependencies=[require_scope("read")])
-def compare_aggregations(session: SessionDep, collection: CollectionDep) -> Comparison:
-    rows = service.comparison(session, collection=collection)
+def compare_aggregations(request: Request, session: SessionDep,
+                         collection: CollectionDep) -> Comparison:
+    """Succeeded fits against the current gold (``rescored``, ``stale``: see the fields)."""
+    rows = service.comparison(session, collection=collection, cache=get_listing_cache(request))
     return Comparison.model_validate({"data": rows, "count": len(rows)})
 
 
 @router.get("/{a}", response_model=AggregationPublic, dependencies=[require_scope("read")])
-def get_aggregation(aggregation: AggregationDep) -> AggregationPublic:
-    return public(aggregation)
+def get_aggregation(request: Request, session: SessionDep,
+                    aggregation: AggregationDep) -> AggregationPublic:
+    return checked(session, request, [aggregation])[0]
 
 
 @router.delete("/{a}", response_model=AggregationPublic, dependencies=[require_scope("admin")])

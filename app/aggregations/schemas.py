@@ -22,6 +22,42 @@ class AggregationCreate(BaseModel):
                                          "one: the method's random_state, else 0)")
 
 
+class GoldLeftOut(BaseModel):
+    """Gold tasks (labelled on the scale) that the fit did not score, by reason."""
+
+    not_judged: int = Field(description="no judgment at all up to the fit's watermark (e.g. "
+                                        "gold uploaded for pairs nobody judged)")
+    only_could_not_judge: int = Field(description="judged, but every judgment up to the "
+                                                  "watermark was a 'could not judge' value "
+                                                  "(e.g. -2): no usable judgment, no label")
+
+
+class FitGold(BaseModel):
+    """Which gold a succeeded fit was scored against, and whether that is still the gold."""
+
+    labelled: int | None = Field(description="tasks with a gold label on the scale when the "
+                                             "fit ran (null: a fit stored before this was "
+                                             "recorded)")
+    scored: int | None = Field(description="of those, the ones the evaluation scored "
+                                           "(evaluation.n_gold): labelled = scored + left_out")
+    left_out: GoldLeftOut | None
+    could_not_judge: int | None = Field(description="tasks whose gold was a 'could not judge' "
+                                                    "value (e.g. -2, broken link): never scored")
+    digest: str | None = Field(description="SHA-256 of the gold labels of the fit's tasks that "
+                                           "it was scored against")
+    current: bool | None = Field(description="true: the gold of the fit's tasks is unchanged "
+                                             "since it was scored; false: it changed; null: "
+                                             "unknown (a fit with gold clamped, stored before "
+                                             "this was recorded)")
+    rescorable: bool = Field(description="whether re-scoring against another gold is honest: "
+                                         "false for a fit that clamped gold (use_gold), whose "
+                                         "labels on gold tasks are the gold it was given")
+    current_evaluation: dict[str, Any] | None = Field(
+        description="when current is false and the fit is rescorable: its stored posteriors "
+                    "scored against the current gold (the fields of evaluation); else null")
+    note: str
+
+
 class AggregationPublic(BaseModel):
     id: int
     collection_id: int
@@ -44,6 +80,11 @@ class AggregationPublic(BaseModel):
     classes: list[int] | None
     error: str | None
     fallback: str | None = None
+    gold_current: bool | None = Field(
+        default=None, description="succeeded fits: whether `evaluation` (and the annotators' "
+        "gold_accuracy) is against the collection's current gold (gold.current); null otherwise")
+    gold: FitGold | None = Field(default=None, description="succeeded fits: the gold the "
+                                 "evaluation was scored against and its state now")
 
 
 class AggregationsPublic(BaseModel):
@@ -132,6 +173,13 @@ class ComparisonRow(BaseModel):
     binary_accuracy: float | None = None  # graded fits: P(grade >= relevant_from) >= 0.5
     ranked_by: str = "accuracy"  # "kappa" for graded fits
     fit_seconds: float | None
+    gold_current: bool | None = Field(default=None, description="the fit's gold.current")
+    rescored: bool = Field(default=False, description="the gold of the fit's tasks changed "
+                           "since it was scored: these figures re-score its stored posteriors "
+                           "against the current gold (the fit-time ones: GET /aggregations/{a})")
+    stale: bool = Field(default=False, description="these figures may not be the current "
+                        "gold's: a fit that clamped an earlier gold (or one stored before gold "
+                        "was recorded); ranked after every row scored against the current gold")
 
 
 class Comparison(BaseModel):

@@ -10,6 +10,7 @@ import numpy as np
 from sqlalchemy import Select, case, func, select
 from sqlalchemy.orm import Session
 
+from app.aggregations.gold import GoldStatus, check_fits
 from app.aggregations.listing import page
 from app.aggregations.schemas import AggregationCreate
 from app.aggregations.snapshot import current_watermark
@@ -279,14 +280,47 @@ def annotator_history(session: Session, *, collection: Collection,
     return {"annotator": annotator, "judgments": judgments, "data": data}
 
 
-def comparison(session: Session, *, collection: Collection) -> list[dict[str, Any]]:
-    """Every succeeded aggregation with its evaluation against gold, best accuracy first."""
+def gold_statuses(session: Session, *, collection: Collection, fits: Sequence[Aggregation],
+                  cache: Any = None) -> dict[int, GoldStatus]:
+    """Each succeeded fit of ``fits`` against the collection's current gold (``gold.check_fits``;
+    ``cache``: the app's ListingCache, so a gold change is checked once per fit)."""
+    return check_fits(session, collection=collection, fits=fits, cache=cache)
+
+
+def fit_gold(aggregation: Aggregation, status: GoldStatus | None) -> dict[str, Any] | None:
+    """The API's ``gold`` of a fit (``FitGold``): its record and ``status``; None unless the
+    fit succeeded and was checked."""
+    if status is None or aggregation.status != "succeeded":
+        return None
+    record = (aggregation.info or {}).get("gold") or {}
+    scored = record.get("scored", (aggregation.evaluation or {}).get("n_gold"))
+    return {
+        "labelled": record.get("labelled"), "scored": scored, "left_out": record.get("left_out"),
+        "could_not_judge": record.get("could_not_judge"), "digest": record.get("digest"),
+        "current": status.current, "rescorable": status.rescorable,
+        "current_evaluation": status.current_evaluation, "note": status.note,
+    }
+
+
+def comparison(session: Session, *, collection: Collection,
+               cache: Any = None) -> list[dict[str, Any]]:
+    """Every succeeded aggregation with its evaluation against the current gold, best first.
+
+    A fit whose tasks' gold changed since it was scored shows its stored posteriors re-scored
+    against the current gold (``rescored``) when the fit never used the gold; one that clamped
+    the earlier gold cannot be re-scored honestly and keeps its fit-time figures (``stale``),
+    as does a clamped fit stored before fits recorded their gold. Stale rows are ranked after
+    every row scored against the current gold."""
     rows = session.scalars(select(Aggregation).where(
         Aggregation.collection_id == collection.id, Aggregation.status == "succeeded"
     ).order_by(Aggregation.id)).all()
+    statuses = gold_statuses(session, collection=collection, fits=rows, cache=cache)
     out = []
     for a in rows:
-        e = a.evaluation or {}
+        status = statuses.get(a.id)
+        rescored = status is not None and status.current is False and status.rescorable
+        e = (status.current_evaluation if rescored and status is not None
+             else a.evaluation) or {}
         ordinal = e.get("kappa") is not None
         out.append({
             "aggregation_id": a.id, "method": a.method, "params": a.params, "graded": a.graded,
@@ -296,10 +330,13 @@ def comparison(session: Session, *, collection: Collection) -> list[dict[str, An
             "binary_accuracy": e.get("binary_accuracy"),
             "ranked_by": "kappa" if ordinal else "accuracy",
             "fit_seconds": (a.timings or {}).get("fit_s"),
+            "gold_current": None if status is None else status.current,
+            "rescored": rescored,
+            "stale": status is None or (status.current is not True and not rescored),
         })
-    # Binary fits first, best accuracy first; then graded fits, best quadratic κ first (exact
-    # accuracy ignores how far off a wrong grade is).
-    out.sort(key=lambda r: (r["ranked_by"] == "kappa", r[r["ranked_by"]] is None,
+    # Rows scored against the current gold first. Binary fits first, best accuracy first; then
+    # graded fits, best quadratic κ first (exact accuracy ignores how far off a wrong grade is).
+    out.sort(key=lambda r: (r["stale"], r["ranked_by"] == "kappa", r[r["ranked_by"]] is None,
                             -(r[r["ranked_by"]] or 0.0), r["aggregation_id"]))
     return out
 

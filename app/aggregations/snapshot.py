@@ -3,12 +3,13 @@ AnnotationData, with the database ids of its tasks and annotators to write resul
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from app.aggregations.gold import collection_gold
 from app.collections.tables import Collection
 from app.features.tables import FeatureSet, TaskFeatures
 from app.judgments.tables import Annotator, Document, Judgment, Task, Topic
@@ -21,6 +22,10 @@ class Snapshot:
     task_ids: np.ndarray  # (n_tasks,) database ids aligned with data's task index
     annotator_ids: np.ndarray  # (n_annotators,)
     feature_groups: dict[str, list[int]] | None = None  # columns per kernel group
+    # The collection's gold as the fit read it (task id -> value, could-not-judge values too)
+    # and every task judged up to the watermark, usable or not: what ``gold.fit_record`` counts.
+    gold: dict[int, int] = field(default_factory=dict)
+    judged_tasks: frozenset[int] = frozenset()
 
 
 def current_watermark(session: Session, *, collection_id: int) -> int:
@@ -37,9 +42,12 @@ def current_watermark(session: Session, *, collection_id: int) -> int:
 
 def load_snapshot(session: Session, *, collection: Collection, watermark: int,
                   graded: bool) -> Snapshot:
+    # The gold is read once, beside the judgments: the data's gold and the fit's record of it
+    # (``Snapshot.gold``) are the same labels.
+    gold = collection_gold(session, collection_id=collection.id)
     rows = session.execute(
         select(Topic.external_id, Document.external_id, Annotator.external_id, Judgment.label,
-               Task.gold, Task.id, Annotator.id)
+               Task.id, Annotator.id)
         .join(Task, Task.id == Judgment.task_id)
         .join(Topic, Topic.id == Task.topic_id)
         .join(Document, Document.id == Task.document_id)
@@ -49,8 +57,9 @@ def load_snapshot(session: Session, *, collection: Collection, watermark: int,
     ).all()
     if not rows:
         raise ValueError("the collection has no judgments")
-    topics, docs, annotators, labels, golds, task_db, annotator_db = (
+    topics, docs, annotators, labels, task_db, annotator_db = (
         list(c) for c in zip(*rows, strict=True))
+    golds = [gold.get(t) for t in task_db]
     data = AnnotationData.from_rows(
         topics, docs, annotators, labels,
         ignore=collection.ignore,
@@ -79,4 +88,5 @@ def load_snapshot(session: Session, *, collection: Collection, watermark: int,
             if i in vectors
         }
         data = data.with_features(keyed, dim=len(feature_set.names))
-    return Snapshot(data, task_ids, annotator_ids, groups)
+    return Snapshot(data, task_ids, annotator_ids, groups, gold=gold,
+                    judged_tasks=frozenset(task_db))

@@ -82,8 +82,30 @@ class CollectionsPublic(BaseModel):
     count: int
 
 
+class GoldLeftOut(BaseModel):
+    not_judged: int = Field(description="labelled gold tasks nobody has judged")
+    only_could_not_judge: int = Field(description="labelled gold tasks whose every judgment is "
+                                                  "a 'could not judge' value: no fit labels them")
+
+
+class GoldBreakdown(BaseModel):
+    """The collection's gold, reconciled: total = labelled + could_not_judge (what gold uploads
+    count), labelled = scorable + left_out (what a fit on every judgment scores)."""
+
+    total: int = Field(description="tasks with a gold value, 'could not judge' ones included")
+    labelled: int = Field(description="gold on the label scale (counts.tasks_with_gold)")
+    could_not_judge: int = Field(description="gold that is an ignore value, e.g. -2 broken link "
+                                             "(counts.tasks_with_unjudgeable_gold): never scored")
+    scorable: int = Field(description="labelled gold tasks with a usable judgment: what a fit "
+                                      "on every judgment scores (its evaluation.n_gold)")
+    left_out: GoldLeftOut
+    without_gold: int = Field(description="tasks with no gold value")
+    by_value: dict[int, int] = Field(description="tasks per gold value")
+
+
 class CollectionStats(BaseModel):
     counts: CollectionCounts
     judgments_per_task: DistributionSummary | None
     judgments_per_annotator: DistributionSummary | None
     label_distribution: dict[int, int]
+    gold: GoldBreakdown | None = None

@@ -6,7 +6,7 @@ import threading
 from collections import Counter
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import exists, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -15,6 +15,8 @@ from app.collections.schemas import (
     CollectionCreate,
     CollectionStats,
     DistributionSummary,
+    GoldBreakdown,
+    GoldLeftOut,
 )
 from app.collections.tables import Collection
 from app.core.errors import Conflict, NotFound
@@ -192,10 +194,39 @@ def advance_tally(session: Session, *, collection: Collection,
 
 def collection_stats(session: Session, *, collection: Collection,
                      cache: Any = None) -> CollectionStats:
-    """Counts and the judgments' distributions (``cache``: as for ``advance_tally``)."""
+    """Counts, the judgments' distributions (``cache``: as for ``advance_tally``) and the gold
+    broken down."""
     tally = advance_tally(session, collection=collection, cache=cache)
-    return tally.stats(collection_counts(session, collection=collection,
-                                         judgments=tally.judgments))
+    counts = collection_counts(session, collection=collection, judgments=tally.judgments)
+    stats = tally.stats(counts)
+    stats.gold = gold_breakdown(session, collection=collection, tasks=counts.tasks)
+    return stats
+
+
+def gold_breakdown(session: Session, *, collection: Collection, tasks: int) -> GoldBreakdown:
+    """The gold by value, and the labelled gold tasks no fit can label: nobody judged them, or
+    every judgment is a "could not judge" value (``tasks``: the collection's task count)."""
+    cid = collection.id
+    by_value = {int(g): int(n) for g, n in session.execute(
+        select(Task.gold, func.count()).where(Task.collection_id == cid, Task.gold.is_not(None))
+        .group_by(Task.gold).order_by(Task.gold))}
+    labelled_where = (Task.collection_id == cid, Task.gold.in_(list(collection.labels)))
+    judged = exists().where(Judgment.task_id == Task.id)
+    not_judged = _count(session, Task, cid, *labelled_where, ~judged)
+    only_ignored = 0
+    if collection.ignore:
+        usable = exists().where(Judgment.task_id == Task.id,
+                                Judgment.label.not_in(list(collection.ignore)))
+        only_ignored = _count(session, Task, cid, *labelled_where, judged, ~usable)
+    scale, ignore = set(collection.labels), set(collection.ignore)
+    labelled = sum(n for g, n in by_value.items() if g in scale)
+    total = sum(by_value.values())
+    return GoldBreakdown(
+        total=total, labelled=labelled,
+        could_not_judge=sum(n for g, n in by_value.items() if g in ignore),
+        scorable=labelled - not_judged - only_ignored,
+        left_out=GoldLeftOut(not_judged=not_judged, only_could_not_judge=only_ignored),
+        without_gold=tasks - total, by_value=by_value)
 
 
 def collection_overview(session: Session, *, collection: Collection,

@@ -43,7 +43,10 @@ class IngestPublic(BaseModel):
     new_documents: int
     new_tasks: int
     new_annotators: int
-    gold_labels: int
+    gold_labels: int = Field(description="tasks whose gold label this request set, 'could not "
+                                         "judge' values included")
+    gold_could_not_judge: int = Field(description="of gold_labels, those set to a 'could not "
+                                                  "judge' value (e.g. -2): stored, never scored")
 
 
 class JudgmentPublic(BaseModel):
@@ -62,7 +65,10 @@ class JudgmentsPublic(BaseModel):
 
 
 class GoldReport(BaseModel):
-    gold_labels: int = Field(description="tasks whose gold this upload set")
+    gold_labels: int = Field(description="tasks whose gold this upload set, 'could not "
+                                         "judge' values included")
+    gold_could_not_judge: int = Field(description="of gold_labels, those set to a 'could not "
+                                                  "judge' value (e.g. -2): stored, never scored")
     new_tasks: int = Field(description="tasks the upload created (no judgment yet)")
     cleared: int = Field(description="mode=replace: tasks that had a gold label and have none "
                                      "now (not in the upload); 0 with merge")

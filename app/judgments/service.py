@@ -30,6 +30,7 @@ class IngestReport:
     new_tasks: int
     new_annotators: int
     gold_labels: int  # tasks whose gold this request set
+    gold_could_not_judge: int  # of those, the ones set to a "could not judge" value (e.g. -2)
 
 
 def _where(rows: JudgmentRows, i: int, *, source: str) -> dict[str, int]:
@@ -129,8 +130,9 @@ def ingest(
     annotator_of_row = [annotator_ids[a] for a in rows.annotators]
     _insert_judgments(session, cid, batch.id, task_of_row, annotator_of_row, rows.labels)
     session.commit()
+    ignored = set(collection.ignore)
     return IngestReport(batch.id, len(rows), new_topics, new_docs, len(created), new_annotators,
-                        len(gold_of_pair))
+                        len(gold_of_pair), sum(1 for g in gold_of_pair.values() if g in ignored))
 
 
 def set_task_gold(session: Session, gold: dict[int, int]) -> None:
@@ -162,7 +164,8 @@ def set_gold(
     lines: dict[tuple[str, str], int], replace: bool,
 ) -> dict[str, int]:
     """Set expert labels from qrels; with ``replace`` every other task's gold is cleared
-    (``cleared`` counts the tasks that had a gold label and now have none)."""
+    (``cleared`` counts the tasks that had a gold label and now have none).
+    ``gold_could_not_judge``: of the ``gold_labels`` set, those that are an ignore value."""
     allowed = set(collection.labels) | set(collection.ignore)
     for key, value in qrels.items():
         if value not in allowed:
@@ -185,7 +188,10 @@ def set_gold(
             session.execute(update(Task).where(Task.collection_id == cid).values(gold=None))
     set_task_gold(session, {t: qrels[k] for t, k in zip(task_ids, keys, strict=True)})
     session.commit()
-    return {"gold_labels": len(keys), "new_tasks": len(created), "cleared": cleared}
+    ignored = set(collection.ignore)
+    return {"gold_labels": len(keys),
+            "gold_could_not_judge": sum(1 for v in qrels.values() if v in ignored),
+            "new_tasks": len(created), "cleared": cleared}
 
 
 def list_judgments(

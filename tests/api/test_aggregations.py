@@ -291,6 +291,9 @@ def test_rf10_methods_match_the_offline_cli(jobs_client, rf10_bytes, tmp_path) -
         done = wait_for(client, created["id"], timeout=900)
         assert done["status"] == "succeeded", done["error"]
         assert done["evaluation"]["n_gold"] == 3275
+        gold = done["gold"]  # 3,277 labelled gold tasks, two of them judged only -2
+        assert (gold["labelled"], gold["scored"], gold["left_out"], gold["current"]) == (
+            3277, 3275, {"not_judged": 0, "only_could_not_judge": 2}, True)
         qrels = client.get(f"{API}/aggregations/{created['id']}/qrels").text
         assert qrels == offline_qrels(tmp_path, rf10, method, "--params", json.dumps({}))
 

@@ -16,6 +16,7 @@ def test_json_bulk_ingest_and_gold(client) -> None:
     assert response.json() == {
         "batch_id": response.json()["batch_id"], "judgments": 4, "new_topics": 2,
         "new_documents": 2, "new_tasks": 3, "new_annotators": 2, "gold_labels": 2,
+        "gold_could_not_judge": 1,  # d2's gold -2; d1's gold 1 is the other
     }
     assert counts(client) == {
         "topics": 2, "documents": 2, "tasks": 3, "annotators": 2, "judgments": 4,
@@ -47,20 +48,23 @@ def test_gold_upload_replace_and_merge(client) -> None:
     response = client.put(f"{API}/collections/rf10/gold", content=qrels.encode(),
                           headers={"content-type": "text/plain"})
     assert response.status_code == 200, response.text
-    assert response.json() == {"gold_labels": 3, "new_tasks": 2, "cleared": 0, "mode": "replace"}
+    assert response.json() == {"gold_labels": 3, "gold_could_not_judge": 1,
+                               "new_tasks": 2, "cleared": 0, "mode": "replace"}
     c = counts(client)
     assert (c["tasks"], c["tasks_with_gold"], c["tasks_with_unjudgeable_gold"]) == (4, 2, 1)
 
     merged = client.put(f"{API}/collections/rf10/gold?mode=merge", content=b"t 0 d2 1\n",
                         headers={"content-type": "text/plain"})
     assert merged.status_code == 200
-    assert merged.json() == {"gold_labels": 1, "new_tasks": 0, "cleared": 0, "mode": "merge"}
+    assert merged.json() == {"gold_labels": 1, "gold_could_not_judge": 0,
+                             "new_tasks": 0, "cleared": 0, "mode": "merge"}
     assert counts(client)["tasks_with_gold"] == 3
 
     replaced = client.put(f"{API}/collections/rf10/gold", content=b"t 0 d2 1\n",
                           headers={"content-type": "text/plain"})
     assert replaced.status_code == 200
     # d2 keeps a gold label; t/d1, t/d3 and u/d1 lose theirs, and the reply says so
-    assert replaced.json() == {"gold_labels": 1, "new_tasks": 0, "cleared": 3, "mode": "replace"}
+    assert replaced.json() == {"gold_labels": 1, "gold_could_not_judge": 0,
+                               "new_tasks": 0, "cleared": 3, "mode": "replace"}
     c = counts(client)
     assert (c["tasks_with_gold"], c["tasks_with_unjudgeable_gold"]) == (1, 0)

@@ -15,6 +15,9 @@ def test_rf10_file_ingests_with_exact_counts(client, rf10_bytes) -> None:
     assert report["new_tasks"] == 20_232
     assert report["new_annotators"] == 766
     assert report["new_topics"] == 100
+    # one gold value per task (26,179 rows carry one; no task has two): 4,460 tasks, of which
+    # 1,183 are -2 "broken link"
+    assert (report["gold_labels"], report["gold_could_not_judge"]) == (4_460, 1_183)
 
     assert counts(client) == {
         "topics": 100,
@@ -28,6 +31,14 @@ def test_rf10_file_ingests_with_exact_counts(client, rf10_bytes) -> None:
 
     stats = client.get(f"{API}/collections/rf10/stats").json()
     assert stats["label_distribution"] == {"-2": 6670, "0": 30819, "1": 36036, "2": 24928}
+    # 4,460 -> 3,277 labelled (1,183 broken link) -> 3,275 a fit can score: two labelled gold
+    # tasks (20686/clueweb09-en0005-34-36651, 20690/clueweb09-en0010-52-18627) were judged
+    # only -2
+    assert stats["gold"] == {
+        "total": 4_460, "labelled": 3_277, "could_not_judge": 1_183, "scorable": 3_275,
+        "left_out": {"not_judged": 0, "only_could_not_judge": 2}, "without_gold": 15_772,
+        "by_value": {"-2": 1_183, "0": 1_501, "1": 863, "2": 913},
+    }
     per_task = stats["judgments_per_task"]
     assert sum(per_task["histogram"].values()) == 20_232
     assert sum(int(k) * v for k, v in per_task["histogram"].items()) == 98_453
