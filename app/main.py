@@ -37,6 +37,7 @@ from app.sampling.router import aggregation_router as sampling_aggregation_route
 from app.sampling.router import collection_router as collection_samplings_router
 from app.sampling.router import router as samplings_router
 from app.ui import install_dashboard
+from app.ui.caching import NoStorePages, StaticCaching
 from app.ui.router import fit_page
 from app.ui.scoring import sampling_page_context
 from app.ui.warm import DashboardWarmer
@@ -99,6 +100,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.warmer = None  # set while the lifespan runs
     app.add_middleware(RefuseNul)  # inside BodySizeLimit, which counts the body it reads
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    # How browsers may keep the dashboard's pages and static files (app.ui.caching): every
+    # answer of the routes and their error handlers passes through these.
+    app.add_middleware(StaticCaching)
+    if settings.auth_required:
+        app.add_middleware(NoStorePages)
     app.state.key_verifier = KeyVerifier(settings.database_url, cache_s=settings.key_cache_s)
     app.add_middleware(AuthMiddleware, settings=settings, verifier=app.state.key_verifier)
     if settings.cors_origins:  # CORS stays off unless origins are configured
@@ -125,6 +131,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(evaluations_router, prefix=API_PREFIX)
     app.include_router(auth_router, prefix=API_PREFIX)
     app.include_router(auth_ui_router)
-    install_dashboard(app)
     install_openapi(app, settings)
+    install_dashboard(app)  # after the API's error handlers: pages get theirs as HTML
     return app

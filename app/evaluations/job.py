@@ -50,6 +50,8 @@ def _evaluate(context: JobContext) -> dict[str, Any]:
     return {
         "payload": encode_result(result),
         "report": {"topics": result["topics"], "samples": result["samples"],
+                   "qrels_topics": result["qrels_topics"], "run_topics": result["run_topics"],
+                   "common_topics": result["common_topics"],
                    "unknown_topics": result["unknown_topics"],
                    "unjudged_topics": result["unjudged_topics"], "gold": reference is not None},
     }

@@ -1,6 +1,7 @@
 """The web dashboard: pages (router.py; evaluations and samplings in scoring.py), Plotly figure
-specs (charts.py), HTML errors (errors.py), offline API docs (docs.py) and the static assets,
-all served by the API's own process."""
+specs (charts.py), HTML errors (errors.py), the signed messages after a form (messages.py),
+offline API docs (docs.py) and the static assets (assets.py), all served by the API's own
+process; how browsers may keep pages and assets (caching.py) is wired in app.main."""
 
 from __future__ import annotations
 

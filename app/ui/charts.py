@@ -11,15 +11,40 @@ from typing import Any
 
 import numpy as np
 
-LAYOUT = {"margin": {"l": 55, "r": 15, "t": 35, "b": 45}, "height": 300,
-          "font": {"family": "system-ui, sans-serif", "size": 12}, "bargap": 0.05}
+LAYOUT: dict[str, Any] = {"margin": {"l": 55, "r": 15, "t": 35, "b": 45}, "height": 300,
+                           "font": {"family": "system-ui, sans-serif", "size": 12},
+                           "bargap": 0.05}
+# Plotly never wraps a title: one wider than the chart is cut at both ends. A phone's chart is
+# about 340 px wide, some 45 characters of the 14 px title; lines are kept a little shorter.
+TITLE_CHARS = 40
+TITLE_LINE_PX = 21
+
+
+def wrap_title(title: str, width: int = TITLE_CHARS) -> list[str]:
+    """``title`` in lines of at most ``width`` characters, broken between words (a longer word
+    keeps a line of its own)."""
+    lines: list[str] = []
+    for word in title.split():
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines or [""]
 
 
 def _layout(title: str, x: str, y: str, **extra: Any) -> dict[str, Any]:
     """Every axis grows its margin to fit its tick labels (long run names, topic ids, a right
-    axis): Plotly's fixed margins otherwise cut them off."""
-    layout = {**LAYOUT, "title": {"text": title, "font": {"size": 14}},
+    axis): Plotly's fixed margins otherwise cut them off. A long title wraps, and the top margin
+    grows by a line for each line it adds."""
+    lines = wrap_title(title)
+    margin = {**LAYOUT["margin"], "t": LAYOUT["margin"]["t"] + TITLE_LINE_PX * (len(lines) - 1)}
+    layout = {**LAYOUT, "margin": margin,
+              "title": {"text": "<br>".join(lines), "font": {"size": 14}},
               "xaxis": {"title": {"text": x}}, "yaxis": {"title": {"text": y}}, **extra}
+    # The first line 17 px below the top (Plotly's own place for one line); Plotly's default
+    # spot for a title of several lines runs its last line into the plot.
+    layout["title"].update(yref="container", y=round(1 - 17 / layout["height"], 4),
+                           yanchor="middle")
     for name, axis in layout.items():
         if name.startswith(("xaxis", "yaxis")):
             layout[name] = {"automargin": True, **axis}
@@ -88,17 +113,28 @@ def integer_histogram(histogram_: dict[int, int], *, title: str, x: str,
                               yaxis=count_axis("count", max(counts)))}
 
 
+VALUE_LABELS = 12  # up to this many bars, each prints its value
+
+
 def bars(labels: list[Any], values: list[float | int], *, title: str, x: str, y: str,
          color: str = "#3b6ea8") -> dict[str, Any] | None:
     """Bars per category; None (the page says there is nothing to draw) when every value is 0.
-    Whole-number values get a count axis."""
+    Whole-number values get a count axis. A few bars print their values, so a bar too short to
+    see beside a tall one (a round of 200 pairs beside round 0's 6,528) still says what it is."""
     if not labels or not any(values):
         return None
     counts = all(isinstance(v, int) for v in values)
-    return {"data": [{"type": "bar", "x": [str(v) for v in labels], "y": values,
-                      "marker": {"color": color}}],
+    trace: dict[str, Any] = {"type": "bar", "x": [str(v) for v in labels], "y": values,
+                             "marker": {"color": color}}
+    if len(values) <= VALUE_LABELS:
+        trace.update(text=[f"{v:,}" if counts else f"{v:.3f}" for v in values],
+                     textposition="outside", cliponaxis=False, textangle=0,
+                     hoverinfo="x+y")
+    top = max(values) * 1.15  # room above the tallest bar for its value
+    yaxis = count_axis(y, max(values)) if counts else {"title": {"text": y}}
+    return {"data": [trace],
             "layout": _layout(title, x, y, xaxis={"title": {"text": x}, "type": "category"},
-                              **({"yaxis": count_axis(y, max(values))} if counts else {}))}
+                              yaxis={**yaxis, "range": [0, top]})}
 
 
 def _r(value: float | None, digits: int = 4) -> float | None:
@@ -154,6 +190,8 @@ def per_topic(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 def heatmap(labels_x: list[Any], labels_y: list[Any], z: list[list[float | int | None]], *,
             title: str, x: str, y: str, zmax: float | None = None) -> dict[str, Any] | None:
+    """Cells coloured on a 0..``zmax`` scale, or without ``zmax`` over the values' own range
+    (agreements of 0.63 to 1.00 on a 0–1 scale all looked alike); each prints its value."""
     if not labels_x or not labels_y:
         return None
     text = [["" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v)) for v in row]
@@ -165,8 +203,11 @@ def heatmap(labels_x: list[Any], labels_y: list[Any], z: list[list[float | int |
                              "hovertemplate": f"{y} %{{y}}, {x} %{{x}}: %{{text}}<extra></extra>"}
     if zmax is not None:
         trace.update(zmin=0, zmax=zmax)
+    # rows of at least ~24 px: ten fits in 300 px left cells too small for their values
+    height = max(LAYOUT["height"], 150 + 26 * len(labels_y))
     return {"data": [trace],
-            "layout": _layout(title, x, y, xaxis={"title": {"text": x}, "type": "category"},
+            "layout": _layout(title, x, y, height=height,
+                              xaxis={"title": {"text": x}, "type": "category"},
                               yaxis={"title": {"text": y}, "type": "category",
                                      "autorange": "reversed"})}
 
@@ -194,7 +235,13 @@ def metrics_bars(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
                                             xaxis={"title": {"text": "fit"}, "type": "category"})}
 
 
+HISTORY_ROW_PX = 110  # the height of each measure's panel on the annotator's chart
+
+
 def history_lines(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """An annotator's measures across fits: one panel per measure, stacked over the fits (a
+    shared x axis), each with its own y axis: competence (0–1) and a bias (any real number) on
+    one axis hid each other. Points only: the fits are different methods, not a series."""
     if not rows:
         return None
     names = [f"#{r['aggregation_id']} {r['method']}{' graded' if r.get('graded') else ''}"
@@ -206,14 +253,39 @@ def history_lines(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
               else None,
               "bias": lambda r: r.get("bias"), "noise variance": lambda r: r.get("noise_variance"),
               "spread": lambda r: r.get("spread")}
-    data = [{"type": "scatter", "mode": "lines+markers", "name": name, "x": names,
-             "y": [_r(value(r)) for r in rows]}
-            for name, value in series.items() if any(value(r) is not None for r in rows)]
-    if not data:
+    colours = ["#3b6ea8", "#5aa469", "#2f7d3b", "#c23b3b", "#d9822b", "#8e5ea2"]
+    shown = [(name, value, colour) for (name, value), colour
+             in zip(series.items(), colours, strict=True)
+             if any(value(r) is not None for r in rows)]
+    if not shown:
         return None
-    return {"data": data, "layout": _layout("Across fits", "fit", "value",
-                                            xaxis={"title": {"text": "fit"}, "type": "category"},
-                                            legend={"orientation": "h", "y": -0.3})}
+    n = len(shown)
+    gap = 0.35 / n  # between panels, in the plot area's height
+    height = n * HISTORY_ROW_PX + 110
+    data: list[dict[str, Any]] = []
+    axes: dict[str, Any] = {}
+    annotations = []
+    for k, (name, value, colour) in enumerate(shown):
+        top = 1 - k / n
+        bottom = top - 1 / n + gap
+        axis = "y" if k == 0 else f"y{k + 1}"
+        data.append({"type": "scatter", "mode": "markers", "name": name, "x": names,
+                     "y": [_r(value(r)) for r in rows], "xaxis": "x", "yaxis": axis,
+                     "marker": {"color": colour, "size": 9},
+                     "hovertemplate": f"%{{x}}<br>{name} %{{y}}<extra></extra>"})
+        scale = {"range": [-0.05, 1.05]} if name in ("competence", "gold accuracy (relevance)",
+                                                        "gold accuracy (grade)") else {}
+        axes["yaxis" if k == 0 else f"yaxis{k + 1}"] = {
+            "domain": [bottom, top], "anchor": "x", "nticks": 4, "zeroline": True, **scale}
+        annotations.append({"text": f"<b>{name}</b>", "xref": "paper", "yref": "paper",
+                            "x": 0, "y": top, "xanchor": "left", "yanchor": "bottom",
+                            "showarrow": False, "font": {"size": 12}})
+    return {"data": data,
+            "layout": _layout("Across fits", "fit", "", height=height, showlegend=False,
+                              margin={**LAYOUT["margin"], "t": 55},
+                              annotations=annotations,
+                              xaxis={"title": {"text": "fit"}, "type": "category",
+                                     "anchor": "y" if n == 1 else f"y{n}"}, **axes)}
 
 
 def intervals(rows: list[dict[str, Any]], *, title: str, x: str, y: str) -> dict[str, Any] | None:

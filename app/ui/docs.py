@@ -14,6 +14,8 @@ from fastapi import FastAPI, Request
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.responses import HTMLResponse, Response
 
+from app.ui.assets import DAY, asset_url
+
 STATIC = "/ui/static"
 # ReDoc's side menu shows a logo from Redocly's CDN: the app's own icon instead.
 REDOC_CDN_LOGO = b"https://cdn.redoc.ly/redoc/logo-mini.svg"
@@ -35,19 +37,20 @@ def install_docs(app: FastAPI) -> None:
     async def swagger_ui(request: Request) -> HTMLResponse:
         return get_swagger_ui_html(
             openapi_url=app.openapi_url or "/openapi.json", title=f"{app.title} · API docs",
-            swagger_js_url=f"{STATIC}/swagger-ui-bundle.js",
-            swagger_css_url=f"{STATIC}/swagger-ui.css",
-            swagger_favicon_url=f"{STATIC}/favicon.svg",
+            swagger_js_url=asset_url("swagger-ui-bundle.js"),
+            swagger_css_url=asset_url("swagger-ui.css"),
+            swagger_favicon_url=asset_url("favicon.svg"),
             swagger_ui_parameters={"validatorUrl": None})  # no badge from swagger.io
 
     @app.get(f"{STATIC}/redoc.standalone.js", include_in_schema=False)
     async def redoc_js() -> Response:
         return Response(redoc_script(), media_type="text/javascript",
-                        headers={"cache-control": "public, max-age=86400"})
+                        headers={"cache-control": DAY})  # a year when versioned: app.ui.caching
 
     @app.get("/redoc", include_in_schema=False)
     async def redoc(request: Request) -> HTMLResponse:
         return get_redoc_html(
             openapi_url=app.openapi_url or "/openapi.json", title=f"{app.title} · ReDoc",
-            redoc_js_url=f"{STATIC}/redoc.standalone.js", redoc_favicon_url=f"{STATIC}/favicon.svg",
+            redoc_js_url=asset_url("redoc.standalone.js"),
+            redoc_favicon_url=asset_url("favicon.svg"),
             with_google_fonts=False)

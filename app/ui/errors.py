@@ -1,7 +1,8 @@
 """Errors on dashboard pages: an HTML page with the API's code and message, never a trace.
 
 The JSON API keeps its JSON errors; a request for a page (``/`` or ``/ui/...``, not the static
-assets) gets the same status with a readable page instead: unknown ids are a 404 page.
+assets) gets the same status with a readable page instead: unknown ids are a 404 page, a method
+an address does not take (a PUT, a POST to a page) a 405 page with its ``Allow``.
 """
 
 from __future__ import annotations
@@ -25,16 +26,20 @@ HEADINGS = {400: "Bad request", 403: "Not allowed", 404: "Not found", 405: "Not 
             409: "Conflict", 413: "Too large", 422: "Invalid input", 500: "Server error"}
 
 
-def is_page(request: Request) -> bool:
-    path = request.url.path
+def is_page_path(path: str) -> bool:
     return path == "/" or (path.startswith("/ui/") and not path.startswith("/ui/static/"))
 
 
-def error_page(request: Request, status_code: int, detail: str, code: str | None) -> HTMLResponse:
+def is_page(request: Request) -> bool:
+    return is_page_path(request.url.path)
+
+
+def error_page(request: Request, status_code: int, detail: str, code: str | None,
+               headers: dict[str, str] | None = None) -> HTMLResponse:
     return templates.TemplateResponse(request, "error.html", {
         "status_code": status_code, "heading": HEADINGS.get(status_code, "Error"),
         "detail": detail, "code": code, "title": HEADINGS.get(status_code, "Error"),
-    }, status_code=status_code)
+    }, status_code=status_code, headers=headers)
 
 
 def register_ui_error_handlers(app: FastAPI) -> None:
@@ -82,6 +87,23 @@ def register_ui_error_handlers(app: FastAPI) -> None:
 
     page_or_api(PoolTimeout, unavailable)
     page_or_api(OperationalError, unavailable)
+
+    # A handler registered for a status code (the API's 405, app.api.openapi) comes before any
+    # class handler: a page gets its HTML from a wrapper of that code too.
+    api_method_not_allowed = api_handlers.get(405)
+
+    async def method_not_allowed(request: Request, exc: Exception) -> Response:
+        if not is_page(request) and api_method_not_allowed is not None:
+            return await api_method_not_allowed(request, exc)  # type: ignore[no-any-return]
+        allow = (exc.headers or {}).get("Allow", "") if isinstance(
+            exc, StarletteHTTPException) else ""
+        detail = (f"{request.method} is not allowed at this address"
+                  + (f"; it takes {allow}" if allow else "")
+                  + ". Open the page from the dashboard's links instead")
+        return error_page(request, 405, detail, "method_not_allowed",
+                          headers={"Allow": allow} if allow else None)
+
+    app.add_exception_handler(405, method_not_allowed)
 
     async def unexpected(request: Request, exc: Exception) -> Response:
         # ServerErrorMiddleware calls this for anything unhandled: log the trace, show none.

@@ -4,8 +4,9 @@ Every page that renders a form that changes something gives that form a new one-
 field ``form_key``, a uuid4, one per form and per rendering). Its handler runs the work through
 the API's ``Idempotency-Key`` mechanism (``app.auth.idempotency.Idempotency.run``) with that key,
 owned by the signed-in key's name as for the API. A second submit of the same form (a double
-click, the browser's "resubmit", back and submit again) gets the first answer again, the same
-303 to the same message, and stores nothing; the same key with other fields or another file is
+click, the browser's "resubmit", back and submit again) gets the first answer again, a 303 to
+the same page with the first message prefixed "this form was already sent: " (app.ui.messages),
+and stores nothing; the same key with other fields or another file is
 refused (``idempotency_key_reused``, shown above a new form); a second submit while the first
 is still being stored waits for it. A refused form is rendered again with new keys: its attempt
 rolled back, and its key went with it.
@@ -32,6 +33,7 @@ from app.auth.deps import PrincipalDep
 from app.auth.idempotency import REPLAYED_HEADER, Idempotency, get_idempotency
 from app.core.errors import Conflict, InvalidInput
 from app.ui.errors import error_page
+from app.ui.messages import signed_location
 
 FORM_KEY = "form_key"
 MAX_KEY_LENGTH = 200  # the Idempotency-Key header's limit (the column's width)
@@ -83,16 +85,18 @@ def form_body(form: FormData, upload: Upload | None = None) -> bytes:
 
 def submit_once(request: Request, session: Session, idempotency: Idempotency, *, body: bytes,
                 work: Callable[[], str]) -> Response:
-    """``work()`` (it commits, and returns where the browser goes next) once per form key;
-    a repeat goes to the same place. Synchronous (it may wait on the database): async routes
-    call it in a thread. Errors of ``work()`` propagate, its data and the key rolled back."""
+    """``work()`` (it commits, and returns where the browser goes next, with its message:
+    ``app.ui.messages.message_location``) once per form key; a repeat goes to the same place,
+    its message saying the form was already sent. The message is signed for the browser that
+    sent the form. Synchronous (it may wait on the database): async routes call it in a
+    thread. Errors of ``work()`` propagate, its data and the key rolled back."""
 
     def stored() -> dict[str, str]:
-        return {"location": work()}
+        return {"location": work()}  # unsigned: each answer signs it for its browser
 
     def again(status_code: int, response: Any) -> RedirectResponse:
-        return RedirectResponse(response["location"], status_code=303,
-                                headers={REPLAYED_HEADER: "true"})
+        return RedirectResponse(signed_location(request, response["location"], replayed=True),
+                                status_code=303, headers={REPLAYED_HEADER: "true"})
 
     try:
         answer = idempotency.run(session, body=body, status_code=303, work=stored, replay=again)
@@ -107,4 +111,4 @@ def submit_once(request: Request, session: Session, idempotency: Idempotency, *,
         return error_page(request, exc.status_code, IN_PROGRESS, exc.code)
     if isinstance(answer, RedirectResponse):
         return answer
-    return RedirectResponse(answer["location"], status_code=303)
+    return RedirectResponse(signed_location(request, answer["location"]), status_code=303)

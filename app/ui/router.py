@@ -11,6 +11,7 @@ import functools
 import json
 import math
 import re
+import secrets
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 from urllib.parse import quote, urlencode
@@ -39,6 +40,7 @@ from app.collections import service as collections_service
 from app.collections.deps import CollectionDep
 from app.collections.tables import Collection
 from app.core.errors import DomainError, InvalidInput, invalid_file
+from app.core.integers import MAX_SEED
 from app.corpus.service import list_runs
 from app.evaluations import service as evaluations_service
 from app.evaluations.router import public as evaluation_public
@@ -61,6 +63,7 @@ from app.ui.forms import (
     new_form_key,
     submit_once,
 )
+from app.ui.messages import Kind, message_location, page_message, signed_location
 from app.ui.templating import templates
 from app.ui.warm import (
     FITS_PER_COLLECTION_PAGE,
@@ -80,7 +83,8 @@ Page = Annotated[int, Query(ge=1, le=1_000_000)]
 def render(request: Request, name: str, context: dict[str, Any], *,
            status_code: int = 200) -> HTMLResponse:
     """A page; every page carries the CSRF token for its forms (cookie set on first visit), and
-    each form a new one-use key (``form_key()`` in the template, once per form)."""
+    each form a new one-use key (``form_key()`` in the template, once per form); ``message``:
+    the signed message in its address, if any (app.ui.messages)."""
     token = csrf_token(request)
     settings = getattr(request.app.state, "settings", None)
     access_control = bool(settings is not None and settings.auth_required)  # else no sign-in
@@ -90,7 +94,8 @@ def render(request: Request, name: str, context: dict[str, Any], *,
         request, name, {**context, "csrf_field": FIELD, "csrf": token,
                         "form_key_field": FORM_KEY, "form_key": new_form_key,
                         "access_control": access_control, "can": principal.allows,
-                        "principal": principal}, status_code=status_code)
+                        "principal": principal, "message": page_message(request)},
+        status_code=status_code)
     csrf_token(request, response)  # sets the cookie when the token is new
     return response
 
@@ -192,10 +197,9 @@ def _follow_ups(session: Any, collection: Collection) -> dict[str, Any]:
 
 @router.get("/ui/collections/{c}", response_class=HTMLResponse,
             dependencies=[require_scope("read")])
-def collection_page(request: Request, session: SessionDep, collection: CollectionDep,
-                    msg: Annotated[str | None, Query(max_length=500)] = None) -> HTMLResponse:
-    return render(request, "collection.html",
-                  {**_collection_context(request, session, collection), "message": msg})
+def collection_page(request: Request, session: SessionDep,
+                    collection: CollectionDep) -> HTMLResponse:
+    return render(request, "collection.html", _collection_context(request, session, collection))
 
 
 async def checked_form(request: Request) -> AsyncIterator[None]:
@@ -242,30 +246,46 @@ def whole_number(form: Any, name: str, default: int | None) -> int | None:
     return int(text)
 
 
-def collection_with(collection: Collection, message: str) -> str:
-    """The collection's page with ``message`` above it: where a form goes when it is done."""
-    return (f"/ui/collections/{quote(collection.name, safe='')}?"
-            f"{urlencode({'msg': message})}")
+def collection_path(collection: Collection) -> str:
+    return f"/ui/collections/{quote(collection.name, safe='')}"
 
 
-def done(collection: Collection, message: str) -> RedirectResponse:
-    return RedirectResponse(collection_with(collection, message), status_code=303)
+def collection_with(collection: Collection, message: str, kind: Kind = "ok") -> str:
+    """The collection's page with ``message`` above it: where a form goes when it is done
+    (unsigned: the form's answer signs it, app.ui.forms.submit_once)."""
+    return message_location(collection_path(collection), message, kind=kind)
 
 
+def done(request: Request, collection: Collection, message: str,
+         kind: Kind = "ok") -> RedirectResponse:
+    """303 to the collection's page with ``message``, signed for the browser of ``request``."""
+    return RedirectResponse(signed_location(request, collection_with(collection, message, kind)),
+                            status_code=303)
+
+
+# The forms' addresses take POST only; opened with GET (the address bar after an error shown
+# there, a reload, a bookmark) each answers 303 to the page the form is on, never a 405.
 FORM_ADDRESSES = ("aggregations", "judgments", "gold", "evaluations", "samplings")
 
 
 def form_address(collection: CollectionDep) -> RedirectResponse:
-    """A form's address opened again (a reload after an error shown there, a bookmark): the
-    collection's page, where the form is."""
-    return RedirectResponse(f"/ui/collections/{quote(collection.name, safe='')}",
-                            status_code=303)
+    """A collection form's address opened again: the collection's page."""
+    return RedirectResponse(collection_path(collection), status_code=303)
 
 
 for _form in FORM_ADDRESSES:
     router.add_api_route(f"/ui/collections/{{c}}/{_form}", form_address, methods=["GET"],
                          response_class=RedirectResponse, include_in_schema=False,
                          dependencies=[require_scope("read")])
+
+
+@router.get("/ui/aggregations/{a}/cancel", response_class=RedirectResponse,
+            dependencies=[require_scope("read")])
+def cancel_address(session: SessionDep, aggregation: AggregationDep) -> RedirectResponse:
+    """The cancel form's address opened again: the collection's page, where the form is."""
+    collection = session.get(Collection, aggregation.collection_id)
+    assert collection is not None
+    return RedirectResponse(collection_path(collection), status_code=303)
 
 
 @router.post("/ui/collections/{c}/judgments", response_class=HTMLResponse,
@@ -391,7 +411,7 @@ def cancel_fit(request: Request, session: SessionDep, runner: RunnerDep, form: F
     try:
         return submit_once(request, session, idempotency, body=form_body(form), work=work)
     except DomainError as exc:
-        return done(collection, f"fit #{aggregation_id}: {exc.detail}")
+        return done(request, collection, f"fit #{aggregation_id}: {exc.detail}", "error")
 
 
 # --- aggregations ------------------------------------------------------------------------------
@@ -431,6 +451,10 @@ def results_context(session: Any, cache: Any, principal: Any,
         "n_annotators": listing.count, "n_tasks": summary["n_tasks"], "uncertain": uncertain,
         # ordinal fits report each annotator's spread (noise in grade units) in the last column
         "spread": any((r.get("extra") or {}).get("spread") is not None for r in rows[:1]),
+        # columns the method fills (majority vote, MACE, DS: no bias, no noise variance)
+        "has_bias": any(r.get("bias") is not None for r in rows),
+        "has_last": any(r.get("noise_variance") is not None
+                        or (r.get("extra") or {}).get("spread") is not None for r in rows),
         "figures": figures(
             competence=charts.histogram([r["competence"] for r in rows],
                                         title="Competence", x="competence"),
@@ -458,17 +482,29 @@ def next_page(request: Request, session: SessionDep, aggregation: AggregationDep
               strategy: Annotated[str, Query()] = "uncertainty",
               max_judgments: Annotated[str, Query()] = "",
               min_annotator_judgments: Annotated[str, Query()] = "",
-              per_annotator: Annotated[str, Query()] = "") -> HTMLResponse:
-    """The tasks to judge next (``GET /api/v1/aggregations/{a}/next``) as a table, with the same
-    list as TSV for a crowd platform."""
+              per_annotator: Annotated[str, Query()] = "",
+              seed: Annotated[int | None, Query(ge=0, le=MAX_SEED)] = None,
+              page: Page = 1) -> HTMLResponse:
+    """The tasks to judge next (``GET /api/v1/aggregations/{a}/next``) as a table of
+    PAGE_SIZE rows a page, with the whole list as TSV or JSON for a crowd platform.
+
+    A page is the list's rows ``(page - 1) * PAGE_SIZE`` on: the list's first ``k`` tasks
+    (their order, scores, annotators and who each goes to) do not depend on how many follow, so
+    a page asks for only as many as it shows, plus one to know whether another page follows.
+    The random order gets a seed on its first page, which its other pages and its downloads
+    keep."""
     collection = session.get(Collection, aggregation.collection_id)
+    if strategy == "random" and seed is None:
+        seed = secrets.randbelow(MAX_SEED + 1)
     query: dict[str, Any] = {"n": n, "strategy": strategy,
                              "max_judgments": max_judgments.strip() or None,
                              "min_annotator_judgments": min_annotator_judgments.strip() or None,
-                             "per_annotator": per_annotator.strip() or None}
+                             "per_annotator": per_annotator.strip() or None, "seed": seed}
+    offset = (page - 1) * PAGE_SIZE
     context: dict[str, Any] = {"aggregation": public(aggregation), "collection": collection,
                                "title": f"Judge next: fit #{aggregation.id}",
-                               "strategies": NEXT_STRATEGIES, "query": query, "tasks": []}
+                               "strategies": NEXT_STRATEGIES, "query": query, "tasks": [],
+                               "page": page, "offset": offset, "page_size": PAGE_SIZE}
     try:
         # the API's codes for the same mistakes (an empty cap field means no cap)
         if strategy not in STRATEGIES:
@@ -483,8 +519,9 @@ def next_page(request: Request, session: SessionDep, aggregation: AggregationDep
         query["per_annotator"] = whole_number(query, "per_annotator", None)
         if query["per_annotator"] is not None and not 1 <= query["per_annotator"] <= 10_000:
             raise InvalidInput("per_annotator must be from 1 to 10000", code="invalid_body")
-        result = next_tasks(session, aggregation=aggregation, n=n, strategy=strategy,
-                            max_judgments=query["max_judgments"], n_annotators=10,
+        wanted = min(n, offset + PAGE_SIZE + 1)
+        result = next_tasks(session, aggregation=aggregation, n=wanted, strategy=strategy,
+                            max_judgments=query["max_judgments"], n_annotators=10, seed=seed,
                             inputs=get_next_inputs(request),
                             min_annotator_judgments=query["min_annotator_judgments"] or 0,
                             per_annotator=query["per_annotator"])
@@ -492,10 +529,15 @@ def next_page(request: Request, session: SessionDep, aggregation: AggregationDep
         context["error"] = exc.body()
         status = exc.status_code
     else:
-        context["tasks"] = result["data"]
+        rows = result["data"]
+        context["tasks"] = rows[offset:offset + PAGE_SIZE]
+        context["more"] = len(rows) > offset + PAGE_SIZE
+        # the list's length, once known: all n asked for, or fewer (the tasks ran out)
+        context["total"] = len(rows) if wanted == n or len(rows) < wanted else None
         status = 200
-    context["api"] = f"/api/v1/aggregations/{aggregation.id}/next?" + urlencode(
-        {k: v for k, v in query.items() if v is not None})
+    shown = {k: v for k, v in query.items() if v is not None}
+    context["api"] = f"/api/v1/aggregations/{aggregation.id}/next?" + urlencode(shown)
+    context["page_query"] = shown  # what the pager's links keep
     return render(request, "next.html", context, status_code=status)
 
 
@@ -574,6 +616,6 @@ def comparison_page(request: Request, session: SessionDep,
             agreement=charts.heatmap(names, names, matrix["agreement"],
                                      title="Agreement of the qrels (share of tasks with the "
                                            "same label; graded vs binary: relevance)",
-                                     x="fit", y="fit", zmax=1.0),
+                                     x="fit", y="fit"),
         )})
 

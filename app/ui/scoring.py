@@ -8,10 +8,9 @@ The pages read through the same service functions as GET /evaluations/{e} and
 from __future__ import annotations
 
 from typing import Annotated, Any
-from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import HTMLResponse, Response
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
@@ -29,6 +28,7 @@ from app.sampling.router import InputsDep, SamplingDep, get_next_inputs
 from app.sampling.schemas import RoundRequest, SamplingCreate, StoppingTarget, StopRule
 from app.ui import charts
 from app.ui.forms import FormIdempotencyDep, form_body, submit_once
+from app.ui.messages import message_location
 from app.ui.router import (
     CheckedForm,
     collection_with,
@@ -38,6 +38,7 @@ from app.ui.router import (
     render,
     whole_number,
 )
+from models.evaluation.measures import UnknownMeasure, parse_measure
 from models.sampling.stopping import TARGET_RECALL
 
 router = APIRouter(tags=["dashboard"], include_in_schema=False)
@@ -55,14 +56,16 @@ def _words(text: Any) -> list[str]:
 async def start_evaluation(request: Request, session: SessionDep, runner: RunnerDep,
                            idempotency: FormIdempotencyDep,
                            collection: CollectionDep) -> Response:
-    """The API's POST /collections/{c}/evaluations, from a form (one job per form key)."""
+    """The API's POST /collections/{c}/evaluations, from a form (one job per form key). Gold
+    qrels are fixed, so the form's number of draws is ignored for them (0: none drawn)."""
     form = await request.form()
     try:
         raw = str(form.get("source") or "").strip()
         source: Any = int(raw) if raw.isascii() and raw.isdigit() else raw
+        samples = 0 if source == "gold" else whole_number(form, "samples", 1000)
         fields: dict[str, Any] = {
             "aggregation": source, "runs": _words(form.get("runs")) or None,
-            "samples": whole_number(form, "samples", 1000), "seed": whole_number(form, "seed", 0)}
+            "samples": samples, "seed": whole_number(form, "seed", 0)}
         if _words(form.get("measures")):  # empty: the API's default measures
             fields["measures"] = _words(form.get("measures"))
         try:
@@ -84,33 +87,148 @@ async def start_evaluation(request: Request, session: SessionDep, runner: Runner
                                        "evaluation", form)
 
 
+# What the measures that are neither a share of relevant documents nor a score count.
+_MEASURE_NOTES = {
+    "LastRel": "the position of the last relevant document, in % of the topic's judged "
+               "documents (100 when one is missing from the run)",
+    "unjudged": "the share of the top {k} without a judgment",
+}
+
+
+def _direction(name: str) -> dict[str, Any]:
+    """How a measure reads: its arrow, "higher/lower is better", its unit (or None) and a note
+    for the measures that need one."""
+    try:
+        measure = parse_measure(name)
+    except UnknownMeasure:  # stored names were validated; an old name reads as unknown
+        return {"arrow": "", "says": "", "unit": None, "note": None}
+    higher = measure.higher_is_better
+    note = _MEASURE_NOTES.get(measure.family)
+    return {"arrow": "↑" if higher else "↓", "unit": measure.unit,
+            "says": "higher is better" if higher else "lower is better",
+            "note": note.format(k=measure.param) if note else None}
+
+
+def _draws(evaluation: Any) -> dict[str, Any]:
+    """The draws an evaluation made (its report's ``samples``, once scored), not the number
+    requested: fixed qrels (gold) and ``samples = 0`` make none, and then show no intervals."""
+    requested = int(evaluation.samples)
+    fixed = evaluation.source == "gold"
+    report = evaluation.report or {}
+    made = report.get("samples") if evaluation.status == "succeeded" else None
+    if made is None:
+        made = 0 if fixed else requested
+        text = ("fixed qrels: no draws" if fixed
+                else f"{requested:,} draws of the qrels requested")
+    elif made:
+        text = f"{made:,} draws of the qrels"
+    elif requested:  # requested but none made: the qrels are certain (gold, or one-hot)
+        fixed = True
+        text = (f"fixed qrels: no draws ({requested:,} requested; every draw would be the "
+                "same qrels)")
+    else:
+        text = "no draws of the qrels (0 requested): no intervals"
+    return {"made": int(made), "requested": requested, "fixed": fixed, "text": text}
+
+
+def _coverage(report: dict[str, Any], order: list[str]) -> dict[str, Any]:
+    """Which topics each run's mean is over (the report's numbers), whether they are the
+    same for every run, and which run the page may call best: the first in ``order`` (the
+    API's ranking, best first) among runs over the same topics — all the runs when they
+    answer the same topics, else those answering every topic of the qrels, else none."""
+    run_topics: dict[str, int] | None = report.get("run_topics")
+    unknown = report.get("unknown_topics") or {}
+    unjudged = report.get("unjudged_topics") or {}
+    if run_topics is None:  # scored before the report counted topics per run
+        return {"known": False, "same": False, "runs": {}, "order": order, "best": None,
+                "among": None, "partial": [], "qrels_topics": None}
+    qrels_topics = int(report["qrels_topics"])
+    common = int(report["common_topics"])
+    runs = {run: {"topics": run_topics.get(run, 0),
+                  "missing": qrels_topics - run_topics.get(run, 0),
+                  "unknown": unknown.get(run, 0),
+                  # topics of the run with no judgments in these qrels, known to the collection
+                  "unjudged": unjudged.get(run, 0) - unknown.get(run, 0)} for run in order}
+    same = all(c["topics"] == common for c in runs.values())
+    full = [run for run in order if runs[run]["topics"] == qrels_topics]
+    if same:
+        best, among = (order[0] if order and common else None), None
+        partial: list[str] = []
+        ordered = order
+    else:
+        best, among = (full[0], len(full)) if full else (None, 0)
+        partial = [run for run in order if runs[run]["topics"] != qrels_topics]
+        ordered = full + partial
+    return {"known": True, "same": same, "runs": runs, "order": ordered, "best": best,
+            "among": among, "partial": partial, "qrels_topics": qrels_topics,
+            "common_topics": common}
+
+
 def _evaluation_context(evaluation: Any, measure: str | None) -> dict[str, Any]:
-    """Charts and tables of a succeeded evaluation, for one selected measure."""
+    """Charts and tables of a succeeded evaluation, for one selected measure: the API's numbers
+    (``summary`` and ``report``), with what they are over and how they read."""
     summary = evaluations_service.summary(evaluation)
     results, pairs, rankings = summary["results"], summary["pairs"], summary["rankings"]
+    report = evaluation.report or {}
     measures = [r["measure"] for r in rankings]
     if measure not in measures:
         measure = measures[0] if measures else None
     ranking = next((r for r in rankings if r["measure"] == measure), None)
-    order = ranking["runs"] if ranking else list(evaluation.runs)
+    coverage = _coverage(report, ranking["runs"] if ranking else list(evaluation.runs))
+    order = coverage["order"]
+    draws = _draws(evaluation)
+    has_draws = draws["made"] > 0
+    directions = {m: _direction(m) for m in measures}
+    direction = directions.get(str(measure), _direction(str(measure)))
+
+    def label(run: str) -> str:  # a run over fewer topics says so on the charts
+        c = coverage["runs"].get(run)
+        if not coverage["known"] or coverage["same"] or c is None \
+                or c["topics"] == coverage["qrels_topics"]:
+            return run
+        return f"{run} ({c['topics']} of {coverage['qrels_topics']} topics)"
+
     by_run = {r["run"]: r for r in results if r["measure"] == measure}
-    rows = [{**by_run[run], "label": run} for run in order if run in by_run]
+    rows = [{**by_run[run], "label": label(run)} for run in order if run in by_run]
+    if not has_draws:  # fixed qrels: low = high = value is no interval; samples 0: none
+        rows = [{**r, "mean": None, "low": None, "high": None} for r in rows]
     wins = {(p["a"], p["b"]): p["p_a_beats_b"] for p in pairs if p["measure"] == measure}
     matrix = [[None if a == b else wins.get((a, b)) for b in order] for a in order]
     table: dict[str, dict[str, Any]] = {}
     for r in results:
         table.setdefault(r["run"], {})[r["measure"]] = r
+    spread = [r for r in rows if r.get("low") is not None and r.get("value") is not None]
+    outside = sum(not r["low"] <= r["value"] <= r["high"] for r in spread)
+    # the y axis says the direction and the unit: a short title, which wraps on a phone
+    axis = ", ".join([str(measure)] + ([direction["unit"]] if direction["unit"] else []))
+    if direction["arrow"]:
+        axis += f" ({direction['arrow']} better)"
+    intervals = charts.intervals(rows, title=f"{measure}: mean over topics", x="run", y=axis)
+    # P(a beats b) is a share of draws: without draws there is none to show
+    wins_chart = charts.heatmap([label(r) for r in order], [label(r) for r in order], matrix,
+                                title=f"{measure}: P(row beats column)", x="run", y="run",
+                                zmax=1.0) if len(order) > 1 and has_draws else None
+    _fit_narrow(intervals, wins_chart)
     return {
         "measure": measure, "measures": measures, "ranking": ranking, "rankings": rankings,
         "rows": rows, "table": [(run, table.get(run, {})) for run in order],
-        "has_draws": any(r.get("low") is not None for r in results),
-        "figures": figures(
-            intervals=charts.intervals(rows, title=f"{measure}: mean over topics", x="run",
-                                       y=str(measure)),
-            wins=charts.heatmap(order, order, matrix, title=f"{measure}: P(row beats column)",
-                                x="run", y="run", zmax=1.0) if len(order) > 1 else None,
-        ),
+        "has_draws": has_draws, "draws": draws, "coverage": coverage,
+        "directions": directions, "direction": direction,
+        "outside": {"count": outside, "of": len(spread)},
+        "figures": figures(intervals=intervals, wins=wins_chart),
     }
+
+
+def _fit_narrow(intervals: dict[str, Any] | None, wins: dict[str, Any] | None) -> None:
+    """This page's charts in a narrow window (400 px): the interval chart's legend goes to the
+    bottom of the figure, below the axis title and the run names (which Plotly turns when they
+    crowd) instead of at a fixed fraction of the plot, where it ran into them; the heat map's
+    colour bar is thinner, leaving the run names room."""
+    if intervals is not None:
+        intervals["layout"]["legend"] = {"orientation": "h", "yref": "container", "y": 0,
+                                         "yanchor": "bottom", "x": 0, "xanchor": "left"}
+    if wins is not None:
+        wins["data"][0]["colorbar"] = {"thickness": 12}
 
 
 @router.get("/ui/evaluations/{e}", response_class=HTMLResponse,
@@ -121,7 +239,7 @@ def evaluation_page(request: Request, session: SessionDep, evaluation: Evaluatio
     context: dict[str, Any] = {
         "evaluation": evaluation_public(evaluation), "collection": collection,
         "source": evaluations_service.source_label(evaluation.source), "figures": "{}",
-        "title": f"Evaluation #{evaluation.id}"}
+        "draws": _draws(evaluation), "title": f"Evaluation #{evaluation.id}"}
     if evaluation.status == "succeeded":
         context.update(_evaluation_context(evaluation, measure))
     return render(request, "evaluation.html", context)
@@ -213,13 +331,20 @@ def sampling_page_context(session: Any, sampling: Any, inputs: Any) -> dict[str,
 def sampling_page(request: Request, session: SessionDep, sampling: SamplingDep,
                   target: Annotated[StoppingTarget, Query()], inputs: InputsDep,
                   measure: Measure = None,
-                  stop: StopRule | None = None,
-                  msg: Annotated[str | None, Query(max_length=500)] = None) -> HTMLResponse:
+                  stop: StopRule | None = None) -> HTMLResponse:
     """``target_recall`` sets the stopping check's target; ``stop`` (and the target) fill the
     draw form, so that the page after a draw offers the same rule again."""
     return render(request, "sampling.html", {
         **_sampling_context(session, sampling, measure, target.target_recall, inputs),
-        "draw": {"stop": stop or "", "target_recall": target.target_recall}, "message": msg})
+        "draw": {"stop": stop or "", "target_recall": target.target_recall}})
+
+
+@router.get("/ui/samplings/{s}/rounds", response_class=RedirectResponse,
+            dependencies=[require_scope("read")])
+def rounds_address(sampling: SamplingDep) -> RedirectResponse:
+    """The draw form's address opened again (the address bar after a refused draw, a reload):
+    the sampling's page, where the form is."""
+    return RedirectResponse(f"/ui/samplings/{sampling.id}", status_code=303)
 
 
 @router.post("/ui/samplings/{s}/rounds", response_class=HTMLResponse,
@@ -230,12 +355,13 @@ async def draw_round(request: Request, session: SessionDep, idempotency: FormIde
     form key)."""
     form = await request.form()
     # What the form sent, shown again in the form when the draw is refused.
-    draw = {"stop": str(form.get("stop") or ""),
-            "target_recall": str(form.get("target_recall") or "").strip()}
+    draw: dict[str, Any] = {"stop": str(form.get("stop") or ""),
+                            "target_recall": str(form.get("target_recall") or "").strip(),
+                            "force": form.get("force") in ("on", "true", "1")}
     target_recall = TARGET_RECALL  # the stopping check's, until the form's holds
     try:
         try:
-            params = RoundRequest(force=form.get("force") in ("on", "true", "1"),
+            params = RoundRequest(force=draw["force"],
                                   stop=draw["stop"] or None,
                                   target_recall=draw["target_recall"] or target_recall)
         except ValidationError as exc:
@@ -254,10 +380,9 @@ async def draw_round(request: Request, session: SessionDep, idempotency: FormIde
                           if skipped else "")
                        + (" (short: the pool ran out)" if drawn["short"] and not skipped
                           else ""))
-            query = {"msg": message}
-            if params.stop:
-                query.update(stop=params.stop, target_recall=str(params.target_recall))
-            return f"/ui/samplings/{sampling_id}?{urlencode(query)}"
+            query = ({"stop": params.stop, "target_recall": str(params.target_recall)}
+                     if params.stop else {})
+            return message_location(f"/ui/samplings/{sampling_id}", message, query=query)
 
         return await run_in_threadpool(submit_once, request, session, idempotency,
                                        body=form_body(form), work=work)

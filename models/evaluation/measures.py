@@ -38,6 +38,9 @@ _FAMILIES: dict[str, tuple[int, str, str | None, bool, bool, bool]] = {
     "unjudged": (12, "unjudged@k", "cutoff", False, False, False),
     "SimP": (13, "SimP@k", "cutoff", False, True, True),
 }
+# Units of the families that have one (the others are shares or scores in [0, 1]): LastRel is
+# a percentage of the topic's judged documents.
+_UNITS = {"LastRel": "%"}
 # One name pattern per entry (a family's message may list two and add a note in brackets).
 VALID_MEASURES = tuple(name.split(" (")[0] for f in _FAMILIES.values()
                        for name in f[1].split(", "))
@@ -68,6 +71,11 @@ class Measure:
     @property
     def code(self) -> int:
         return _FAMILIES[self.family][0]
+
+    @property
+    def unit(self) -> str | None:
+        """What the value counts in when it is not a share or a score in [0, 1]."""
+        return _UNITS.get(self.family)
 
 
 def parse_measure(name: str) -> Measure:

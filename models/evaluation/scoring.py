@@ -38,6 +38,13 @@ class RunScores:
     seed: int | None
     unjudged_topics: dict[str, list[str]] = field(default_factory=dict)
     fixed: bool = True  # the qrels are certain: every draw would equal the value
+    qrels_topics: int = 0  # topics with judgments, answered by a run or not
+
+    def answered(self) -> np.ndarray:
+        """(R, T) True where a run answered a judged topic: the topics of its mean."""
+        if not self.measures:
+            return np.zeros((len(self.runs), len(self.topics)), dtype=bool)
+        return ~np.isnan(self.value[self.measures[0].name])
 
     def mean_value(self, measure: str) -> np.ndarray:
         """(R,) mean over the topics each run answered, on the most probable qrels."""
@@ -172,7 +179,7 @@ def evaluate_runs(posterior: Posterior, runs: Mapping[str, Mapping[str, Sequence
             progress((ti + 1) / len(topics), f"topic {ti + 1}/{len(topics)}")
     return RunScores(runs=run_names, topics=topics, measures=list(measures), value=value,
                      draws=draws, n_draws=n_draws, seed=seed, unjudged_topics=unjudged,
-                     fixed=posterior.deterministic)
+                     fixed=posterior.deterministic, qrels_topics=len(all_topics))
 
 
 def win_matrix(scores: RunScores, measure: Measure) -> np.ndarray:
@@ -200,7 +207,12 @@ def report(scores: RunScores, *, reference: RunScores | None = None) -> dict[str
     ``pairs`` (measure, a, b, p_a_beats_b), ``rankings`` (per measure: runs best first on the
     most probable qrels, Kendall's tau against ``reference`` (gold) and across the draws).
     Without draws of an uncertain posterior (samples = 0) mean, std, low, high and
-    p_a_beats_b are null."""
+    p_a_beats_b are null.
+
+    Which topics the means are over: ``qrels_topics`` (topics with judgments),
+    ``run_topics`` (per run, those of them it answered: the topics of its mean) and
+    ``common_topics`` (those every run answered). Runs' means are over the same topics only
+    when every ``run_topics`` equals ``common_topics``."""
     results: list[dict[str, Any]] = []
     pairs: list[dict[str, Any]] = []
     rankings: list[dict[str, Any]] = []
@@ -236,7 +248,7 @@ def report(scores: RunScores, *, reference: RunScores | None = None) -> dict[str
         order = np.argsort(np.where(np.isnan(mean_value), np.inf, sign * mean_value),
                            kind="stable")
         ranking: dict[str, Any] = {"measure": m.name, "higher_is_better": m.higher_is_better,
-                                   "runs": [scores.runs[i] for i in order],
+                                   "unit": m.unit, "runs": [scores.runs[i] for i in order],
                                    "kendall_tau_gold": None, "kendall_tau_draws": None}
         if reference is not None and m.name in reference.value:
             ref = reference.mean_value(m.name)
@@ -248,8 +260,13 @@ def report(scores: RunScores, *, reference: RunScores | None = None) -> dict[str
                 ranking["kendall_tau_draws"] = {k: _round(float(v))
                                                 for k, v in summarise(taus).items()}
         rankings.append(ranking)
+    answered = scores.answered()
     return {"results": results, "pairs": pairs, "rankings": rankings,
             "samples": scores.n_draws, "seed": scores.seed, "topics": len(scores.topics),
+            "qrels_topics": scores.qrels_topics,
+            "run_topics": {run: int(n) for run, n in zip(scores.runs, answered.sum(axis=1),
+                                                         strict=True)},
+            "common_topics": int(answered.all(axis=0).sum()) if scores.runs else 0,
             "unjudged_topics": {r: len(t) for r, t in scores.unjudged_topics.items() if t}}
 
 

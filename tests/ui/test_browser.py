@@ -232,10 +232,11 @@ def test_dashboard_in_a_browser(server: str, browser, tmp_path: Path) -> None:  
     shots = Path(SCREENSHOTS) if SCREENSHOTS else tmp_path
     load(driver, server + "/")
     assert "demo" in driver.find_element("id", "collections").text
-    assert driver.execute_script("return typeof Plotly") == "object"
+    assert driver.execute_script("return typeof Plotly") == "undefined"  # no chart, no Plotly
 
     load(driver, server + "/ui/collections/demo")
     charts_rendered(driver, 4)
+    assert driver.execute_script("return typeof Plotly") == "object"
     shots.mkdir(parents=True, exist_ok=True)
     driver.set_window_size(1400, 1700)
     driver.save_screenshot(str(shots / "collection.png"))
@@ -306,10 +307,22 @@ def test_dashboard_in_a_browser(server: str, browser, tmp_path: Path) -> None:  
     load(driver, server + "/ui/collections/demo")
     bad = tmp_path / "bad.tsv"
     bad.write_text("topic\tdoc\tannotator\tlabel\nq1\td1\tnew1\t1\nq1\td2\tnew1\t9\n")
+    driver.set_window_size(1280, 900)
     driver.find_element("id", "judgments-file").send_keys(str(bad))
     driver.find_element("css selector", "#judgments-form button").click()
     error = wait_until(lambda: message_text(driver, "form-error"), what="the error")
     assert "line 3" in error and "label_out_of_scale" in error
+    # the page opens at the error, far down the page (it came back scrolled to the top, the
+    # error 2,354 px down, out of sight); the error has the focus, a notice on top links to it
+    top, bottom, height, focused, scrolled = driver.execute_script(
+        "const r = document.getElementById('form-error').getBoundingClientRect();"
+        "return [r.top, r.bottom, window.innerHeight, document.activeElement.id,"
+        " window.scrollY]")
+    assert top > -1 and bottom <= height and scrolled > 500, (top, bottom, height, scrolled)
+    assert focused == "form-error"
+    assert driver.current_url.endswith("/judgments#form-error")
+    assert "see the error at the form" in message_text(driver, "error-notice")
+    driver.set_window_size(1400, 1000)
     # The refused upload answers 422, which the browser logs; nothing else may be there.
     assert all("status of 422" in e for e in js_errors(driver))
     good = tmp_path / "good.tsv"
@@ -317,6 +330,7 @@ def test_dashboard_in_a_browser(server: str, browser, tmp_path: Path) -> None:  
     driver.find_element("id", "judgments-file").send_keys(str(good))
     driver.find_element("css selector", "#judgments-form button").click()
     wait_until(lambda: "stored 2 judgments" in message_text(driver), what="the message")
+    assert driver.execute_script("return window.scrollY") == 0  # the message, on top
 
     # Start a fit from the form and watch the page until it shows it succeeded.
     from selenium.webdriver.support.ui import Select
@@ -361,7 +375,7 @@ def test_dashboard_in_a_browser(server: str, browser, tmp_path: Path) -> None:  
     driver.set_window_size(1400, 1500)
     driver.save_screenshot(str(shots / "evaluation.png"))
     driver.set_window_size(1400, 1000)
-    driver.find_element("link text", "AP").click()
+    driver.find_element("css selector", "#measure-tabs a[href='?measure=AP']").click()
     wait_until(lambda: "measure=AP" in driver.current_url, what="the AP tab")
     charts_rendered(driver, 2)
     assert "AP: mean over topics" in driver.find_element(
@@ -498,6 +512,18 @@ def test_signed_in_dashboard_reads_the_api(signed_server, browser) -> None:  # t
     wait_until(lambda: row_status(driver, "#fits tr[data-aggregation='3']") == "succeeded",
                timeout=120, what="the page to follow the fit to success")
     assert js_errors(driver) == []
+
+    # Signed out, Back shows no page of data: the pages were not stored (the browser showed
+    # the collection's page again from its cache)
+    load(driver, base + "/ui/collections/demo")
+    driver.find_element("css selector", "a.signout").click()
+    wait_until(lambda: "/ui/login" in driver.current_url and driver.find_elements("id", "key"),
+               what="signed out")
+    driver.back()
+    wait_until(lambda: driver.execute_script("return document.readyState") == "complete")
+    wait_until(lambda: "/ui/login" in driver.current_url, what="the sign-in page, not the data")
+    assert not driver.find_elements("id", "fits")
+    assert "demo" not in driver.find_element("tag name", "body").text
     driver.delete_all_cookies()
 
 
@@ -545,3 +571,70 @@ def test_an_upload_clicked_twice_is_stored_once(server: str, browser, tmp_path: 
                    what="the first answer again")
         assert stored() == 20_000
     assert js_errors(driver) == []
+
+
+CHART_LAYOUT = """
+return Array.from(document.querySelectorAll('.chart[data-rendered]')).map(function (chart) {
+  var svg = chart.querySelector('svg.main-svg').getBoundingClientRect();
+  var title = chart.querySelector('.gtitle');
+  var t = title ? title.getBoundingClientRect() : svg;
+  var figure = JSON.parse(document.getElementById('figures').textContent)[chart.dataset.figure];
+  return {name: chart.dataset.figure, box: chart.clientWidth, svg: Math.round(svg.width),
+          height: chart.clientHeight, expected: figure.layout.height,
+          titleInside: t.left >= svg.left - 1 && t.right <= svg.right + 1 && t.top >= svg.top - 1};
+});"""
+
+
+def page_overflow(driver) -> int:  # type: ignore[no-untyped-def]
+    return int(driver.execute_script(
+        "return document.documentElement.scrollWidth - document.documentElement.clientWidth"))
+
+
+def test_narrow_windows_and_the_keyboard(server: str, browser) -> None:  # type: ignore[no-untyped-def]
+    """At 400 px every chart page is as wide as the window, at load and right after a resize (a
+    chart's SVG kept its old width until Plotly redrew it: 4 px of sideways scrolling); a
+    chart's title stays inside it; a chart keeps its figure's height after resizes (the
+    annotator's panels are taller than the others). The annotator table sorts from the
+    keyboard."""
+    from selenium.webdriver.common.keys import Keys
+
+    driver = browser
+    with httpx.Client(base_url=server, timeout=60) as c:
+        sampling = c.post("/api/v1/collections/demo/samplings",
+                          json={"budget_per_round": 20, "seed": 2}).json()["id"]
+        c.post(f"/api/v1/samplings/{sampling}/rounds").raise_for_status()
+        task = c.get("/api/v1/aggregations/2/tasks", params={"limit": 1}).json()["data"][0]
+        annotator = c.get(f"/api/v1/aggregations/2/tasks/{task['task_id']}").json()[
+            "judgments"][0]["annotator"]
+    pages = ["/ui/collections/demo", "/ui/aggregations/2", "/ui/collections/demo/comparison",
+             f"/ui/aggregations/2/tasks/{task['task_id']}",
+             f"/ui/collections/demo/annotators/{annotator}", f"/ui/samplings/{sampling}"]
+    try:
+        for page in pages:
+            driver.set_window_size(400, 900)
+            load(driver, server + page)
+            charts_rendered(driver, 1)
+            assert page_overflow(driver) <= 0, page
+            for chart in driver.execute_script(CHART_LAYOUT):
+                assert chart["svg"] <= chart["box"], (page, chart)
+                assert chart["titleInside"], (page, chart)
+            driver.set_window_size(1400, 1000)
+            time.sleep(0.5)
+            driver.set_window_size(400, 900)  # measured before Plotly has redrawn
+            assert page_overflow(driver) <= 0, (page, "right after a resize")
+            time.sleep(1)
+            for chart in driver.execute_script(CHART_LAYOUT):
+                assert chart["height"] == chart["expected"], (page, chart)
+        assert js_errors(driver) == []
+
+        driver.set_window_size(1400, 1000)
+        load(driver, server + "/ui/aggregations/2")
+        wait_until(lambda: table_settled(driver) and len(table_rows(driver)) == 50,
+                   what="the annotators")
+        header = driver.find_element("css selector", "th[data-sort='annotator'] button")
+        header.send_keys(Keys.ENTER)
+        wait_until(lambda: table_settled(driver) and [r[0] for r in table_rows(driver)]
+                   == sorted(r[0] for r in table_rows(driver)), what="sorted by annotator")
+        assert js_errors(driver) == []
+    finally:
+        driver.set_window_size(1400, 1000)

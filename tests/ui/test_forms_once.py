@@ -1,8 +1,9 @@
 """A dashboard form sent twice is acted on once (on SQLite and PostgreSQL): every form that
 changes something carries a one-use key, and its handler runs through the API's Idempotency-Key
-mechanism with the signed-in key's name as owner. A repeat gets the same redirect and message
-and stores nothing; the same key with another file or other fields is refused; a refused form
-comes back with a new key, and the corrected form is stored."""
+mechanism with the signed-in key's name as owner. A repeat gets a redirect to the same page with
+the first message, saying the form was already sent, and stores nothing; the same key with
+another file or other fields is refused; a refused form comes back with a new key, and the
+corrected form is stored."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from app.core.db import get_sessionmaker
 from app.judgments.tables import Batch, Judgment
 from app.sampling.tables import SamplingRound
 from app.ui.forms import REUSED, form_body
+from app.ui.messages import REPLAYED
 from tests.api.helpers import API, create_collection
 from tests.api.test_sampling import setup_collection as sampling_collection
 
@@ -29,8 +31,8 @@ OTHER = b"topic\tdoc\tannotator\tlabel\nt3\td1\tw1\t1\n"
 
 def form_fields(page: str, action: str) -> dict[str, str]:
     """The hidden fields (CSRF token, one-use key) of the page's form that posts to ``action``."""
-    match = re.search(rf'<form method="post" action="{re.escape(action)}"(.*?)</form>', page,
-                      re.S)
+    match = re.search(rf'<form method="post" action="{re.escape(action)}(?:#[\w-]+)?"(.*?)</form>',
+                      page, re.S)
     assert match, f"no form posting to {action}"
     hidden = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)">',
                              match.group(1)))
@@ -45,6 +47,18 @@ def count(database_url: str, table: type) -> int:
 
 def message(location: str) -> str:
     return parse_qs(urlsplit(location).query)["msg"][0]
+
+
+def assert_answered_again(first, again) -> None:  # type: ignore[no-untyped-def]
+    """``again`` is ``first``'s answer again: the same page and query, the same message said
+    to be of a form already sent, and the replay header."""
+    one, two = urlsplit(first.headers["location"]), urlsplit(again.headers["location"])
+    assert (one.path, one.fragment) == (two.path, two.fragment)
+    kept = [{k: v for k, v in parse_qs(u.query).items() if k not in ("msg", "sig")}
+            for u in (one, two)]
+    assert kept[0] == kept[1]
+    assert message(again.headers["location"]) == REPLAYED + message(first.headers["location"])
+    assert REPLAYED_HEADER not in first.headers and again.headers[REPLAYED_HEADER] == "true"
 
 
 def upload(client, fields: dict[str, str], content: bytes = ROWS, name: str = "j.tsv"):  # type: ignore[no-untyped-def]
@@ -66,10 +80,10 @@ def test_an_upload_sent_twice_is_stored_once(client, database_url) -> None:
     first = upload(client, fields)
     second = upload(client, fields)  # a double click, or the browser's "resubmit"
     assert first.status_code == second.status_code == 303
-    assert first.headers["location"] == second.headers["location"]
-    assert REPLAYED_HEADER not in first.headers and second.headers[REPLAYED_HEADER] == "true"
-    assert message(second.headers["location"]).startswith("stored 3 judgments (3 new tasks")
-    assert "stored 3 judgments" in html.unescape(client.get(second.headers["location"]).text)
+    assert_answered_again(first, second)
+    assert message(first.headers["location"]).startswith("stored 3 judgments (3 new tasks")
+    assert ("this form was already sent: stored 3 judgments"
+            in html.unescape(client.get(second.headers["location"]).text))
     assert count(database_url, Judgment) == 3 and count(database_url, Batch) == 1
 
     # the same key with another file (back, another file chosen, sent): refused, stored nothing
@@ -103,7 +117,7 @@ def test_a_refused_upload_leaves_its_key_free_and_the_corrected_one_is_stored(
     corrected = upload(client, fresh)
     assert corrected.status_code == 303 and "stored 3 judgments" in message(
         corrected.headers["location"])
-    assert upload(client, fresh).headers["location"] == corrected.headers["location"]
+    assert_answered_again(corrected, upload(client, fresh))
     # the refused attempt's key is free as well (the browser's "resubmit" of a fixed file)
     assert upload(client, fields, OTHER).status_code == 303
     assert count(database_url, Judgment) == 4 and count(database_url, Batch) == 2
@@ -119,8 +133,8 @@ def test_gold_sent_twice_answers_the_same(client, database_url) -> None:
                            files={"file": ("g.qrels", b"t1 0 d1 1\nt9 0 d9 0\n", "text/plain")})
                for _ in range(2)]
     assert [a.status_code for a in answers] == [303, 303]
-    assert answers[0].headers["location"] == answers[1].headers["location"]
-    assert "gold set for 2 tasks (merge; 1 new tasks)" in message(answers[1].headers["location"])
+    assert_answered_again(*answers)
+    assert "gold set for 2 tasks (merge; 1 new tasks)" in message(answers[0].headers["location"])
     # the same key and file with another mode is another request
     other = client.post("/ui/collections/crowd/gold", data={**fields, "mode": "replace"},
                         files={"file": ("g.qrels", b"t1 0 d1 1\nt9 0 d9 0\n", "text/plain")})
@@ -137,8 +151,8 @@ def test_a_fit_form_sent_twice_starts_one_fit(client, database_url) -> None:
     answers = [client.post("/ui/collections/crowd/aggregations", data=fields,
                            follow_redirects=False) for _ in range(2)]
     assert [a.status_code for a in answers] == [303, 303]
-    assert answers[0].headers["location"] == answers[1].headers["location"]
-    assert message(answers[1].headers["location"]) == "fit #1 (mv) queued"
+    assert_answered_again(*answers)
+    assert message(answers[0].headers["location"]) == "fit #1 (mv) queued"
     assert client.get(f"{API}/collections/crowd/aggregations").json()["count"] == 1
     assert count(database_url, Aggregation) == 1
 
@@ -157,7 +171,7 @@ def test_a_fit_form_sent_twice_starts_one_fit(client, database_url) -> None:
 
 def test_a_cancel_sent_twice_says_cancelled_twice(client, database_url) -> None:
     """A fit that stays queued (a runner that runs nothing): the second cancel is not
-    'already cancelled' but the first answer again."""
+    'already cancelled' but the first answer again (said to be of a form already sent)."""
     from app.api.deps import get_runner
 
     class Idle:
@@ -180,7 +194,8 @@ def test_a_cancel_sent_twice_says_cancelled_twice(client, database_url) -> None:
     finally:
         client.app.dependency_overrides.clear()
     assert [a.status_code for a in answers] == [303, 303]
-    assert [message(a.headers["location"]) for a in answers] == [f"fit #{fit['id']} cancelled"] * 2
+    assert message(answers[0].headers["location"]) == f"fit #{fit['id']} cancelled"
+    assert_answered_again(*answers)
     assert client.get(f"{API}/aggregations/{fit['id']}").json()["status"] == "cancelled"
     cancels = client.get(f"{API}/audit", params={"action": "fit_cancelled"}).json()
     assert cancels["count"] == 1 and cancels["data"][0]["target_id"] == fit["id"]
@@ -220,7 +235,7 @@ def test_a_round_form_sent_twice_draws_one_round(client, database_url) -> None:
     created = [client.post("/ui/collections/pool/samplings", data=fields,
                            follow_redirects=False) for _ in range(2)]
     assert [c.status_code for c in created] == [303, 303]
-    assert created[0].headers["location"] == created[1].headers["location"]
+    assert_answered_again(*created)
     assert client.get(f"{API}/collections/pool/samplings").json()["count"] == 1
     sid = client.get(f"{API}/collections/pool/samplings").json()["data"][0]["id"]
 
@@ -229,8 +244,8 @@ def test_a_round_form_sent_twice_draws_one_round(client, database_url) -> None:
              for _ in range(2)]
     # without the key the second would be 409 round_not_judged (the round has no judgments)
     assert [d.status_code for d in drawn] == [303, 303]
-    assert drawn[0].headers["location"] == drawn[1].headers["location"]
-    assert message(drawn[1].headers["location"]) == "round 1: 4 pairs to judge"
+    assert_answered_again(*drawn)
+    assert message(drawn[0].headers["location"]) == "round 1: 4 pairs to judge"
     assert client.get(f"{API}/samplings/{sid}/rounds").json()["count"] == 1
     assert count(database_url, SamplingRound) == 1
     # the same key with "force": another request, refused on the page with a new form
@@ -253,7 +268,7 @@ def test_an_evaluation_form_sent_twice_starts_one_job(client, database_url) -> N
     answers = [client.post("/ui/collections/ev/evaluations", data=fields,
                            follow_redirects=False) for _ in range(2)]
     assert [a.status_code for a in answers] == [303, 303]
-    assert answers[0].headers["location"] == answers[1].headers["location"]
+    assert_answered_again(*answers)
     assert client.get(f"{API}/collections/ev/evaluations").json()["count"] == 1
 
 
@@ -286,8 +301,8 @@ def test_two_submits_at_once_store_once(client, database_url, monkeypatch) -> No
     for thread in threads:
         thread.join(timeout=60)
     assert [a.status_code for a in answers] == [303, 303], [a.text for a in answers]
-    assert answers[0].headers["location"] == answers[1].headers["location"]
     assert sum(REPLAYED_HEADER in a.headers for a in answers) == 1
+    assert_answered_again(*sorted(answers, key=lambda a: REPLAYED_HEADER in a.headers))
     assert count(database_url, Judgment) == 3 and count(database_url, Batch) == 1
 
 
@@ -368,8 +383,7 @@ def test_signed_in_keys_own_their_form_keys(database_url) -> None:
         assert "stored 1 judgments" in message(bobs.headers["location"])
         as_("alice")
         again = upload(client, fields)
-        assert again.headers["location"] == first.headers["location"]
-        assert again.headers[REPLAYED_HEADER] == "true"
+        assert_answered_again(first, again)
         assert count(database_url, Judgment) == 4
         # the API, with alice's key and her form's key: the same owner, another request
         api = client.post(f"{API}/collections/crowd/judgments/file", content=ROWS,

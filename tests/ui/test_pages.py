@@ -274,11 +274,14 @@ def test_api_docs_and_charts_load_from_the_app(client) -> None:
     plotly = client.get("/ui/static/plotly.min.js")
     assert b"plotly.js" in plotly.content[:2000]
     assert "max-age" in plotly.headers["cache-control"]
-    # cached for a day, so linked by content: a new script or stylesheet gets a new address
+    # cached for a year, so linked by content: a new script or stylesheet gets a new address
     import hashlib
     from importlib.metadata import version
 
-    page = client.get("/ui/").text
+    create_collection(client, name="charts", labels=[0, 1], relevant_from=1, ignore=[])
+    assert client.post(f"{API}/collections/charts/judgments", json={"judgments": [
+        {"topic": "t", "doc": "d", "annotator": "w", "label": 1}]}).status_code == 201
+    page = client.get("/ui/collections/charts").text  # a page with charts
     for name in ("app.js", "app.css"):
         body = client.get(f"/ui/static/{name}").content
         assert f'/ui/static/{name}?v={hashlib.sha256(body).hexdigest()[:12]}"' in page, name

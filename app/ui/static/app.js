@@ -1,12 +1,13 @@
 // crowdqrels dashboard: draws the page's Plotly figures, keeps fit status live, and drives the
 // annotator table from the JSON API. No build step; plotly.min.js is served from the installed
-// plotly package.
+// plotly package, to the pages that have figures only.
 (function () {
   "use strict";
 
   function drawFigures() {
     var node = document.getElementById("figures");
     var figures = node ? JSON.parse(node.textContent || "{}") : {};
+    if (typeof Plotly === "undefined") { figures = {}; }  // a page without figures has no Plotly
     document.querySelectorAll(".chart[data-figure]").forEach(function (div) {
       var spec = figures[div.dataset.figure];
       if (!spec) { div.remove(); return; }
