@@ -73,7 +73,10 @@ def logout(request: Request, session: SessionDep) -> RedirectResponse:
         verifier = getattr(request.app.state, "key_verifier", None)
         if verifier is not None:
             verifier.forget_session(token)
-    response = RedirectResponse("/ui/login", status_code=303)
+    # The browser forgets what it kept of this origin: the annotator listings' JSON is cached
+    # (private, a day) for the dashboard's tables, and must not outlive the session.
+    response = RedirectResponse("/ui/login", status_code=303,
+                                headers={"Clear-Site-Data": '"cache"'})
     for path in ("/", "/ui"):  # "/ui": where sessions signed in before 2026-11-24 keep it
         response.delete_cookie(SESSION_COOKIE, path=path, httponly=True, samesite="strict")
     return response

@@ -92,6 +92,17 @@ def validate_rows(rows: JudgmentRows, *, collection: Collection, source: str) ->
                     f"is outside the collection's scale {sorted(collection.labels)}",
                     code="gold_out_of_scale", column="gold", **_where(rows, i, source=source),
                 )
+        # One gold per task within a request: a JSON bulk, and in a file an ignore value (RF10's
+        # -2, stored as gold) against a scale value (the reader checks values >= 0 alone).
+        conflict = rows.gold_conflict(also=collection.ignore)
+        if conflict is not None:
+            first, second = conflict
+            word = "line" if source == "file" else "judgment"
+            raise InvalidInput(
+                f"{word} {rows.lines[second]}: gold {rows.golds[second]} for topic "
+                f"{rows.topics[second]!r}, doc {rows.docs[second]!r} differs from its gold "
+                f"{rows.golds[first]} on {word} {rows.lines[first]} (a task has one gold label)",
+                code="conflicting_gold", column="gold", **_where(rows, second, source=source))
     return golds
 
 
@@ -117,7 +128,7 @@ def ingest(
     gold_of_pair: dict[tuple[int, int], int] = {}
     for pair, gold in zip(pairs, golds, strict=False):
         if gold is not None:
-            gold_of_pair[pair] = gold  # the last gold seen for a task wins
+            gold_of_pair[pair] = gold  # one per task: validate_rows refused conflicts
     task_ids, created = ensure_tasks(session, Task.__table__, collection_id=cid, pairs=pairs,
                                      gold=gold_of_pair)
     task_of_row = [task_ids[p] for p in pairs]

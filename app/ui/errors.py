@@ -61,9 +61,8 @@ def register_ui_error_handlers(app: FastAPI) -> None:
         return exc.status_code, exc.detail, exc.code
 
     def file_error(exc: FileFormatError) -> tuple[int, str, str | None]:
-        err = invalid_file(exc)
-        line = f" (line {exc.line})" if exc.line else ""
-        return err.status_code, err.detail + line, err.code
+        err = invalid_file(exc)  # its detail starts "line N: " already (FileFormatError)
+        return err.status_code, err.detail, err.code
 
     def validation(exc: RequestValidationError) -> tuple[int, str, str | None]:
         parts = []

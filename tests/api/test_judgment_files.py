@@ -490,6 +490,26 @@ def test_conflicting_gold_counts_the_stripped_ids_and_the_values_read(client) ->
             detail="gold 1 for topic '1', doc 'd1' differs from its gold 2 on line 2")
 
 
+def test_conflicting_gold_in_a_json_bulk_and_against_could_not_judge_is_refused(client) -> None:
+    """A JSON bulk names the judgment's index; in a file, the collection's ignore value (RF10's
+    -2, stored as gold) conflicts with a scale value too (the reader alone cannot know it)."""
+    create_collection(client)
+    bulk = [{"topic": "1", "doc": "d1", "annotator": "w1", "label": 1, "gold": 2},
+            {"topic": "1", "doc": "d2", "annotator": "w1", "label": 0},
+            {"topic": "1", "doc": "d1", "annotator": "w2", "label": 1, "gold": 0}]
+    response = client.post(f"{API}/collections/rf10/judgments", json={"judgments": bulk})
+    assert response.status_code == 422, response.text
+    body = response.json()
+    assert body["code"] == "conflicting_gold" and body["index"] == 2, body
+    assert "gold 0 for topic '1', doc 'd1' differs from its gold 2 on judgment 0" in body["detail"]
+    refused(upload(client, "topic\tdoc\tannotator\tlabel\tgold\n1\td1\tw1\t1\t-2\n"
+                           "1\td1\tw2\t1\t1\n"), "conflicting_gold", line=3, column="gold")
+    assert counts(client) == EMPTY_COUNTS
+    bulk[2]["gold"] = 2  # the same gold twice is one gold label
+    ok = client.post(f"{API}/collections/rf10/judgments", json={"judgments": bulk})
+    assert ok.status_code == 201 and ok.json()["gold_labels"] == 1, ok.text
+
+
 def test_no_gold_values_conflict_with_nothing(client) -> None:
     """-1 (outside the scale and its ignore values) says "no gold" (README), like an empty cell."""
     create_collection(client)

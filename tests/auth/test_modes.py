@@ -119,6 +119,7 @@ def test_dashboard_sign_in(auth_client, auth_settings) -> None:
 
     out = auth_client.get("/ui/logout", follow_redirects=False)
     assert out.status_code == 303 and out.headers["location"] == "/ui/login"
+    assert out.headers["clear-site-data"] == '"cache"'  # cached listings end with the session
     auth_client.cookies.set(SESSION_COOKIE, latest, path="/")  # replaying the ended session
     assert auth_client.get("/ui/some/page", follow_redirects=False).status_code == 303
     assert auth_client.get(f"{API}/collections",
