@@ -82,3 +82,9 @@ def page_message(request: Request) -> Message | None:
     if not hmac.compare_digest(sig, _signature(key, kind, text)):
         return None
     return Message(text=text, kind=kind)  # type: ignore[arg-type]
+
+
+def plural(n: int, word: str, words: str | None = None) -> str:
+    """``n`` with its noun for a message built in code: "1 task", "2,000 tasks" (``words``: the
+    plural when it is not ``word`` + "s"); the pages' templates have ``count`` (_macros.html)."""
+    return f"{n:,} {word if n == 1 else (words or word + 's')}"

@@ -63,7 +63,7 @@ from app.ui.forms import (
     new_form_key,
     submit_once,
 )
-from app.ui.messages import Kind, message_location, page_message, signed_location
+from app.ui.messages import Kind, message_location, page_message, plural, signed_location
 from app.ui.templating import templates
 from app.ui.warm import (
     FITS_PER_COLLECTION_PAGE,
@@ -159,9 +159,13 @@ def _collection_context(request: Request, session: Any,
     per_annotator = (stats.judgments_per_annotator.histogram
                      if stats.judgments_per_annotator else {})
     labels = stats.label_distribution
+    gold = stats.gold
+    # each succeeded fit against the current gold (checked once per state of the gold)
+    statuses = aggregations_service.gold_statuses(session, collection=collection, fits=fits,
+                                                  cache=get_listing_cache(request))
     return {
         "collection": collection, "stats": stats, "gold_share": gold_share,
-        "fits": [public(a) for a in reversed(fits)], "n_fits": total,
+        "fits": [public(a, statuses.get(a.id)) for a in reversed(fits)], "n_fits": total,
         "methods": methods(),
         "figures": figures(
             per_task=charts.integer_histogram(per_task, title="Judgments per task",
@@ -171,9 +175,10 @@ def _collection_context(request: Request, session: Any,
                                                    x="judgments", color="#5aa469"),
             labels=charts.bars(list(labels), list(labels.values()), title="Label distribution",
                                x="label", y="judgments", color="#8e5ea2"),
-            gold=charts.bars(["with gold", "without gold"],
-                             [counts.tasks_with_gold, counts.tasks - counts.tasks_with_gold],
-                             title="Gold coverage (tasks)", x="", y="tasks", color="#d9822b"),
+            gold=charts.bars(["labelled", "could not judge", "without gold"],
+                             [gold.labelled, gold.could_not_judge, gold.without_gold],
+                             title="Gold coverage (tasks)", x="", y="tasks", color="#d9822b")
+            if gold is not None else None,
         ),
         "title": collection.name,
         **follow_ups,
@@ -246,6 +251,12 @@ def whole_number(form: Any, name: str, default: int | None) -> int | None:
     return int(text)
 
 
+def could_not_judge(report: dict[str, Any]) -> str:
+    """", N of them could not judge" for an upload that set gold to an ignore value, else ""."""
+    n = report.get("gold_could_not_judge") or 0
+    return f", {n:,} of them could not judge" if n else ""
+
+
 def collection_path(collection: Collection) -> str:
     return f"/ui/collections/{quote(collection.name, safe='')}"
 
@@ -307,10 +318,11 @@ async def upload_judgments(request: Request, session: SessionDep, principal: Pri
                 session, collection=collection, rows=rows, source="file",
                 filename=upload.filename)).model_dump()
             return collection_with(
-                collection, f"stored {report['judgments']:,} judgments ({report['new_tasks']:,} "
-                            f"new tasks, {report['new_annotators']:,} new annotators, "
-                            f"{report['gold_labels']:,} gold labels) from "
-                            f"{upload.filename or 'the file'}")
+                collection, f"stored {plural(report['judgments'], 'judgment')} "
+                            f"({plural(report['new_tasks'], 'new task')}, "
+                            f"{plural(report['new_annotators'], 'new annotator')}, "
+                            f"{plural(report['gold_labels'], 'gold label')}"
+                            f"{could_not_judge(report)}) from {upload.filename or 'the file'}")
 
         answer = await run_in_threadpool(submit_once, request, session, idempotency,
                                          body=form_body(form, upload), work=work)
@@ -341,11 +353,12 @@ async def upload_gold(request: Request, session: SessionDep, principal: Principa
             report = judgments_service.set_gold(session, collection=collection, qrels=qrels,
                                                 lines=lines, replace=mode == "replace")
             gold_audited(session, principal, collection, report, str(mode))
-            cleared = (f"; {report['cleared']:,} tasks no longer in the gold lost theirs"
-                       if report["cleared"] else "")
-            return collection_with(collection, f"gold set for {report['gold_labels']:,} tasks "
-                                               f"({mode}; {report['new_tasks']:,} new "
-                                               f"tasks{cleared})")
+            cleared = (f"; {plural(report['cleared'], 'task')} no longer in the gold lost "
+                       f"theirs" if report["cleared"] else "")
+            return collection_with(collection,
+                                   f"gold set for {plural(report['gold_labels'], 'task')}"
+                                   f"{could_not_judge(report)} ({mode}; "
+                                   f"{plural(report['new_tasks'], 'new task')}{cleared})")
 
         return await run_in_threadpool(submit_once, request, session, idempotency,
                                        body=form_body(form, upload), work=work)
@@ -421,12 +434,17 @@ def cancel_fit(request: Request, session: SessionDep, runner: RunnerDep, form: F
 def aggregation_page(request: Request, session: SessionDep, principal: PrincipalDep,
                      aggregation: AggregationDep) -> HTMLResponse:
     collection = session.get(Collection, aggregation.collection_id)
-    context: dict[str, Any] = {"aggregation": public(aggregation), "collection": collection,
+    assert collection is not None
+    cache = get_listing_cache(request)
+    # The gold can change under a succeeded fit: its status is read per request, never memoised.
+    statuses = aggregations_service.gold_statuses(session, collection=collection,
+                                                  fits=[aggregation], cache=cache)
+    context: dict[str, Any] = {"aggregation": public(aggregation, statuses.get(aggregation.id)),
+                               "collection": collection,
                                "title": f"Fit #{aggregation.id} ({aggregation.method})",
                                "figures": "{}", "uncertain": []}
     if aggregation.status == "succeeded":
         # A succeeded fit never changes: its charts and tables are built once per process.
-        cache = get_listing_cache(request)
         context.update(cache.memo(page_key(aggregation.id), lambda: results_context(
             session, cache, principal, aggregation)))
     return render(request, "aggregation.html", context)
@@ -588,11 +606,12 @@ def annotator_page(request: Request, session: SessionDep, collection: Collection
         "figures": figures(
             history=charts.history_lines(history["data"]),
             vs_gold=charts.heatmap(gold["columns"], gold["labels"], gold["counts"],
-                                   title=f"Against gold ({gold['total']} judgments)",
+                                   title=f"Against gold ({plural(gold['total'], 'judgment')})",
                                    x="gold label", y="their label") if gold["total"] else None,
             vs_aggregated=charts.heatmap(
                 agg["columns"], agg["labels"], agg["counts"],
-                title=f"Against fit #{confusion['aggregation_id']} ({agg['total']} judgments)",
+                title=f"Against fit #{confusion['aggregation_id']} "
+                      f"({plural(agg['total'], 'judgment')})",
                 x="aggregated label" if confusion["aggregation_graded"]
                 or collection.labels == [0, 1] else "aggregated relevance (1: relevant)",
                 y="their label") if agg["total"] else None,
@@ -603,9 +622,9 @@ def annotator_page(request: Request, session: SessionDep, collection: Collection
             dependencies=[require_scope("read")])
 def comparison_page(request: Request, session: SessionDep,
                     collection: CollectionDep) -> HTMLResponse:
-    rows = aggregations_service.comparison(session, collection=collection)
-    matrix = aggregations_service.agreement_matrix(session, collection=collection,
-                                                   cache=get_listing_cache(request))
+    cache = get_listing_cache(request)
+    rows = aggregations_service.comparison(session, collection=collection, cache=cache)
+    matrix = aggregations_service.agreement_matrix(session, collection=collection, cache=cache)
     methods = {r["aggregation_id"]: r["method"] for r in rows}
     names = [f"#{i} {methods.get(i, '')}" for i in matrix["aggregation_ids"]]
     return render(request, "comparison.html", {

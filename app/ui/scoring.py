@@ -28,7 +28,7 @@ from app.sampling.router import InputsDep, SamplingDep, get_next_inputs
 from app.sampling.schemas import RoundRequest, SamplingCreate, StoppingTarget, StopRule
 from app.ui import charts
 from app.ui.forms import FormIdempotencyDep, form_body, submit_once
-from app.ui.messages import message_location
+from app.ui.messages import message_location, plural
 from app.ui.router import (
     CheckedForm,
     collection_with,
@@ -77,7 +77,8 @@ async def start_evaluation(request: Request, session: SessionDep, runner: Runner
             evaluation = evaluations_service.create_evaluation(
                 session, runner=runner, collection=collection, spec=spec)
             return collection_with(
-                collection, f"evaluation #{evaluation.id} of {len(evaluation.runs)} runs on "
+                collection, f"evaluation #{evaluation.id} of "
+                            f"{plural(len(evaluation.runs), 'run')} on "
                             f"{evaluations_service.source_label(evaluation.source)} queued")
 
         return await run_in_threadpool(submit_once, request, session, idempotency,
@@ -268,8 +269,8 @@ async def start_sampling(request: Request, session: SessionDep, idempotency: For
                                                         spec=spec)
             return collection_with(
                 collection, f"sampling #{sampling.id} ({sampling.strategy}) over a pool of "
-                            f"{sampling.pool_size:,} pairs created: draw its first round on "
-                            f"its page")
+                            f"{plural(sampling.pool_size, 'pair')} created: draw its first "
+                            f"round on its page")
 
         return await run_in_threadpool(submit_once, request, session, idempotency,
                                        body=form_body(form), work=work)
@@ -374,8 +375,8 @@ async def draw_round(request: Request, session: SessionDep, idempotency: FormIde
                                                 stop_rule=params.stop,
                                                 target_recall=params.target_recall)
             skipped = len(drawn["stopped"] or [])
-            message = (f"round {drawn['number']}: {drawn['drawn']} pairs to judge"
-                       + (f"; {skipped} topic{'' if skipped == 1 else 's'} at a recall of "
+            message = (f"round {drawn['number']}: {plural(drawn['drawn'], 'pair')} to judge"
+                       + (f"; {plural(skipped, 'topic')} at a recall of "
                           f"{drawn['target_recall']} ({drawn['stop_rule']}) skipped"
                           if skipped else "")
                        + (" (short: the pool ran out)" if drawn["short"] and not skipped

@@ -10,6 +10,7 @@ docs/img/. Scripts and styles come from the app alone: the browser has no networ
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -638,3 +639,67 @@ def test_narrow_windows_and_the_keyboard(server: str, browser) -> None:  # type:
         assert js_errors(driver) == []
     finally:
         driver.set_window_size(1400, 1000)
+
+
+def test_sort_state_confirm_draws_and_elapsed_time(server: str, browser) -> None:  # type: ignore[no-untyped-def]
+    """The sorted header says so to a screen reader (aria-sort); "replace" in the gold form asks
+    first and, declined, sends nothing and leaves the form usable; the evaluation form's draws are
+    off for the gold; a waiting fit's page counts the seconds."""
+    driver = browser
+    load(driver, server + "/ui/aggregations/2")
+    wait_until(lambda: table_settled(driver) and table_rows(driver), what="the annotators")
+
+    def sort_state() -> dict[str, str | None]:
+        return driver.execute_script(
+            "const o = {}; document.querySelectorAll('#annotator-table th[data-sort]')"
+            ".forEach(th => { o[th.dataset.sort] = th.getAttribute('aria-sort'); }); return o;")
+
+    assert sort_state()["competence"] == "descending"
+    driver.find_element("css selector", "th[data-sort='annotator'] button").click()
+    wait_until(lambda: sort_state()["annotator"] == "ascending", what="aria-sort ascending")
+    assert [k for k, v in sort_state().items() if v] == ["annotator"]
+    driver.find_element("css selector", "th[data-sort='annotator'] button").click()
+    wait_until(lambda: sort_state()["annotator"] == "descending", what="aria-sort descending")
+
+    load(driver, server + "/ui/collections/demo")
+    driver.execute_script("window.asked = []; window.confirm = function (m) {"
+                          " window.asked.push(m); return false; };"
+                          "document.getElementById('gold-mode').value = 'replace';")
+    driver.execute_script("window.samePage = true;")
+    driver.find_element("css selector", "#gold-form button").click()
+    time.sleep(0.5)
+    assert driver.execute_script("return window.samePage === true")  # nothing was sent
+    asked = driver.execute_script("return window.asked")
+    assert len(asked) == 1 and "Replace the gold" in asked[0]
+    assert driver.execute_script(
+        "const f = document.getElementById('gold-form'); return !f.dataset.sent"
+        " && !f.querySelector('button').disabled")
+
+    samples = "#evaluation-form input[name=samples]"
+    driver.execute_script("const s = document.getElementById('evaluation-source');"
+                          "s.value = 'gold'; s.dispatchEvent(new Event('change'));")
+    assert driver.find_element("css selector", samples).get_attribute("disabled")
+    driver.execute_script("const s = document.getElementById('evaluation-source');"
+                          "s.selectedIndex = 0; s.dispatchEvent(new Event('change'));")
+    assert not driver.find_element("css selector", samples).get_attribute("disabled")
+
+    # Two slow fits, one at a time: the second waits (or runs) while its page counts.
+    with httpx.Client(base_url=server, timeout=60) as c:
+        ids = [c.post("/api/v1/collections/demo/aggregations",
+                      json={"method": "mace", "params": {"n_restarts": 500, "tol": 0.0}}
+                      ).json()["id"] for _ in range(2)]
+        try:
+            load(driver, server + f"/ui/aggregations/{ids[1]}")
+
+            def elapsed() -> str:
+                return str(driver.execute_script(
+                    "const e = document.getElementById('fit-elapsed');"
+                    " return e ? e.textContent : ''"))
+
+            first = wait_until(lambda: re.fullmatch(r"(queued|running) for \d+ s", elapsed()),
+                               what="the elapsed time")
+            wait_until(lambda: elapsed() != first.group(0), timeout=5, what="a tick")
+        finally:
+            for i in ids:
+                c.delete(f"/api/v1/aggregations/{i}")
+    assert js_errors(driver) == []

@@ -98,7 +98,7 @@ def test_an_upload_sent_twice_is_stored_once(client, database_url) -> None:
     fresh = form_fields(refused.text, "/ui/collections/crowd/judgments")
     assert fresh["form_key"] != fields["form_key"]
     stored = upload(client, fresh, OTHER, "other.tsv")
-    assert stored.status_code == 303 and "stored 1 judgments" in message(
+    assert stored.status_code == 303 and "stored 1 judgment " in message(
         stored.headers["location"])
     assert count(database_url, Judgment) == 4 and count(database_url, Batch) == 2
 
@@ -134,7 +134,7 @@ def test_gold_sent_twice_answers_the_same(client, database_url) -> None:
                for _ in range(2)]
     assert [a.status_code for a in answers] == [303, 303]
     assert_answered_again(*answers)
-    assert "gold set for 2 tasks (merge; 1 new tasks)" in message(answers[0].headers["location"])
+    assert "gold set for 2 tasks (merge; 1 new task)" in message(answers[0].headers["location"])
     # the same key and file with another mode is another request
     other = client.post("/ui/collections/crowd/gold", data={**fields, "mode": "replace"},
                         files={"file": ("g.qrels", b"t1 0 d1 1\nt9 0 d9 0\n", "text/plain")})
@@ -380,7 +380,7 @@ def test_signed_in_keys_own_their_form_keys(database_url) -> None:
         as_("bob")  # alice's key, bob's form: his own request
         bobs = upload(client, fields, OTHER, "bob.tsv")
         assert bobs.status_code == 303 and REPLAYED_HEADER not in bobs.headers
-        assert "stored 1 judgments" in message(bobs.headers["location"])
+        assert "stored 1 judgment " in message(bobs.headers["location"])
         as_("alice")
         again = upload(client, fields)
         assert_answered_again(first, again)

@@ -63,7 +63,7 @@ def test_every_page_renders_what_the_api_reads(client, synthetic) -> None:
     assert set(figs) == {"per_task", "per_annotator", "labels", "gold"}
     assert figs["per_task"]["data"][0]["x"] == [3] and figs["per_task"]["data"][0]["y"] == [200]
     assert sum(figs["labels"]["data"][0]["y"]) == 600
-    assert figs["gold"]["data"][0]["y"] == [200, 0]
+    assert figs["gold"]["data"][0]["y"] == [200, 0, 0]  # labelled, could not judge, without
     assert f'href="/ui/aggregations/{a}"' in page.text and "succeeded" in page.text
     assert 'id="fit-form"' in page.text and 'data-defaults=' in page.text
 

@@ -41,6 +41,8 @@
           if (bar) { bar.style.width = (100 * body.progress.fraction).toFixed(1) + "%"; }
           var msg = el.querySelector(".progress-message");
           if (msg) { msg.textContent = body.progress.message || ""; }
+          var elapsed = el.querySelector("#fit-elapsed");  // the fit's page: counts from its start
+          if (elapsed && body.started_at) { elapsed.dataset.since = body.started_at; }
           if (["succeeded", "failed", "cancelled"].indexOf(body.status) >= 0) { finished = true; }
         })
         .catch(function () {})
@@ -125,8 +127,11 @@
         var desc = state.sort === name ? true : (state.sort === "-" + name ? false : name !== "annotator");
         state.sort = (desc ? "-" : "") + name;
         state.offset = 0;
-        root.querySelectorAll("th[data-sort]").forEach(function (o) { o.className = ""; });
+        root.querySelectorAll("th[data-sort]").forEach(function (o) {
+          o.className = ""; o.removeAttribute("aria-sort");
+        });
         th.className = desc ? "sorted-desc" : "sorted-asc";
+        th.setAttribute("aria-sort", desc ? "descending" : "ascending");
         load();
       });
     });
@@ -172,6 +177,59 @@
     });
   }
 
+  // The running fit's page: how long it has been queued or running, every second (data-since:
+  // an ISO time in UTC, moved to started_at by pollFits; the word: #fit-status's data-status).
+  function fitElapsed() {
+    var node = document.getElementById("fit-elapsed");
+    var status = document.getElementById("fit-status");
+    if (!node || !status) { return; }
+    function duration(s) {
+      if (s < 60) { return s + " s"; }
+      if (s < 3600) { return Math.floor(s / 60) + " min " + ("0" + s % 60).slice(-2) + " s"; }
+      return Math.floor(s / 3600) + " h " + ("0" + Math.floor(s % 3600 / 60)).slice(-2) + " min";
+    }
+    function tick() {
+      var word = status.dataset.status;
+      if (word !== "queued" && word !== "running") { return; }  // the page reloads when done
+      // the API's times are UTC, with or without an offset: read the first 19 characters as UTC
+      var since = Date.parse(node.dataset.since.slice(0, 19) + "Z");
+      if (!isNaN(since)) {
+        node.textContent = word + " for " + duration(Math.max(0, Math.round((Date.now() - since) / 1000)));
+      }
+      window.setTimeout(tick, 1000);
+    }
+    tick();
+  }
+
+  // A choice that needs confirming (the gold form's "replace": data-confirm on its option) asks
+  // before the form goes; declined, nothing is sent and the form stays usable (registered before
+  // submitOnce, whose listener it stops).
+  function confirmChoices() {
+    Array.prototype.forEach.call(document.querySelectorAll("form"), function (form) {
+      form.addEventListener("submit", function (event) {
+        var chosen = Array.prototype.filter.call(form.querySelectorAll("select"), function (s) {
+          var option = s.options[s.selectedIndex];
+          return option && option.dataset.confirm;
+        });
+        for (var i = 0; i < chosen.length; i++) {
+          if (!window.confirm(chosen[i].options[chosen[i].selectedIndex].dataset.confirm)) {
+            event.preventDefault(); event.stopImmediatePropagation(); return;
+          }
+        }
+      });
+    });
+  }
+
+  // The evaluation form: gold is fixed qrels, so its number of draws does not apply.
+  function evaluationForm() {
+    var source = document.getElementById("evaluation-source");
+    var samples = document.querySelector("#evaluation-form input[name=samples]");
+    if (!source || !samples) { return; }
+    function sync() { samples.disabled = source.value === "gold"; }
+    source.addEventListener("change", sync);
+    sync();
+  }
+
   // A form that starts something (a fit, an upload, a round) is sent once: a double click or a
   // second Enter would start it twice. Its buttons stay disabled until the answer replaces the
   // page; coming back to the page through the history enables them again.
@@ -195,11 +253,14 @@
   }
 
   document.addEventListener("DOMContentLoaded", function () {
+    confirmChoices();
     submitOnce();
     drawFigures();
     annotatorTable();
     fitForm();
     downloadForm();
+    evaluationForm();
+    fitElapsed();
     pollFits();
   });
 })();
