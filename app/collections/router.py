@@ -3,10 +3,12 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query
+from sqlalchemy.orm import Session
 
 from app.api.deps import SessionDep
 from app.auth import audit
 from app.auth.deps import PrincipalDep, require_scope
+from app.auth.principal import Principal
 from app.collections import service
 from app.collections.deps import CollectionDep
 from app.collections.schemas import (
@@ -15,9 +17,16 @@ from app.collections.schemas import (
     CollectionsPublic,
     CollectionStats,
 )
+from app.collections.tables import Collection
 from app.core.integers import MAX_INT
 
 router = APIRouter(prefix="/collections", tags=["collections"])
+
+
+def collection_created(session: Session, principal: Principal, collection: Collection) -> None:
+    """The audit event of a new collection (the API's and the dashboard's form)."""
+    audit.record(session, principal=principal, action="collection_created",
+                 collection=collection)
 
 
 @router.post("", status_code=201, response_model=CollectionPublic,
@@ -25,8 +34,7 @@ router = APIRouter(prefix="/collections", tags=["collections"])
 def create_collection(session: SessionDep, principal: PrincipalDep,
                       body: CollectionCreate) -> CollectionPublic:
     collection = service.create_collection(session, spec=body)
-    audit.record(session, principal=principal, action="collection_created",
-                 collection=collection)
+    collection_created(session, principal, collection)
     public = CollectionPublic.model_validate(collection)
     public.counts = service.collection_counts(session, collection=collection)
     return public

@@ -18,6 +18,8 @@ from app.formats.errors import FileFormatError
 from app.formats.texts import parse_texts, texts_from_json, unique_keys
 
 router = APIRouter(prefix="/collections/{c}", tags=["corpus"])
+RUN_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._+-]*$"  # a run's name (PUT .../runs/{name})
+RUN_NAME_MAX_LENGTH = 200
 
 
 class TextsReport(BaseModel):
@@ -85,8 +87,8 @@ async def put_document_texts(request: Request, session: SessionDep,
 
 @router.put("/runs/{name}", response_model=RunStored, dependencies=[require_scope("ingest")])
 async def put_run(request: Request, session: SessionDep, collection: CollectionDep,
-                  name: str = Path(min_length=1, max_length=200,
-                                   pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")) -> RunStored:
+                  name: str = Path(min_length=1, max_length=RUN_NAME_MAX_LENGTH,
+                                   pattern=RUN_NAME_PATTERN)) -> RunStored:
     """A TREC run (``topic Q0 doc rank score tag``); replaces the run of the same name. Topics
     the collection does not have are kept and counted (``unknown_topics``)."""
     upload = await read_upload(request, filename=None)

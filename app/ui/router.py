@@ -38,10 +38,13 @@ from app.auth.principal import OPEN
 from app.auth.ui import HOME  # the dashboard's home, where signing in lands
 from app.collections import service as collections_service
 from app.collections.deps import CollectionDep
+from app.collections.router import collection_created
+from app.collections.schemas import CollectionCreate
 from app.collections.tables import Collection
 from app.core.errors import DomainError, InvalidInput, invalid_file
 from app.core.integers import MAX_SEED
-from app.corpus.service import list_runs
+from app.corpus import service as corpus_service
+from app.corpus.router import RUN_NAME_MAX_LENGTH, RUN_NAME_PATTERN
 from app.evaluations import service as evaluations_service
 from app.evaluations.router import public as evaluation_public
 from app.evaluations.schemas import EvaluationCreate
@@ -114,9 +117,7 @@ def home() -> RedirectResponse:
     return RedirectResponse(HOME, status_code=307)
 
 
-@router.get(HOME, response_class=HTMLResponse, dependencies=[require_scope("read")])
-def collections_page(request: Request, session: SessionDep,
-                     principal: PrincipalDep) -> HTMLResponse:
+def _home_context(request: Request, session: Any, principal: Any) -> dict[str, Any]:
     """The collections the caller may see (the first HOME_LIMIT of them, by id), with counts."""
     rows, total = collections_service.list_collections(session, limit=HOME_LIMIT, offset=0,
                                                        only=principal.collections)
@@ -124,8 +125,13 @@ def collections_page(request: Request, session: SessionDep,
     items = [{"collection": c, **collections_service.collection_overview(session, collection=c,
                                                                          cache=cache)}
              for c in rows]
-    return render(request, "collections.html", {"items": items, "total": total,
-                                                "title": "Collections"})
+    return {"items": items, "total": total, "title": "Collections"}
+
+
+@router.get(HOME, response_class=HTMLResponse, dependencies=[require_scope("read")])
+def collections_page(request: Request, session: SessionDep,
+                     principal: PrincipalDep) -> HTMLResponse:
+    return render(request, "collections.html", _home_context(request, session, principal))
 
 
 @functools.cache
@@ -190,12 +196,13 @@ def _follow_ups(session: Any, collection: Collection) -> dict[str, Any]:
     evaluations = evaluations_service.list_evaluations(session, collection=collection)
     samplings = sampling_service.list_samplings(session, collection=collection)
     default = EvaluationCreate.model_fields["measures"].get_default(call_default_factory=True)
+    runs = corpus_service.list_runs(session, collection=collection)
     return {
         "evaluations": [{**evaluation_public(e).model_dump(),
                          "source": evaluations_service.source_label(e.source)}
                         for e in reversed(evaluations)],
         "samplings": list(reversed(samplings)),
-        "run_names": [r.name for r in list_runs(session, collection=collection)],
+        "runs": runs, "run_names": [r.name for r in runs],
         "default_measures": " ".join(default),
     }
 
@@ -236,7 +243,8 @@ def form_error(request: Request, session: Any, collection: Collection, exc: Exce
 
 def invalid_fields(exc: ValidationError) -> InvalidInput:
     """A form's fields failed the API's request model: the same message the API gives."""
-    parts = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()]
+    parts = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" if e["loc"] else e["msg"]
+             for e in exc.errors()]  # a whole-model check (the scale) names no field
     return InvalidInput("; ".join(parts), code="invalid_body")
 
 
@@ -276,7 +284,7 @@ def done(request: Request, collection: Collection, message: str,
 
 # The forms' addresses take POST only; opened with GET (the address bar after an error shown
 # there, a reload, a bookmark) each answers 303 to the page the form is on, never a 405.
-FORM_ADDRESSES = ("aggregations", "judgments", "gold", "evaluations", "samplings")
+FORM_ADDRESSES = ("aggregations", "judgments", "gold", "runs", "evaluations", "samplings")
 
 
 def form_address(collection: CollectionDep) -> RedirectResponse:
@@ -402,6 +410,102 @@ async def start_fit(request: Request, session: SessionDep, runner: RunnerDep,
                                        body=form_body(form), work=work)
     except DomainError as exc:
         return await run_in_threadpool(form_error, request, session, collection, exc, "fit",
+                                       form)
+
+
+def scale_values(form: Any, name: str, default: list[int]) -> list[int]:
+    """A form's list of scale values ("0 1 2", commas allowed): ``default`` when empty, 422
+    ``invalid_body`` naming the field when a value is not a whole number."""
+    text = str(form.get(name) or "").strip()
+    if not text:
+        return list(default)
+    values = [v for v in re.split(r"[\s,]+", text) if v]
+    for value in values:
+        if not re.fullmatch(r"-?[0-9]+", value):
+            raise InvalidInput(f"{name}: whole numbers separated by spaces, not {value!r}",
+                               code="invalid_body")
+    return [int(v) for v in values]
+
+
+@router.get("/ui/collections", response_class=RedirectResponse,
+            dependencies=[require_scope("read")])
+def new_collection_address() -> RedirectResponse:
+    """The new-collection form's address opened again: the home page, where the form is."""
+    return RedirectResponse(HOME, status_code=303)
+
+
+@router.post("/ui/collections", response_class=HTMLResponse,
+             dependencies=[require_scope("admin"), CheckedForm])
+def create_collection(request: Request, session: SessionDep, principal: PrincipalDep,
+                      form: FormDep, idempotency: FormIdempotencyDep) -> Response:
+    """The API's POST /collections, from the home page's form (one collection per form key;
+    audited as the API does); then the new collection's page."""
+    fields = CollectionCreate.model_fields
+    try:
+        try:
+            spec = CollectionCreate(
+                name=str(form.get("name") or "").strip(),
+                description=str(form.get("description") or "").strip() or None,
+                labels=scale_values(form, "labels",
+                                    fields["labels"].get_default(call_default_factory=True)),
+                relevant_from=whole_number(form, "relevant_from",
+                                           fields["relevant_from"].get_default()),
+                ignore=scale_values(form, "ignore",
+                                    fields["ignore"].get_default(call_default_factory=True)))
+        except ValidationError as exc:
+            raise invalid_fields(exc) from None
+
+        def work() -> str:
+            collection = collections_service.create_collection(session, spec=spec)
+            collection_created(session, principal, collection)
+            ignored = f", ignored {collection.ignore}" if collection.ignore else ""
+            return collection_with(collection,
+                                   f"collection {collection.name} created (scale "
+                                   f"{collection.labels}, relevant from "
+                                   f"{collection.relevant_from}{ignored})")
+
+        return submit_once(request, session, idempotency, body=form_body(form), work=work)
+    except DomainError as exc:
+        session.rollback()
+        kept = {k: v for k, v in form.items() if isinstance(v, str)}
+        return render(request, "collections.html",
+                      {**_home_context(request, session, principal), "error": exc.body(),
+                       "error_form": "collection", "sent": kept},
+                      status_code=exc.status_code)
+
+
+@router.post("/ui/collections/{c}/runs", response_class=HTMLResponse,
+             dependencies=[require_scope("ingest"), CheckedForm])
+async def upload_run(request: Request, session: SessionDep, idempotency: FormIdempotencyDep,
+                     collection: CollectionDep) -> Response:
+    """The API's PUT /collections/{c}/runs/{name}, from a form (stored once per form key; a run
+    of the same name is replaced, as by the API)."""
+    form = await request.form()
+    name = str(form.get("name") or "").strip()
+    try:
+        if not name or len(name) > RUN_NAME_MAX_LENGTH or not re.fullmatch(RUN_NAME_PATTERN,
+                                                                           name):
+            raise InvalidInput(f"name: letters, digits, '.', '_', '+', '-', starting with a "
+                               f"letter or digit, at most {RUN_NAME_MAX_LENGTH} characters; "
+                               f"not {name!r}", code="invalid_body")
+        upload = await read_upload(request, filename=None)
+        if not upload.content:
+            raise InvalidInput("choose a run file (topic Q0 doc rank score tag)",
+                               code="missing_file")
+
+        def work() -> str:
+            run, unknown = corpus_service.store_run(session, collection=collection, name=name,
+                                                    raw=upload.content)
+            missing = (f"; {plural(unknown, 'topic')} not in the collection (kept)"
+                       if unknown else "")
+            return collection_with(collection,
+                                   f"run {run.name} stored: {plural(run.n_topics, 'topic')}, "
+                                   f"{plural(run.n_lines, 'line')}{missing}")
+
+        return await run_in_threadpool(submit_once, request, session, idempotency,
+                                       body=form_body(form, upload), work=work)
+    except (DomainError, FileFormatError) as exc:
+        return await run_in_threadpool(form_error, request, session, collection, exc, "run",
                                        form)
 
 

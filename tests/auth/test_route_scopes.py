@@ -59,7 +59,9 @@ SCOPES = {
     ("POST", f"{API}/collections/{{c}}/samplings"): "admin",
     ("POST", f"{API}/samplings/{{s}}/rounds"): "admin",
     # the dashboard's forms: the scopes of the API calls they stand for
+    ("POST", "/ui/collections"): "admin",
     ("POST", "/ui/collections/{c}/judgments"): "ingest",
+    ("POST", "/ui/collections/{c}/runs"): "ingest",
     ("POST", "/ui/collections/{c}/gold"): "admin",
     ("POST", "/ui/collections/{c}/aggregations"): "admin",
     ("POST", "/ui/aggregations/{a}/cancel"): "admin",

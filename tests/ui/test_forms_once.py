@@ -73,7 +73,7 @@ def test_an_upload_sent_twice_is_stored_once(client, database_url) -> None:
     fields = form_fields(page, "/ui/collections/crowd/judgments")
     # every form has its own key, new on every rendering
     keys = re.findall(r'name="form_key" value="([0-9a-f]{32})"', page)
-    assert len(keys) == 5 and len(set(keys)) == 5
+    assert len(keys) == 6 and len(set(keys)) == 6
     again = client.get("/ui/collections/crowd").text
     assert form_fields(again, "/ui/collections/crowd/judgments")["form_key"] != fields["form_key"]
 
