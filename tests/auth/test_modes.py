@@ -137,7 +137,7 @@ def sign_in(client, key: str) -> None:  # type: ignore[no-untyped-def]
 def test_pages_offer_only_the_forms_the_key_may_submit(auth_client, auth_settings,
                                                         admin) -> None:
     """A read key's session sees the collection without the forms that would answer 403; an
-    ingest key may upload judgments and nothing else; an admin key sees every form."""
+    ingest key may upload judgments and runs and nothing else; an admin key sees every form."""
     created = admin.post(f"{API}/collections",
                          json={"name": "c1", "labels": [0, 1], "relevant_from": 1})
     assert created.status_code == 201, created.text
@@ -147,8 +147,9 @@ def test_pages_offer_only_the_forms_the_key_may_submit(auth_client, auth_setting
                      headers={"content-type": "text/plain"}).status_code == 200
     sampling = admin.post(f"{API}/collections/c1/samplings", json={"budget_per_round": 1})
     assert sampling.status_code == 201, sampling.text
-    forms = ("fit-form", "judgments-form", "gold-form", "evaluation-form", "sampling-form")
-    expected = {"read": set(), "ingest": {"judgments-form"}, "admin": set(forms)}
+    forms = ("fit-form", "judgments-form", "gold-form", "evaluation-form", "sampling-form",
+             "run-form")
+    expected = {"read": set(), "ingest": {"judgments-form", "run-form"}, "admin": set(forms)}
     for scope, shown in expected.items():
         sign_in(auth_client, make_key(auth_settings.database_url, f"k-{scope}", scope))
         page = auth_client.get("/ui/collections/c1")
