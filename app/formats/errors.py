@@ -75,13 +75,12 @@ def split_lines(text: str) -> list[str]:
     """The lines of ``text``, ended by \\n, \\r\\n or \\r only: ``str.splitlines`` also
     ends a line at \\f, \\v, \\x1c-\\x1e, U+0085, U+2028 and U+2029, which splits a row
     whose field holds one. The last line may be empty."""
-    if "\r" in text:
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return text.split("\n")
+    return list(iter_lines(text))
 
 
 def iter_lines(text: str) -> Iterator[str]:
-    """The lines of :func:`split_lines`, one at a time (no list of all the lines)."""
+    """The lines of ``text`` one at a time (no list of all the lines; :func:`split_lines`
+    makes the list)."""
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     start = 0

@@ -38,6 +38,14 @@ from check_shapes import check_shapes
 
 from models.gp.likelihood import GaussianBernoulli, judgment_expectations
 
+# The same seed gives the same fit, in the CLI and in a job's child process alike: without this,
+# CPU kernels that split a long sum across threads (oneDNN's matmuls, Eigen's inner-dimension
+# shards: the M × n products here) may add the parts in another order under load, and over EM
+# iterations that moves tasks near P = ½ (an RF10 lk fit through the service once differed from
+# the CLI's in a few labels). Measured: no slower within noise (RF10 lk, 63.5 s against 60.4 s
+# on a loaded machine), and the same qrels as without.
+tf.config.experimental.enable_op_determinism()
+
 JITTER = 1e-6
 # Columns (tasks) per block of the M × n matrices of the sparse GP algebra: the temporaries of
 # one block (M × 16,384 float64, 26 MB at M = 200) rather than of all n tasks are alive at once.

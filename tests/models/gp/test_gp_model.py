@@ -157,6 +157,16 @@ def test_magp_fits_predicts_and_is_deterministic(easy):
         a.predict_proba(np.zeros((1, 3)))
 
 
+def test_gp_fits_ask_tensorflow_for_deterministic_ops():
+    """A fit's sums may not depend on how threads split them (the CLI and a job's child process
+    give the same labels for a seed, under load too): the engine turns op determinism on."""
+    from tensorflow.python.framework import config  # the public API has no getter
+
+    import models.gp.training  # noqa: F401
+
+    assert config.is_op_determinism_enabled()
+
+
 def test_sparse_and_full_gp_agree(easy):
     """Above full_gp_max_tasks the model uses inducing points; on easy data labels barely move."""
     data = easy.to_annotation_data()
