@@ -15,8 +15,9 @@ the judgments each (``_Judgments``), never a tasks × annotators array.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Self
+from typing import Any, Self
 
 import numpy as np
 import scipy.sparse
@@ -24,7 +25,7 @@ import scipy.sparse
 from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
 from models.data import UNKNOWN, AnnotationData
 from models.params import Iterations, PriorOrZero, Tolerance
-from models.warm import cold_check_due
+from models.warm import WarmStartUnavailable, cold_check_due, result_column, warm_record
 
 _EPS = 1e-10
 
@@ -145,8 +146,35 @@ class DawidSkene(Aggregator):
                 "log_likelihood": self.log_likelihood_,
                 "n_iter": self.n_iter_,
                 "prior": self.prior_.tolist(),
+                **warm_record(self),
             },
         )
+
+    @classmethod
+    def from_result(cls, *, classes: Sequence[int], annotator_ids: Sequence[str],
+                    annotator_columns: Mapping[str, Sequence[float | None]],
+                    info: Mapping[str, Any], cold_checked_at: int) -> DawidSkene:
+        """A fit's parameters rebuilt from its ``result()`` as stored (the class prior in
+        ``info["prior"]``, π_j from the ``p_<label>_given_<truth>`` columns of the annotators
+        ``annotator_ids``): an ``init`` for ``fit``, not a model to read results from.
+        WarmStartUnavailable when a parameter is missing."""
+        values = [int(v) for v in classes]
+        prior = info.get("prior")
+        if (not isinstance(prior, list | tuple) or len(prior) != len(values)
+                or any(p is None for p in prior)):
+            raise WarmStartUnavailable("the stored result has no class prior")
+        n = len(annotator_ids)
+        confusion = np.empty((n, len(values), len(values)))
+        for t, vt in enumerate(values):
+            for lab, vl in enumerate(values):
+                confusion[:, t, lab] = result_column(annotator_columns,
+                                                     f"p_{vl}_given_{vt}", n)
+        init = cls()
+        init.annotator_ids_ = np.asarray(list(annotator_ids))
+        init.prior_ = np.asarray(prior, dtype=np.float64)
+        init.confusion_ = confusion
+        init.cold_checked_at_ = int(cold_checked_at)
+        return init
 
 
 def expected_accuracy(prior: np.ndarray, confusion: np.ndarray) -> np.ndarray:

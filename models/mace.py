@@ -18,8 +18,9 @@ Everything is a gather or a segment sum over judgments (np.bincount): no tasks �
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Self
+from typing import Annotated, Any, Self
 
 import numpy as np
 from scipy.special import digamma
@@ -27,7 +28,7 @@ from scipy.special import digamma
 from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
 from models.data import UNKNOWN, AnnotationData
 from models.params import MAX_PRIOR, Iterations, Prior, Range, Restarts, Seed, Tolerance
-from models.warm import cold_check_due
+from models.warm import cold_check_due, result_column, warm_record
 
 VARIANTS = ("em", "vb")
 WARM_TOL = 1e-5  # log-likelihood gain per judgment below which a warm start stops
@@ -184,8 +185,27 @@ class MACE(Aggregator):
                 "variant": self.variant,
                 "threshold": self.threshold,
                 "n_selected": int(self.selected_.sum()),
+                **warm_record(self),
             },
         )
+
+    @classmethod
+    def from_result(cls, *, classes: Sequence[int], annotator_ids: Sequence[str],
+                    annotator_columns: Mapping[str, Sequence[float | None]],
+                    info: Mapping[str, Any], cold_checked_at: int) -> MACE:
+        """A fit's parameters rebuilt from its ``result()`` as stored (θ_j from ``competence``,
+        ξ_j from the ``spam_p_<label>`` columns of the annotators ``annotator_ids``): an
+        ``init`` for ``fit``, not a model to read results from. WarmStartUnavailable when a
+        parameter is missing."""
+        n = len(annotator_ids)
+        init = cls()
+        init.annotator_ids_ = np.asarray(list(annotator_ids))
+        init.competence_ = result_column(annotator_columns, "competence", n)
+        init.spam_dist_ = (np.stack([result_column(annotator_columns, f"spam_p_{int(v)}", n)
+                                     for v in classes], axis=1) if n else
+                           np.empty((0, len(classes))))
+        init.cold_checked_at_ = int(cold_checked_at)
+        return init
 
 
 @dataclass(frozen=True)

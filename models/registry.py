@@ -160,6 +160,14 @@ class MethodSpec:
         }
         return {**own, **GOLD_PARAM_SPECS} if "use_gold" in own else own
 
+    @property
+    def warm_startable(self) -> bool:
+        """Whether a fit of this method can start from an earlier fit's stored result
+        (``fit(data, init=cls.from_result(...))``, ``models.warm``)."""
+        from models.warm import accepts_init
+
+        return accepts_init(self.cls)
+
     def build(self, params: dict[str, Any], *, relevant_from: int | None = None) -> Aggregator:
         """The model with ``params`` (unchecked: see ``validate_params``); with
         ``calibrate_folds`` wrapped in ``GoldCalibrated`` (P(relevant) recalibrated on

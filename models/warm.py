@@ -16,6 +16,11 @@ of the judgments unchecked.
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
 COLD_CHECK_GROWTH = 0.1
 
 
@@ -27,3 +32,40 @@ def cold_check_due(init: object, n_judgments: int, check: bool | None) -> bool:
         return check
     last = int(getattr(init, "cold_checked_at_", 0))
     return n_judgments >= (1.0 + COLD_CHECK_GROWTH) * last if last > 0 else True
+
+
+class WarmStartUnavailable(ValueError):
+    """A fitted model's stored result lacks a parameter its warm start needs (e.g. a result
+    stored before that parameter was kept)."""
+
+
+def accepts_init(model: object) -> bool:
+    """Whether ``model`` (a class or an instance) can refit warm: its ``fit`` takes ``init``
+    and its class can rebuild an ``init`` from a stored result (``from_result``)."""
+    cls = model if isinstance(model, type) else type(model)
+    fit = getattr(cls, "fit", None)
+    return (fit is not None and hasattr(cls, "from_result")
+            and "init" in inspect.signature(fit).parameters)
+
+
+def result_column(columns: Mapping[str, Sequence[float | None]], name: str,
+                  n: int) -> np.ndarray:
+    """The per-annotator column ``name`` of a stored result as floats, every value finite;
+    WarmStartUnavailable when it is missing, short or holds a null (a non-finite value)."""
+    values = columns.get(name)
+    if values is None or len(values) != n or any(v is None for v in values):
+        raise WarmStartUnavailable(f"the stored result has no complete annotator column "
+                                   f"{name!r}")
+    array = np.asarray(values, dtype=np.float64)
+    if not np.isfinite(array).all():
+        raise WarmStartUnavailable(f"the stored annotator column {name!r} is not finite")
+    return array
+
+
+def warm_record(model: object) -> dict[str, object]:
+    """What a fit says about its start, for ``result().info``: ``start`` ("cold" or "warm", the
+    fit kept), ``cold_checked`` (a warm refit that also ran the cold fit) and
+    ``cold_checked_at`` (judgments at the last comparison with a cold fit; a cold fit counts)."""
+    return {"start": getattr(model, "start_", "cold"),
+            "cold_checked": bool(getattr(model, "cold_checked_", False)),
+            "cold_checked_at": int(getattr(model, "cold_checked_at_", 0))}

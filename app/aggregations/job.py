@@ -48,10 +48,19 @@ def _fit(context: JobContext) -> dict[str, Any]:
     # where a calibrated fit (calibrate_folds) splits graded labels into relevant or not
     relevant_from = collection.relevant_from if aggregation.graded else None
     model = make_aggregator(aggregation.method, params, relevant_from=relevant_from)
-    model.fit(snapshot.data, context.progress)
+    if aggregation.warm_start_id is None:
+        model.fit(snapshot.data, context.progress)
+        warm = None
+    else:
+        rebuilt = time.perf_counter()
+        init, warm = _warm_init(context, snapshot.data)
+        timings["warm_start_s"] = time.perf_counter() - rebuilt
+        model.fit(snapshot.data, context.progress, init=init)  # type: ignore[call-arg]
     result = model.result(snapshot.data)
     if built:
         result.info["features_built"] = True
+    if warm is not None:
+        result.info["warm_start"] = warm
     timings["fit_s"] = time.perf_counter() - start
 
     held_out = None
@@ -80,6 +89,27 @@ def _fit(context: JobContext) -> dict[str, Any]:
                   evaluation_proba=held_out, gold_record=gold)
     timings["store_s"] = time.perf_counter() - start
     return {}
+
+
+def _warm_init(context: JobContext, data: Any) -> tuple[Any, dict[str, Any]]:
+    """The ``init`` of a warm-started fit, rebuilt from the stored result of the fit it
+    starts from (``warm.load_init``), and what ``info.warm_start`` records of it: ``from`` (its
+    id), ``from_n_judgments``, ``new_annotators`` (annotators it did not have: they start from
+    the mean row)."""
+    from app.aggregations.warm import load_init
+
+    previous = context.session.get(Aggregation, context.job.warm_start_id)
+    if previous is None or previous.status != "succeeded":
+        raise ValueError(f"warm start: aggregation {context.job.warm_start_id} is gone or did "
+                         "not succeed")
+    if list(previous.classes or []) != data.classes.tolist():
+        raise ValueError(f"warm start: aggregation {previous.id} has the classes "
+                         f"{previous.classes}, this fit {data.classes.tolist()}")
+    init = load_init(context.session, previous=previous)
+    known = set(init.annotator_ids_.tolist())
+    new = sum(1 for a in data.annotator_ids.tolist() if a not in known)
+    return init, {"from": previous.id, "from_n_judgments": previous.n_judgments,
+                  "new_annotators": new}
 
 
 def _build_missing_features(context: JobContext, collection: Collection, method: str,

@@ -69,6 +69,9 @@ def public(aggregation: Aggregation, gold: service.GoldStatus | None = None) -> 
         # the gold record is shown as ``gold``, with its state now
         info=None if aggregation.info is None else {k: v for k, v in info.items() if k != "gold"},
         classes=aggregation.classes, error=aggregation.error, fallback=info.get("fallback"),
+        warm_start=aggregation.warm_start_id,
+        cold_checked=(info.get("cold_checked") if aggregation.warm_start_id is not None
+                      and aggregation.status == "succeeded" else None),
         gold_current=None if gold is None or aggregation.status != "succeeded" else gold.current,
         gold=service.fit_gold(aggregation, gold),
     )

@@ -20,6 +20,14 @@ class AggregationCreate(BaseModel):
                              description="random_state of methods that have one, and the seed of "
                                          "the held-out folds of a fit with use_gold (without "
                                          "one: the method's random_state, else 0)")
+    warm_start: int | None = Field(
+        default=None, ge=1,
+        description="the id of an earlier succeeded fit of this collection, method and scale "
+                    "(ds, mace: the methods whose model refits from an init) to start from: "
+                    "its stored parameters (per-annotator rows, class prior) are the first "
+                    "step, a new annotator gets the mean row; params may differ. Checked "
+                    "against a cold fit once the judgments have grown by 10 % since the last "
+                    "check (info.cold_checked_at)")
 
 
 class GoldLeftOut(BaseModel):
@@ -80,6 +88,13 @@ class AggregationPublic(BaseModel):
     classes: list[int] | None
     error: str | None
     fallback: str | None = None
+    warm_start: int | None = Field(
+        default=None, description="the fit this one started from (warm start); null: a cold "
+        "fit")
+    cold_checked: bool | None = Field(
+        default=None, description="a succeeded warm-started fit: whether it also ran the cold "
+        "fit (the judgments had grown by 10 % since the last check) and kept the better one "
+        "(info.start says which); null otherwise")
     gold_current: bool | None = Field(
         default=None, description="succeeded fits: whether `evaluation` (and the annotators' "
         "gold_accuracy) is against the collection's current gold (gold.current); null otherwise")

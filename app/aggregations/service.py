@@ -19,6 +19,7 @@ from app.aggregations.tables import (
     AggregationAnnotator,
     AggregationTask,
 )
+from app.aggregations.warm import check_warm_start
 from app.collections.service import lock_collection
 from app.collections.tables import Collection
 from app.core.errors import Conflict, InvalidInput, NotFound
@@ -60,6 +61,10 @@ def create_aggregation(session: Session, *, runner: JobRunner, collection: Colle
         raise InvalidInput(str(exc), code="invalid_params", valid=exc.valid,
                            param=exc.param) from None
 
+    warm_from = None
+    if spec.warm_start is not None:
+        warm_from = check_warm_start(session, collection=collection, spec=spec, params=params)
+
     lock_collection(session, collection_id=collection.id)
     watermark = current_watermark(session, collection_id=collection.id)
     usable_where = [Judgment.collection_id == collection.id, Judgment.id <= watermark]
@@ -78,7 +83,7 @@ def create_aggregation(session: Session, *, runner: JobRunner, collection: Colle
     aggregation = Aggregation(
         collection_id=collection.id, method=spec.method, params=params, graded=spec.graded,
         seed=spec.seed, status="queued", progress=0.0, progress_message="queued",
-        watermark=watermark,
+        watermark=watermark, warm_start_id=None if warm_from is None else warm_from.id,
     )
     submit_job(session, runner, "fit", aggregation)
     return aggregation

@@ -39,6 +39,9 @@ class Aggregation(JobColumns, Base):
     evaluation: Mapped[dict[str, Any] | None] = mapped_column(JSON)  # against gold
     info: Mapped[dict[str, Any] | None] = mapped_column(JSON)  # e.g. {"fallback": "lk"}
     classes: Mapped[list[int] | None] = mapped_column(JSON)  # label values of the fit
+    # The fit this one started from (its stored parameters: a warm start); null: a cold fit.
+    warm_start_id: Mapped[int | None] = mapped_column(
+        BigId, ForeignKey("aggregations.id", ondelete="SET NULL"))
 
 
 class AggregationTask(Base):

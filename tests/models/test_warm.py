@@ -153,3 +153,48 @@ def test_simulate_refit_checks_the_last_point_only_when_warm(synthetic) -> None:
     assert previous.start_ == "cold"
     warm = _fit(DawidSkene, synthetic, previous, last=True)
     assert warm.cold_checked_
+
+
+@pytest.mark.parametrize("make", [DawidSkene, lambda: MACE(random_state=2, n_restarts=3)])
+def test_an_init_rebuilt_from_the_result_refits_as_the_fitted_model(synthetic, make) -> None:
+    """``from_result`` (what the service calls on a stored result) gives the warm start the
+    fitted model gives, new annotators included; the result records the start and the check."""
+    from models.warm import WarmStartUnavailable
+
+    order = np.random.default_rng(4).permutation(synthetic.n_judgments)
+    keep = order[: int(0.9 * synthetic.n_judgments)]
+    keep = keep[synthetic.annotator[keep] != 0]  # annotator 0 is new in the refit
+    before = subset(synthetic, np.sort(keep))
+    previous = make().fit(before)
+    result = previous.result(before)
+    assert result.info["start"] == "cold" and result.info["cold_checked"] is False
+    assert result.info["cold_checked_at"] == before.n_judgments
+    seen = np.bincount(before.annotator, minlength=before.n_annotators) > 0
+    columns = {k: v[seen].tolist() for k, v in result.annotator_columns.items()}
+    rebuilt = type(previous).from_result(
+        classes=synthetic.classes.tolist(), annotator_ids=before.annotator_ids[seen].tolist(),
+        annotator_columns=columns, info=result.info,
+        cold_checked_at=result.info["cold_checked_at"])
+    # the fitted model's own init, with annotator 0 (no judgment before) left out as stored
+    previous.annotator_ids_ = previous.annotator_ids_[seen]
+    for name in ("confusion_", "competence_", "spam_dist_"):
+        if name in vars(previous):
+            setattr(previous, name, getattr(previous, name)[seen])
+    for check in (False, True):
+        expected = make().fit(synthetic, init=previous, check=check)
+        warm = make().fit(synthetic, init=rebuilt, check=check)
+        np.testing.assert_array_equal(warm.proba_, expected.proba_)
+        assert warm.start_ == expected.start_ and warm.cold_checked_ is check
+    missing = dict(columns)
+    missing.pop(next(k for k in columns if k.startswith(("p_", "spam_p_"))))
+    with pytest.raises(WarmStartUnavailable):
+        type(previous).from_result(classes=synthetic.classes.tolist(),
+                                   annotator_ids=before.annotator_ids[seen].tolist(),
+                                   annotator_columns=missing, info=result.info,
+                                   cold_checked_at=1)
+
+
+def test_the_registry_knows_which_methods_refit_warm() -> None:
+    from models.registry import METHOD_PATHS, get_method
+
+    assert {m for m in METHOD_PATHS if get_method(m).warm_startable} == {"ds", "mace"}
