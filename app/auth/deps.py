@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Request
 
+from app.auth.keys import KeyVerifier
 from app.auth.principal import OPEN, Principal, Scope
 from app.core.errors import DomainError
 
@@ -58,3 +59,11 @@ def require_scope(scope: Scope) -> Any:
 
     check.required_scope = scope  # type: ignore[attr-defined]  # read by the route-table test
     return Depends(check)
+
+
+def get_key_verifier(request: Request) -> KeyVerifier | None:
+    """This process's key verifier (None in an application built without one)."""
+    return getattr(request.app.state, "key_verifier", None)  # type: ignore[no-any-return]
+
+
+KeyVerifierDep = Annotated[KeyVerifier | None, Depends(get_key_verifier)]

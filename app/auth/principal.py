@@ -27,6 +27,11 @@ class Principal:
     def can_see(self, collection_id: int) -> bool:
         return self.collections is None or collection_id in self.collections
 
+    def manages_keys(self) -> bool:
+        """Admin scope on every collection: a key limited to some must not mint a key for all
+        of them (the keys' routes and pages, and whether the dashboard links to them)."""
+        return self.allows("admin") and self.collections is None
+
 
 # The caller when access control is off (CROWDQRELS_AUTH=off): everything, everywhere.
 OPEN = Principal(name="anonymous", scope="admin", collections=None)

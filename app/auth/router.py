@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Query
 from pydantic import AwareDatetime, BeforeValidator
 from sqlalchemy.orm import Session
 
 from app.api.deps import SessionDep
-from app.auth import audit, keys
-from app.auth.deps import Forbidden, PrincipalDep, require_scope
+from app.auth import audit, service
+from app.auth.deps import Forbidden, KeyVerifierDep, PrincipalDep, require_scope
+from app.auth.principal import Principal
 from app.auth.schemas import (
     AuditEventPublic,
     AuditEventsPublic,
@@ -20,7 +22,6 @@ from app.auth.schemas import (
     KeyPublic,
     KeysPublic,
 )
-from app.auth.tables import ApiKey
 from app.collections import service as collections_service
 from app.core.integers import MAX_INT
 
@@ -29,7 +30,7 @@ router = APIRouter(tags=["access"])
 
 def _unrestricted(principal: PrincipalDep) -> None:
     # A key limited to some collections must not mint a key for all of them.
-    if principal.collections is not None:
+    if not principal.manages_keys():
         raise Forbidden("managing keys needs an admin key that is not limited to collections",
                         code="insufficient_scope", required="admin")
 
@@ -40,39 +41,20 @@ KEY_ADMIN = [require_scope("admin"), Depends(_unrestricted)]
 @router.post("/keys", status_code=201, response_model=KeyCreated, dependencies=KEY_ADMIN)
 def create_key(session: SessionDep, principal: PrincipalDep, body: KeyCreate) -> KeyCreated:
     """A new key, shown in this response only."""
-    row, key = keys.create_key(session, name=body.name, scope=body.scope,
-                               collections=body.collections)
-    audit.record(session, principal=principal, action="key_created", target_id=row.id,
-                 counts={"name": row.name, "scope": row.scope})
-    return KeyCreated(**key_public(session, [row])[0].model_dump(), key=key)
-
-
-def key_public(session: Session, rows: list[ApiKey]) -> list[KeyPublic]:
-    """Keys as the API shows them: with the names of the collections they are limited to."""
-    names = keys.collection_names(session, rows)
-    return [KeyPublic.model_validate(r).model_copy(update={"collection_names": None
-             if r.collections is None else [names.get(i, str(i)) for i in r.collections]})
-            for r in rows]
+    return service.create_key(session, principal=principal, spec=body)
 
 
 @router.get("/keys", response_model=KeysPublic, dependencies=KEY_ADMIN)
 def list_keys(session: SessionDep) -> KeysPublic:
-    rows = keys.list_keys(session)
-    return KeysPublic(data=key_public(session, rows), count=len(rows))
+    return service.list_keys(session)
 
 
 @router.delete("/keys/{name}", response_model=KeyPublic, dependencies=KEY_ADMIN)
-def revoke_key(request: Request, session: SessionDep, principal: PrincipalDep,
+def revoke_key(session: SessionDep, principal: PrincipalDep, verifier: KeyVerifierDep,
                name: str) -> KeyPublic:
     """Revoke at once in this process (every API process within CROWDQRELS_KEY_CACHE_S)."""
-    row, changed = keys.revoke_key(session, name=name)
-    verifier = getattr(request.app.state, "key_verifier", None)
-    if verifier is not None:
-        verifier.forget_key(row.id)
-    if changed:  # revoking a revoked key again answers the same and records nothing
-        audit.record(session, principal=principal, action="key_revoked", target_id=row.id,
-                     counts={"name": row.name})
-    return key_public(session, [row])[0]
+    key, _ = service.revoke_key(session, principal=principal, name=name, verifier=verifier)
+    return key
 
 
 def _rfc3339(value: object) -> object:
@@ -83,6 +65,10 @@ def _rfc3339(value: object) -> object:
 
 
 _DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}")
+
+
+# ``since`` and ``until`` as the API reads them (for the dashboard's audit page).
+Instant = Annotated[AwareDatetime, BeforeValidator(_rfc3339)]
 
 
 @router.get("/audit", response_model=AuditEventsPublic, dependencies=[require_scope("admin")])
@@ -99,6 +85,15 @@ def list_audit(
     offset: Annotated[int, Query(ge=0, le=MAX_INT)] = 0,
 ) -> AuditEventsPublic:
     """Changes, newest first."""
+    return audit_events(session, principal=principal, collection=collection, since=since,
+                        until=until, action=action, limit=limit, offset=offset)
+
+
+def audit_events(session: Session, *, principal: Principal, collection: str | None,
+                 since: datetime | None, until: datetime | None, action: str | None,
+                 limit: int, offset: int) -> AuditEventsPublic:
+    """The audit log as GET /audit answers it (also the dashboard's audit page): ``collection``
+    (id or name) must be one the caller may see, else 404 as if it did not exist."""
     collection_id = None
     if collection is not None:
         row = collections_service.get_collection(session, key=collection)

@@ -12,6 +12,10 @@ is still being stored waits for it. A refused form is rendered again with new ke
 rolled back, and its key went with it.
 
 A POST without a key (a script) is acted on each time, as an API request without the header.
+
+Every form handler ends the same way (``answer_form``): the form checked as the API checks the
+request, its work run once per key, and a refusal (the API's error, or a file's) answered with
+the form's page again, its error shown at the form.
 """
 
 from __future__ import annotations
@@ -19,19 +23,21 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 from fastapi import Depends, Request
 from fastapi.responses import RedirectResponse, Response
 from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData, UploadFile
 
 from app.api.uploads import Upload
 from app.auth.csrf import FIELD as CSRF_FIELD
 from app.auth.deps import PrincipalDep
 from app.auth.idempotency import REPLAYED_HEADER, Idempotency, get_idempotency
-from app.core.errors import Conflict, InvalidInput
+from app.core.errors import Conflict, DomainError, InvalidInput, invalid_file
+from app.formats.errors import FileFormatError
 from app.ui.errors import error_page
 from app.ui.messages import signed_location
 
@@ -112,3 +118,29 @@ def submit_once(request: Request, session: Session, idempotency: Idempotency, *,
     if isinstance(answer, RedirectResponse):
         return answer
     return RedirectResponse(signed_location(request, answer["location"]), status_code=303)
+
+
+# What a form handler's ``prepare`` returns: what identifies the request (``form_body``) and the
+# work to do once per form key (it returns where the browser goes next, with its message).
+Submission = tuple[bytes, Callable[[], str]]
+Refusal = DomainError | FileFormatError
+
+
+def refusal(exc: Refusal) -> DomainError:
+    """A refused form's error as the API answers it (a file's error: ``invalid_file``)."""
+    return invalid_file(exc) if isinstance(exc, FileFormatError) else exc
+
+
+async def answer_form(request: Request, session: Session, idempotency: Idempotency,
+                      prepare: Callable[[], Awaitable[Submission]],
+                      refused: Callable[[Refusal], Response]) -> Response:
+    """A form handler's answer: ``prepare()`` checks the form as the API checks its request (a
+    refusal raises the API's error) and returns the submission, whose work runs through
+    ``submit_once`` (in a thread); an error of either is answered by ``refused(exc)``, in a
+    thread too (it rolls back and renders the form's page again from the database)."""
+    try:
+        body, work = await prepare()
+        return await run_in_threadpool(submit_once, request, session, idempotency, body=body,
+                                       work=work)
+    except (DomainError, FileFormatError) as exc:
+        return await run_in_threadpool(refused, exc)

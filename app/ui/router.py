@@ -41,14 +41,13 @@ from app.collections.deps import CollectionDep
 from app.collections.router import collection_created
 from app.collections.schemas import CollectionCreate
 from app.collections.tables import Collection
-from app.core.errors import DomainError, InvalidInput, invalid_file
+from app.core.errors import DomainError, InvalidInput
 from app.core.integers import MAX_SEED
 from app.corpus import service as corpus_service
 from app.corpus.router import RUN_NAME_MAX_LENGTH, RUN_NAME_PATTERN
 from app.evaluations import service as evaluations_service
 from app.evaluations.router import public as evaluation_public
 from app.evaluations.schemas import EvaluationCreate
-from app.formats.errors import FileFormatError
 from app.formats.judgments_file import parse_judgments
 from app.formats.qrels import parse_qrels_with_lines
 from app.judgments import service as judgments_service
@@ -62,9 +61,12 @@ from app.ui.forms import (
     FORM_KEY,
     FormDep,
     FormIdempotencyDep,
+    Refusal,
+    Submission,
+    answer_form,
     form_body,
     new_form_key,
-    submit_once,
+    refusal,
 )
 from app.ui.messages import Kind, message_location, page_message, plural, signed_location
 from app.ui.templating import templates
@@ -97,7 +99,10 @@ def render(request: Request, name: str, context: dict[str, Any], *,
         request, name, {**context, "csrf_field": FIELD, "csrf": token,
                         "form_key_field": FORM_KEY, "form_key": new_form_key,
                         "access_control": access_control, "can": principal.allows,
-                        "principal": principal, "message": page_message(request)},
+                        "principal": principal, "message": page_message(request),
+                        # the access-control pages, linked for the keys that may open them
+                        "may_manage_keys": principal.manages_keys(),
+                        "may_read_audit": principal.allows("admin")},
         status_code=status_code)
     csrf_token(request, response)  # sets the cookie when the token is new
     return response
@@ -226,19 +231,16 @@ async def checked_form(request: Request) -> AsyncIterator[None]:
 CheckedForm = Depends(checked_form)
 
 
-def form_error(request: Request, session: Any, collection: Collection, exc: Exception,
+def form_error(request: Request, session: Any, collection: Collection, exc: Refusal,
                 form: str, sent: Any = None) -> HTMLResponse:
     """The collection page again, with the API's error (code, detail, line) above ``form`` and
     the form's fields as they were sent (``sent``: the submitted form; files are not kept)."""
     session.rollback()
-    if isinstance(exc, FileFormatError):
-        exc = invalid_file(exc)
-    assert isinstance(exc, DomainError)
-    error = exc.body()
+    error = refusal(exc)
     kept = {k: v for k, v in (sent or {}).items() if isinstance(v, str)}
     return render(request, "collection.html",
-                  {**_collection_context(request, session, collection), "error": error,
-                   "error_form": form, "sent": kept}, status_code=exc.status_code)
+                  {**_collection_context(request, session, collection), "error": error.body(),
+                   "error_form": form, "sent": kept}, status_code=error.status_code)
 
 
 def invalid_fields(exc: ValidationError) -> InvalidInput:
@@ -314,7 +316,8 @@ async def upload_judgments(request: Request, session: SessionDep, principal: Pri
                            collection: CollectionDep) -> Response:
     """The API's POST /collections/{c}/judgments/file, from a form (stored once per form key)."""
     form = await request.form()
-    try:
+
+    async def prepare() -> Submission:
         upload = await read_upload(request, filename=None)
         if not upload.content:
             raise InvalidInput("choose a judgment file (TSV or CSV with a header)",
@@ -332,12 +335,12 @@ async def upload_judgments(request: Request, session: SessionDep, principal: Pri
                             f"{plural(report['gold_labels'], 'gold label')}"
                             f"{could_not_judge(report)}) from {upload.filename or 'the file'}")
 
-        answer = await run_in_threadpool(submit_once, request, session, idempotency,
-                                         body=form_body(form, upload), work=work)
-    except (DomainError, FileFormatError) as exc:
-        return await run_in_threadpool(form_error, request, session, collection, exc,
-                                       "judgments")
-    judgments_arrived(request, collection.id)
+        return form_body(form, upload), work
+
+    answer = await answer_form(request, session, idempotency, prepare, lambda exc: form_error(
+        request, session, collection, exc, "judgments"))
+    if isinstance(answer, RedirectResponse):  # stored, now or by the form's first submit
+        judgments_arrived(request, collection.id)
     return answer
 
 
@@ -349,7 +352,8 @@ async def upload_gold(request: Request, session: SessionDep, principal: Principa
     key)."""
     form = await request.form()
     mode = form.get("mode", "replace")
-    try:
+
+    async def prepare() -> Submission:
         if mode not in ("replace", "merge"):
             raise InvalidInput(f"mode must be replace or merge, not {mode!r}", code="invalid_body")
         upload = await read_upload(request, filename=None)
@@ -368,11 +372,10 @@ async def upload_gold(request: Request, session: SessionDep, principal: Principa
                                    f"{could_not_judge(report)} ({mode}; "
                                    f"{plural(report['new_tasks'], 'new task')}{cleared})")
 
-        return await run_in_threadpool(submit_once, request, session, idempotency,
-                                       body=form_body(form, upload), work=work)
-    except (DomainError, FileFormatError) as exc:
-        return await run_in_threadpool(form_error, request, session, collection, exc, "gold",
-                                       form)
+        return form_body(form, upload), work
+
+    return await answer_form(request, session, idempotency, prepare, lambda exc: form_error(
+        request, session, collection, exc, "gold", form))
 
 
 @router.post("/ui/collections/{c}/aggregations", response_class=HTMLResponse,
@@ -382,7 +385,8 @@ async def start_fit(request: Request, session: SessionDep, runner: RunnerDep,
                     collection: CollectionDep) -> Response:
     """The API's POST /collections/{c}/aggregations, from a form (one fit per form key)."""
     form = await request.form()
-    try:
+
+    async def prepare() -> Submission:
         params_text = str(form.get("params") or "").strip() or "{}"
         try:
             params = json.loads(params_text)
@@ -406,11 +410,10 @@ async def start_fit(request: Request, session: SessionDep, runner: RunnerDep,
             return collection_with(collection,
                                    f"fit #{aggregation.id} ({aggregation.method}) queued")
 
-        return await run_in_threadpool(submit_once, request, session, idempotency,
-                                       body=form_body(form), work=work)
-    except DomainError as exc:
-        return await run_in_threadpool(form_error, request, session, collection, exc, "fit",
-                                       form)
+        return form_body(form), work
+
+    return await answer_form(request, session, idempotency, prepare, lambda exc: form_error(
+        request, session, collection, exc, "fit", form))
 
 
 def scale_values(form: Any, name: str, default: list[int]) -> list[int]:
@@ -436,12 +439,13 @@ def new_collection_address() -> RedirectResponse:
 
 @router.post("/ui/collections", response_class=HTMLResponse,
              dependencies=[require_scope("admin"), CheckedForm])
-def create_collection(request: Request, session: SessionDep, principal: PrincipalDep,
-                      form: FormDep, idempotency: FormIdempotencyDep) -> Response:
+async def create_collection(request: Request, session: SessionDep, principal: PrincipalDep,
+                            form: FormDep, idempotency: FormIdempotencyDep) -> Response:
     """The API's POST /collections, from the home page's form (one collection per form key;
     audited as the API does); then the new collection's page."""
     fields = CollectionCreate.model_fields
-    try:
+
+    async def prepare() -> Submission:
         try:
             spec = CollectionCreate(
                 name=str(form.get("name") or "").strip(),
@@ -464,14 +468,17 @@ def create_collection(request: Request, session: SessionDep, principal: Principa
                                    f"{collection.labels}, relevant from "
                                    f"{collection.relevant_from}{ignored})")
 
-        return submit_once(request, session, idempotency, body=form_body(form), work=work)
-    except DomainError as exc:
+        return form_body(form), work
+
+    def refused(exc: Refusal) -> HTMLResponse:
         session.rollback()
+        error = refusal(exc)
         kept = {k: v for k, v in form.items() if isinstance(v, str)}
         return render(request, "collections.html",
-                      {**_home_context(request, session, principal), "error": exc.body(),
-                       "error_form": "collection", "sent": kept},
-                      status_code=exc.status_code)
+                      {**_home_context(request, session, principal), "error": error.body(),
+                       "error_form": "collection", "sent": kept}, status_code=error.status_code)
+
+    return await answer_form(request, session, idempotency, prepare, refused)
 
 
 @router.post("/ui/collections/{c}/runs", response_class=HTMLResponse,
@@ -482,7 +489,8 @@ async def upload_run(request: Request, session: SessionDep, idempotency: FormIde
     of the same name is replaced, as by the API)."""
     form = await request.form()
     name = str(form.get("name") or "").strip()
-    try:
+
+    async def prepare() -> Submission:
         if not name or len(name) > RUN_NAME_MAX_LENGTH or not re.fullmatch(RUN_NAME_PATTERN,
                                                                            name):
             raise InvalidInput(f"name: letters, digits, '.', '_', '+', '-', starting with a "
@@ -502,33 +510,33 @@ async def upload_run(request: Request, session: SessionDep, idempotency: FormIde
                                    f"run {run.name} stored: {plural(run.n_topics, 'topic')}, "
                                    f"{plural(run.n_lines, 'line')}{missing}")
 
-        return await run_in_threadpool(submit_once, request, session, idempotency,
-                                       body=form_body(form, upload), work=work)
-    except (DomainError, FileFormatError) as exc:
-        return await run_in_threadpool(form_error, request, session, collection, exc, "run",
-                                       form)
+        return form_body(form, upload), work
+
+    return await answer_form(request, session, idempotency, prepare, lambda exc: form_error(
+        request, session, collection, exc, "run", form))
 
 
 @router.post("/ui/aggregations/{a}/cancel", response_class=HTMLResponse,
              dependencies=[require_scope("admin"), CheckedForm])
-def cancel_fit(request: Request, session: SessionDep, runner: RunnerDep, form: FormDep,
-               principal: PrincipalDep, idempotency: FormIdempotencyDep,
-               aggregation: AggregationDep) -> Response:
+async def cancel_fit(request: Request, session: SessionDep, runner: RunnerDep, form: FormDep,
+                     principal: PrincipalDep, idempotency: FormIdempotencyDep,
+                     aggregation: AggregationDep) -> Response:
     """The API's DELETE /aggregations/{a}, from a form (a repeat says "cancelled" again)."""
-    collection = session.get(Collection, aggregation.collection_id)
+    collection = await run_in_threadpool(session.get, Collection, aggregation.collection_id)
     assert collection is not None
     aggregation_id = aggregation.id
 
-    def work() -> str:
-        cancelled = aggregations_service.cancel_aggregation(session, runner=runner,
-                                                            aggregation=aggregation)
-        fit_cancelled(session, principal, cancelled)
-        return collection_with(collection, f"fit #{aggregation_id} cancelled")
+    async def prepare() -> Submission:
+        def work() -> str:
+            cancelled = aggregations_service.cancel_aggregation(session, runner=runner,
+                                                                aggregation=aggregation)
+            fit_cancelled(session, principal, cancelled)
+            return collection_with(collection, f"fit #{aggregation_id} cancelled")
 
-    try:
-        return submit_once(request, session, idempotency, body=form_body(form), work=work)
-    except DomainError as exc:
-        return done(request, collection, f"fit #{aggregation_id}: {exc.detail}", "error")
+        return form_body(form), work
+
+    return await answer_form(request, session, idempotency, prepare, lambda exc: done(
+        request, collection, f"fit #{aggregation_id}: {refusal(exc).detail}", "error"))
 
 
 # --- aggregations ------------------------------------------------------------------------------

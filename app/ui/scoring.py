@@ -12,13 +12,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import ValidationError
-from starlette.concurrency import run_in_threadpool
 
 from app.api.deps import RunnerDep, SessionDep
 from app.auth.deps import require_scope
 from app.collections.deps import CollectionDep
 from app.collections.tables import Collection
-from app.core.errors import DomainError
 from app.evaluations import service as evaluations_service
 from app.evaluations.router import EvaluationDep
 from app.evaluations.router import public as evaluation_public
@@ -27,7 +25,14 @@ from app.sampling import service as sampling_service
 from app.sampling.router import InputsDep, SamplingDep, get_next_inputs
 from app.sampling.schemas import RoundRequest, SamplingCreate, StoppingTarget, StopRule
 from app.ui import charts
-from app.ui.forms import FormIdempotencyDep, form_body, submit_once
+from app.ui.forms import (
+    FormIdempotencyDep,
+    Refusal,
+    Submission,
+    answer_form,
+    form_body,
+    refusal,
+)
 from app.ui.messages import message_location, plural
 from app.ui.router import (
     CheckedForm,
@@ -59,7 +64,8 @@ async def start_evaluation(request: Request, session: SessionDep, runner: Runner
     """The API's POST /collections/{c}/evaluations, from a form (one job per form key). Gold
     qrels are fixed, so the form's number of draws is ignored for them (0: none drawn)."""
     form = await request.form()
-    try:
+
+    async def prepare() -> Submission:
         raw = str(form.get("source") or "").strip()
         source: Any = int(raw) if raw.isascii() and raw.isdigit() else raw
         samples = 0 if source == "gold" else whole_number(form, "samples", 1000)
@@ -81,11 +87,10 @@ async def start_evaluation(request: Request, session: SessionDep, runner: Runner
                             f"{plural(len(evaluation.runs), 'run')} on "
                             f"{evaluations_service.source_label(evaluation.source)} queued")
 
-        return await run_in_threadpool(submit_once, request, session, idempotency,
-                                       body=form_body(form), work=work)
-    except DomainError as exc:
-        return await run_in_threadpool(form_error, request, session, collection, exc,
-                                       "evaluation", form)
+        return form_body(form), work
+
+    return await answer_form(request, session, idempotency, prepare, lambda exc: form_error(
+        request, session, collection, exc, "evaluation", form))
 
 
 # What the measures that are neither a share of relevant documents nor a score count.
@@ -254,7 +259,8 @@ async def start_sampling(request: Request, session: SessionDep, idempotency: For
                          collection: CollectionDep) -> Response:
     """The API's POST /collections/{c}/samplings, from a form (one sampling per form key)."""
     form = await request.form()
-    try:
+
+    async def prepare() -> Submission:
         try:
             spec = SamplingCreate(
                 runs=_words(form.get("runs")) or None,
@@ -272,11 +278,10 @@ async def start_sampling(request: Request, session: SessionDep, idempotency: For
                             f"{plural(sampling.pool_size, 'pair')} created: draw its first "
                             f"round on its page")
 
-        return await run_in_threadpool(submit_once, request, session, idempotency,
-                                       body=form_body(form), work=work)
-    except DomainError as exc:
-        return await run_in_threadpool(form_error, request, session, collection, exc,
-                                       "sampling", form)
+        return form_body(form), work
+
+    return await answer_form(request, session, idempotency, prepare, lambda exc: form_error(
+        request, session, collection, exc, "sampling", form))
 
 
 def _sampling_context(session: Any, sampling: Any, measure: str | None,
@@ -360,7 +365,9 @@ async def draw_round(request: Request, session: SessionDep, idempotency: FormIde
                             "target_recall": str(form.get("target_recall") or "").strip(),
                             "force": form.get("force") in ("on", "true", "1")}
     target_recall = TARGET_RECALL  # the stopping check's, until the form's holds
-    try:
+
+    async def prepare() -> Submission:
+        nonlocal target_recall
         try:
             params = RoundRequest(force=draw["force"],
                                   stop=draw["stop"] or None,
@@ -385,11 +392,14 @@ async def draw_round(request: Request, session: SessionDep, idempotency: FormIde
                      if params.stop else {})
             return message_location(f"/ui/samplings/{sampling_id}", message, query=query)
 
-        return await run_in_threadpool(submit_once, request, session, idempotency,
-                                       body=form_body(form), work=work)
-    except DomainError as exc:
+        return form_body(form), work
+
+    def refused(exc: Refusal) -> HTMLResponse:
         session.rollback()
-        context = await run_in_threadpool(_sampling_context, session, sampling, None,
-                                          target_recall, get_next_inputs(request))
-        return render(request, "sampling.html", {**context, "draw": draw, "error": exc.body()},
-                      status_code=exc.status_code)
+        error = refusal(exc)
+        context = _sampling_context(session, sampling, None, target_recall,
+                                    get_next_inputs(request))
+        return render(request, "sampling.html", {**context, "draw": draw, "error": error.body()},
+                      status_code=error.status_code)
+
+    return await answer_form(request, session, idempotency, prepare, refused)

@@ -68,6 +68,12 @@ SCOPES = {
     ("POST", "/ui/collections/{c}/evaluations"): "admin",
     ("POST", "/ui/collections/{c}/samplings"): "admin",
     ("POST", "/ui/samplings/{s}/rounds"): "admin",
+    # the access-control pages: those of GET /keys (and an unlimited key) and GET /audit
+    ("GET", "/ui/keys"): "admin",
+    ("POST", "/ui/keys"): "admin",
+    ("GET", "/ui/keys/revoke"): "admin",
+    ("POST", "/ui/keys/revoke"): "admin",
+    ("GET", "/ui/audit"): "admin",
 }
 RANK = {"none": -1, "read": 0, "ingest": 1, "admin": 2}
 

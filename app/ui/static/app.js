@@ -201,12 +201,16 @@
     tick();
   }
 
-  // A choice that needs confirming (the gold form's "replace": data-confirm on its option) asks
-  // before the form goes; declined, nothing is sent and the form stays usable (registered before
-  // submitOnce, whose listener it stops).
+  // A choice that needs confirming (the gold form's "replace": data-confirm on its option) or a
+  // form that does (a key's revoke button: data-confirm on the form) asks before the form goes;
+  // declined, nothing is sent and the form stays usable (registered before submitOnce, whose
+  // listener it stops).
   function confirmChoices() {
     Array.prototype.forEach.call(document.querySelectorAll("form"), function (form) {
       form.addEventListener("submit", function (event) {
+        if (form.dataset.confirm && !window.confirm(form.dataset.confirm)) {
+          event.preventDefault(); event.stopImmediatePropagation(); return;
+        }
         var chosen = Array.prototype.filter.call(form.querySelectorAll("select"), function (s) {
           var option = s.options[s.selectedIndex];
           return option && option.dataset.confirm;
