@@ -27,6 +27,8 @@ from app.jobs.progress import Progress
 from models.evaluation.scoring import format_trec, format_tsv
 
 collection_router = APIRouter(prefix="/collections/{c}", tags=["evaluations"])
+Limit = Annotated[int, Query(ge=1, le=10_000)]  # the listings' page, as for aggregations
+Offset = Annotated[int, Query(ge=0, le=MAX_INT)]
 router = APIRouter(prefix="/evaluations", tags=["evaluations"])
 
 
@@ -70,9 +72,13 @@ def create_evaluation(session: SessionDep, runner: RunnerDep, idempotency: Idemp
 
 @collection_router.get("/evaluations", response_model=EvaluationsPublic,
                        dependencies=[require_scope("read")])
-def list_evaluations(session: SessionDep, collection: CollectionDep) -> EvaluationsPublic:
-    rows = service.list_evaluations(session, collection=collection)
-    return EvaluationsPublic(data=[public(e) for e in rows], count=len(rows))
+def list_evaluations(session: SessionDep, collection: CollectionDep, limit: Limit = 100,
+                     offset: Offset = 0) -> EvaluationsPublic:
+    """Oldest first, a page of ``limit`` from ``offset``; ``count``: all of them (as the
+    collection's aggregations are listed)."""
+    rows = service.list_evaluations(session, collection=collection, limit=limit, offset=offset)
+    return EvaluationsPublic(data=[public(e) for e in rows],
+                             count=service.count_evaluations(session, collection=collection))
 
 
 @collection_router.get("/qrels/{mode}", response_model=None,

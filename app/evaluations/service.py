@@ -38,6 +38,13 @@ def source_refs(source: Any) -> tuple[str | None, list[Any]]:
                                code="invalid_source", valid=["union", "intersection"])
         if not isinstance(refs, list) or len(refs) < 2:
             raise InvalidInput(f"{mode} needs two or more sources", code="invalid_source")
+        # The combination treats its sources as independent: a fit given twice would count
+        # its P(relevant) twice (union 1 - (1 - p)^2: 0.6 -> 0.84), not once.
+        repeated = sorted({str(r) for r in refs if refs.count(r) > 1})
+        if repeated:
+            raise InvalidInput(f"{mode} of the same source more than once "
+                               f"({', '.join(repeated)}): give each source once",
+                               code="invalid_source")
         return mode, list(refs)
     return None, [source]
 
@@ -183,9 +190,17 @@ def evaluation_not_found(evaluation_id: int) -> NotFound:
     return NotFound(f"no evaluation {evaluation_id}", code="evaluation_not_found")
 
 
-def list_evaluations(session: Session, *, collection: Collection) -> list[Evaluation]:
+def list_evaluations(session: Session, *, collection: Collection, limit: int | None = None,
+                     offset: int = 0) -> list[Evaluation]:
+    """Oldest first; ``limit`` / ``offset``: a page of them (``count_evaluations``: all)."""
     return list(session.scalars(select(Evaluation).where(
-        Evaluation.collection_id == collection.id).order_by(Evaluation.id)))
+        Evaluation.collection_id == collection.id).order_by(Evaluation.id)
+        .limit(limit).offset(offset)))
+
+
+def count_evaluations(session: Session, *, collection: Collection) -> int:
+    return session.scalar(select(func.count()).select_from(Evaluation).where(
+        Evaluation.collection_id == collection.id)) or 0
 
 
 def evaluation_result(evaluation: Evaluation) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from app.api.deps import SessionDep, id_path
 from app.auth.deps import PrincipalDep, require_scope
 from app.auth.idempotency import IdempotencyDep
 from app.collections.deps import CollectionDep
-from app.core.integers import MAX_SEED
+from app.core.integers import MAX_INT, MAX_SEED
 from app.sampling import service
 from app.sampling.inputs import NextInputs
 from app.sampling.rejudging import next_tasks, next_tasks_tsv
@@ -108,9 +108,14 @@ def create_sampling(session: SessionDep, idempotency: IdempotencyDep, collection
 
 @collection_router.get("/samplings", response_model=SamplingsPublic,
                        dependencies=[require_scope("read")])
-def list_samplings(session: SessionDep, collection: CollectionDep) -> SamplingsPublic:
-    rows = service.list_samplings(session, collection=collection)
-    return SamplingsPublic.model_validate({"data": rows, "count": len(rows)})
+def list_samplings(session: SessionDep, collection: CollectionDep,
+                   limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
+                   offset: Annotated[int, Query(ge=0, le=MAX_INT)] = 0) -> SamplingsPublic:
+    """Oldest first, a page of ``limit`` from ``offset``; ``count``: all of them (as the
+    collection's aggregations are listed)."""
+    rows = service.list_samplings(session, collection=collection, limit=limit, offset=offset)
+    return SamplingsPublic.model_validate(
+        {"data": rows, "count": service.count_samplings(session, collection=collection)})
 
 
 @router.get("/{s}", response_model=SamplingPublic, dependencies=[require_scope("read")])

@@ -46,6 +46,7 @@ from models.sampling.stopping import (
     STOP_RULES,
     TARGET_RECALL,
     check_topic,
+    estimable,
     found_relevant,
     stopping_check,
 )
@@ -88,14 +89,20 @@ def _build_pools(session: Session, *, collection: Collection, names: Sequence[st
 
 
 def _pools(session: Session, *, collection: Collection, runs: list[str] | None,
-           depth: int | None, inputs: NextInputs | None = None
+           depth: int | None, inputs: NextInputs | None = None, sampled: bool = False
            ) -> tuple[list[str], dict[str, TopicPool], tuple[Any, ...]]:
-    """(run names, pools, key): the key names the stored runs the pools are built from."""
+    """(run names, pools, key): the key names the stored runs the pools are built from.
+    ``sampled``: the runs of an existing sampling, one of them deleted since is 409
+    ``runs_changed`` (the sampling is there; its pool is not), not a 404."""
     versions = _run_versions(session, collection=collection)
-    if not versions:
-        raise InvalidInput(f"collection {collection.name!r} has no runs", code="no_runs")
     names = sorted(versions) if runs is None else runs
     unknown = [r for r in names if r not in versions]
+    if sampled and unknown:
+        raise Conflict(f"the sampling's runs changed since it was created: "
+                       f"{', '.join(map(repr, unknown))} deleted", code="runs_changed",
+                       runs=unknown)
+    if not versions:
+        raise InvalidInput(f"collection {collection.name!r} has no runs", code="no_runs")
     if unknown:
         raise NotFound(f"no run {', '.join(map(repr, unknown))} in collection "
                        f"{collection.name!r}", code="run_not_found", runs=unknown)
@@ -202,16 +209,25 @@ def _state(session: Session, sampling: Sampling, inputs: NextInputs | None = Non
         collection = session.get(Collection, sampling.collection_id)
         assert collection is not None
         runs, pools, _ = _pools(session, collection=collection, runs=sampling.runs,
-                                depth=sampling.depth, inputs=inputs)
+                                depth=sampling.depth, inputs=inputs, sampled=True)
     else:
         runs, pools = pooled
     if sum(p.n_docs for p in pools.values()) != sampling.pool_size:
-        raise Conflict("the sampling's runs changed since it was created (the pool differs)",
-                       code="runs_changed")
+        raise _runs_changed()
     states = {t: TopicState() for t in pools}
     rounds = _rounds(session, sampling)
+    digests: dict[str, str] = {}
     for r in rounds:
         for topic, design in r.design.items():
+            # A run replaced by one of another pool of the same size: the stored selection
+            # probabilities would be read against other documents.
+            if topic not in pools or len(design["p"]) != pools[topic].n_docs:
+                raise _runs_changed()
+            if "pool" in design:  # rounds drawn before the digest was stored have none
+                if topic not in digests:
+                    digests[topic] = pool_digest(pools[topic])
+                if design["pool"] != digests[topic]:
+                    raise _runs_changed()
             states[topic].p_rounds.append(np.array(design["p"], dtype=np.float64))
             states[topic].draws.append(int(design["draws"]))
     pairs = _pairs(session, sampling, inputs)
@@ -221,13 +237,32 @@ def _state(session: Session, sampling: Sampling, inputs: NextInputs | None = Non
     for pair in pairs:
         by_topic[pair.topic].append(pair)
     for topic, topic_pairs in by_topic.items():
+        if topic not in states:
+            raise _runs_changed()
         state = states[topic]
-        docs = np.searchsorted(pools[topic].docs, [p.doc for p in topic_pairs]).tolist()
+        pool_docs = pools[topic].docs
+        sampled = np.array([p.doc for p in topic_pairs], dtype=object)
+        at = np.searchsorted(pool_docs, sampled)
+        if not pool_docs.shape[0] or np.any(
+                pool_docs[np.minimum(at, pool_docs.shape[0] - 1)] != sampled):
+            raise _runs_changed()  # a sampled document no run of the sampling holds now
+        docs = at.tolist()
         state.docs.extend(docs)
         state.sources.extend(run_index.get(p.source_run or "", -1) for p in topic_pairs)
         state.certain.update(d for d, p in zip(docs, topic_pairs, strict=True)
                              if p.round_id in beforehand)
     return runs, pools, states, rounds, pairs
+
+
+def _runs_changed() -> Conflict:
+    return Conflict("the sampling's runs changed since it was created (the pool differs)",
+                    code="runs_changed")
+
+
+def pool_digest(pool: TopicPool) -> str:
+    """A digest of a topic's pooled documents (sorted ids), stored with each round's selection
+    probabilities: they are read against the same documents or not at all."""
+    return hashlib.blake2b("\0".join(pool.docs.tolist()).encode(), digest_size=16).hexdigest()
 
 
 def _task_names(session: Session, *, collection: Collection, watermark: int,
@@ -342,8 +377,11 @@ def draw_round(session: Session, *, sampling: Sampling, force: bool = False,
     runs, pools, states, rounds, pairs = _state(session, sampling, inputs)
     labels = crowd_labels(session, collection=collection, method=sampling.method, inputs=inputs)
     if rounds and not force:
+        # Judged as GET /rounds counts it: a "could not judge" value (the collection's ignore)
+        # is the crowd's answer too, and a round answered only with it is not unjudged.
+        judged = judged_pairs(session, collection=collection, inputs=inputs)
         last = [p for p in pairs if p.round_id == rounds[-1].id]
-        missing = sum(1 for p in last if (p.topic, p.doc) not in labels)
+        missing = sum(1 for p in last if (p.topic, p.doc) not in judged)
         if missing == len(last) and last:
             raise Conflict(f"round {rounds[-1].number} has no judgments yet: {missing} of its "
                            f"{len(last)} pairs are missing (force to draw anyway)",
@@ -367,7 +405,8 @@ def draw_round(session: Session, *, sampling: Sampling, force: bool = False,
     design = {}
     if sampling.strategy in SAMPLING:
         design = {t: {"p": [float(x) for x in states[t].p_rounds[-1]],
-                      "draws": states[t].draws[-1]} for t in picks}
+                      "draws": states[t].draws[-1], "pool": pool_digest(pools[t])}
+                  for t in picks}
         # Topics without picks this round take part with zero draws (no change to π).
     drawn = sum(len(v) for v in picks.values())
     row = SamplingRound(sampling_id=sampling.id, number=rounds[-1].number + 1 if rounds else 1,
@@ -536,10 +575,17 @@ def _row(run: str | None, topic: str, measure: str, value: float, variance: floa
             "high": None if half is None or v is None else min(v + half, max(top, v))}
 
 
-def list_samplings(session: Session, *, collection: Collection) -> list[dict[str, Any]]:
+def list_samplings(session: Session, *, collection: Collection, limit: int | None = None,
+                   offset: int = 0) -> list[dict[str, Any]]:
+    """Oldest first; ``limit`` / ``offset``: a page of them (``count_samplings``: all)."""
     rows = session.scalars(select(Sampling).where(Sampling.collection_id == collection.id)
-                           .order_by(Sampling.id))
+                           .order_by(Sampling.id).limit(limit).offset(offset))
     return [sampling_public(session, s) for s in rows]
+
+
+def count_samplings(session: Session, *, collection: Collection) -> int:
+    return session.scalar(select(func.count()).select_from(Sampling).where(
+        Sampling.collection_id == collection.id)) or 0
 
 
 def estimates(session: Session, *, sampling: Sampling, target_recall: float = TARGET_RECALL,
@@ -553,7 +599,7 @@ def estimates(session: Session, *, sampling: Sampling, target_recall: float = TA
     assert collection is not None
     inputs = inputs or _scratch()
     runs, pools, pools_key = _pools(session, collection=collection, runs=sampling.runs,
-                                    depth=sampling.depth, inputs=inputs)
+                                    depth=sampling.depth, inputs=inputs, sampled=True)
     key = ("estimates", sampling.id, sampling.created_at, pools_key,
            _version(session, sampling), current_watermark(session, collection_id=collection.id),
            tuple(collection.ignore or ()), collection.relevant_from)
@@ -566,11 +612,12 @@ def estimates(session: Session, *, sampling: Sampling, target_recall: float = TA
 def _estimates(session: Session, *, sampling: Sampling, collection: Collection,
                pooled: tuple[list[str], dict[str, TopicPool]], pools_key: tuple[Any, ...],
                inputs: NextInputs
-               ) -> tuple[dict[str, Any], list[tuple[str, float, float, float]]]:
+               ) -> tuple[dict[str, Any], list[tuple[str, float, float, float, bool]]]:
     """The estimates without the stopping checks, and per topic what they need: (topic, r,
-    R̂, var R̂). A topic's estimates are a function of its pool, the rounds that drew from it,
-    its sampled docs and their labels: those whose inputs did not change since the sampling's
-    last estimates are taken from them (a few new judgments touch a few topics)."""
+    R̂, var R̂, whether R̂ covers the whole pool: ``estimable``). A topic's estimates are a
+    function of its pool, the rounds that drew from it, its sampled docs and their labels:
+    those whose inputs did not change since the sampling's last estimates are taken from them
+    (a few new judgments touch a few topics)."""
     runs, pools, states, rounds, pairs = _state(session, sampling, inputs, pooled)
     labels = crowd_labels(session, collection=collection, method=sampling.method,
                           inputs=inputs)
@@ -598,7 +645,8 @@ def _estimates(session: Session, *, sampling: Sampling, collection: Collection,
             found = found_relevant(state, known[topic])
         now[topic] = (inputs_of, (est, found))
         topic_rel.append((est.n_relevant.value, est.n_relevant.variance))
-        topics.append((topic, found, est.n_relevant.value, est.n_relevant.variance))
+        topics.append((topic, found, est.n_relevant.value, est.n_relevant.variance,
+                       estimable(sampling.strategy, pool, state)))
         for k, run in enumerate(runs):
             if pool.depth[k] == 0:
                 continue
@@ -628,19 +676,20 @@ def _estimates(session: Session, *, sampling: Sampling, collection: Collection,
             "results": overall + per_topic, "count": len(overall) + len(per_topic)}, topics
 
 
-def _stopping(topics: list[tuple[str, float, float, float]], target_recall: float
+def _stopping(topics: list[tuple[str, float, float, float, bool]], target_recall: float
               ) -> dict[str, Any]:
-    """Per topic and over all topics, whether to stop judging at ``target_recall``."""
+    """Per topic and over all topics, whether to stop judging at ``target_recall`` (a topic
+    not ``estimable`` yet, and so the sum over topics, never stops)."""
     stopping = [{"topic": topic, **asdict(stopping_check(found, value, variance,
-                                                         target_recall))}
-                for topic, found, value, variance in topics]
+                                                         target_recall, estimable=ok))}
+                for topic, found, value, variance, ok in topics]
     # over the topics: r and R̂ add up, and so do the variances (the topics are independent
     # strata); a variance the design cannot estimate leaves the sum without one
     variances = [s["sd"] ** 2 if s["sd"] is not None else None for s in stopping]
     total = (asdict(stopping_check(
         sum(s["found"] for s in stopping), sum(s["estimate"] for s in stopping),
         None if None in variances else sum(v for v in variances if v is not None),
-        target_recall)) if stopping else None)
+        target_recall, estimable=all(ok for *_, ok in topics))) if stopping else None)
     return {"target_recall": target_recall, "overall": total,
             "topics_stopping": {
                 "optimistic": sum(s["optimistic"] for s in stopping),

@@ -48,6 +48,10 @@ DEFAULT_MEASURES = ("P@10", "AP", "nDCG@10", "R@100", "Rprec", "Bpref", "RR", "P
                     "nP@95", "LastRel", "unjudged@10")
 
 _NAME = re.compile(r"^([A-Za-z]+)(?:@(\d+)%?)?$")
+# The largest cut-off, N or recall % a name may give: the compiled kernel reads parameters as
+# 64-bit integers, so a larger one failed the job (OverflowError) or, beyond Python's 4,300
+# digits, the request; no ranking is longer than this.
+MAX_PARAM = 2**31 - 1
 
 
 class UnknownMeasure(ValueError):
@@ -92,8 +96,13 @@ def parse_measure(name: str) -> Measure:
         raise UnknownMeasure(name)
     if kind is not None and param_text is None and not optional:
         raise UnknownMeasure(name)
+    if param_text is not None:
+        param_text = param_text.lstrip("0") or "0"  # P@010 is P@10
+        if len(param_text) > len(str(MAX_PARAM)):
+            raise UnknownMeasure(name)  # before int(): a 5,000-digit number does not parse
     param = int(param_text) if param_text is not None else 0
-    if param_text is not None and (param < 1 or (kind == "percent" and param > 100)):
+    if param_text is not None and (param < 1 or param > MAX_PARAM
+                                   or (kind == "percent" and param > 100)):
         raise UnknownMeasure(name)
     canonical = family_name if param_text is None else f"{family_name}@{param}"
     return Measure(canonical, family_name, param, higher, needs_qrels)

@@ -282,10 +282,13 @@ def format_tsv(results: Sequence[Mapping[str, Any]]) -> str:
 
 def format_trec(results: Sequence[Mapping[str, Any]]) -> str:
     """``measure<TAB>topic<TAB>value`` lines as trec_eval -q prints them, with the run first:
-    ``run measure topic value`` (per topic, then ``all``), value on the most probable qrels."""
+    ``run measure topic value`` (per topic, then ``all``), value on the most probable qrels.
+    A run without a score (it answered no judged topic: its mean is null) has no line: one
+    without its value would split into three fields where every reader expects four."""
     lines = []
     ordered = sorted(results, key=lambda r: (r["run"], r["measure"], r["topic"] == "all"))
     for r in ordered:
-        value = "" if r["value"] is None else f"{r['value']:.4f}"
-        lines.append(f"{r['run']}\t{r['measure']}\t{r['topic']}\t{value}")
-    return "\n".join(lines) + "\n"
+        if r["value"] is None:
+            continue
+        lines.append(f"{r['run']}\t{r['measure']}\t{r['topic']}\t{r['value']:.4f}\n")
+    return "".join(lines)

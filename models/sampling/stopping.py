@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from models.sampling.design import TopicPool
-from models.sampling.sampler import TopicState, estimate
+from models.sampling.sampler import SAMPLING, TopicState, estimate
 
 TARGET_RECALL = 0.9  # the default target: the middle of the thesis' 0.8, 0.9, 1.0 (chapter 3)
 STOP_RULES = ("optimistic", "conservative")
@@ -43,9 +43,10 @@ class StoppingCheck:
 
 
 def stopping_check(found: float, estimate: float, variance: float | None,
-                   target_recall: float) -> StoppingCheck:
+                   target_recall: float, *, estimable: bool = True) -> StoppingCheck:
     """The two rules for one topic (or for a sum over topics: R̂ and var(R̂) add up over
-    independent strata)."""
+    independent strata). ``estimable`` False (``estimable``): R̂ counts only part of the pool,
+    so there is no estimated recall and neither rule stops."""
     if not 0.0 < target_recall <= 1.0:
         raise ValueError(f"target_recall must be in (0, 1], not {target_recall}")
     if found < 0 or not math.isfinite(estimate):
@@ -58,11 +59,24 @@ def stopping_check(found: float, estimate: float, variance: float | None,
     need = found / target_recall + 1e-9
     return StoppingCheck(
         found=float(found), estimate=estimate, sd=sd, target_recall=target_recall,
-        estimated_recall=found / estimate if estimate > 0 else None,
+        estimated_recall=found / estimate if estimate > 0 and estimable else None,
         residual=estimate - found,
-        optimistic=found > 0 and need >= estimate,
-        conservative=found > 0 and sd is not None and need >= estimate + sd,
+        optimistic=estimable and found > 0 and need >= estimate,
+        conservative=estimable and found > 0 and sd is not None and need >= estimate + sd,
     )
+
+
+def estimable(strategy: str, pool: TopicPool, state: TopicState) -> bool:
+    """Whether R̂ estimates the relevant documents of the topic's whole pool: the pool is all
+    in the sample, or (sampling strategies) a round has drawn from the topic. Before its first
+    draw a topic's sample is only the pairs judged before the sampling (round 0, π = 1): R̂ is
+    then the relevant documents among them, r / R̂ = 1 whatever the rest of the pool holds, and
+    the rules stopped every topic with a relevant document judged beforehand (a first round
+    with ``stop`` was refused as ``target_reached``). Pooling strategies (depth, mtf) estimate
+    nothing: their R̂ is the trec_eval count of what they judged."""
+    if strategy not in SAMPLING or len(set(state.docs)) >= pool.n_docs:
+        return True
+    return sum(state.draws) > 0
 
 
 def found_relevant(state: TopicState, known: Mapping[int, float]) -> float:
@@ -72,8 +86,9 @@ def found_relevant(state: TopicState, known: Mapping[int, float]) -> float:
 
 def check_topic(strategy: str, pool: TopicPool, state: TopicState, known: Mapping[int, float],
                 target_recall: float) -> StoppingCheck | None:
-    """The rules for one topic of a sampling (None before anything is sampled)."""
-    if not state.docs:
+    """The rules for one topic of a sampling (None before anything is sampled, or before the
+    topic's first draw: ``estimable``)."""
+    if not state.docs or not estimable(strategy, pool, state):
         return None
     rel = estimate(strategy, pool, state, known, cutoffs=()).n_relevant
     return stopping_check(found_relevant(state, known), rel.value, rel.variance, target_recall)

@@ -815,3 +815,108 @@ def test_next_tsv_lists_annotators_whose_ids_hold_commas() -> None:
     assert row[7] == "w2%2Cw,1,50%25,mturk/A1"
     assert [unquote(part) for part in row[7].split(",")] == ids
     assert row[8] == "w2,w"
+
+
+def test_a_round_answered_only_with_could_not_judge_is_judged(client) -> None:
+    """A round whose pairs the crowd answered only with "could not judge" (-2) is judged (GET
+    /rounds says so); the next round was refused as round_not_judged, "no judgments yet",
+    every pair "missing"."""
+    setup_collection(client, name="cnj", ignore=(-2,))
+    sid = client.post(f"{API}/collections/cnj/samplings",
+                      json={"budget_per_round": 3, "strategy": "uniform", "seed": 1}).json()["id"]
+    drawn = client.post(f"{API}/samplings/{sid}/rounds").json()["pairs"]
+    judge(client, drawn, name="cnj", label=-2)
+    latest = client.get(f"{API}/samplings/{sid}/rounds", params={"round": -1}).json()["data"][0]
+    assert (latest["judged"], latest["labelled"]) == (3, 0)
+    second = client.post(f"{API}/samplings/{sid}/rounds")
+    assert second.status_code == 201, second.text
+    assert second.json()["number"] == 2 and not second.json()["forced"]
+    blocked = client.post(f"{API}/samplings/{sid}/rounds")  # this one has no answer at all
+    assert blocked.status_code == 409 and blocked.json()["missing"] == 3
+
+
+@pytest.mark.parametrize("strategy", ["active", "uniform", "depth"])
+def test_a_run_replaced_by_another_pool_of_the_same_size(client, strategy) -> None:
+    """The pool had to change size for runs_changed: a run replaced by one whose pool has as
+    many documents (here d8-d11 replaced by x0-x3) went on silently, the stored rounds' pairs
+    and selection probabilities read against other documents (a round drew x-documents with
+    inclusion probabilities of the d-documents' history)."""
+    setup_collection(client)
+    sid = client.post(f"{API}/collections/pool/samplings",
+                      json={"budget_per_round": 6, "strategy": strategy, "seed": 1}).json()["id"]
+    first = client.post(f"{API}/samplings/{sid}/rounds")
+    assert first.status_code == 201
+    judge(client, first.json()["pairs"])
+    before = client.get(f"{API}/samplings/{sid}/rounds").json()
+    replaced = ["x0", "x1", "x2", "x3"] + DOCS[:4]
+    response = client.put(f"{API}/collections/pool/runs/poor",
+                          content=run_text("poor", replaced).encode(),
+                          headers={"content-type": "text/plain"})
+    assert response.status_code == 200, response.text
+    for answer in (client.get(f"{API}/samplings/{sid}/estimates"),
+                   client.post(f"{API}/samplings/{sid}/rounds", params={"force": True})):
+        assert answer.status_code == 409, answer.text
+        assert answer.json()["code"] == "runs_changed"
+    assert client.get(f"{API}/samplings/{sid}/rounds").json() == before
+    # the same runs again: the sampling goes on
+    client.put(f"{API}/collections/pool/runs/poor",
+               content=run_text("poor", RUNS["poor"]).encode(),
+               headers={"content-type": "text/plain"})
+    assert client.get(f"{API}/samplings/{sid}/estimates").status_code == 200
+    assert client.post(f"{API}/samplings/{sid}/rounds").status_code == 201
+
+
+def test_the_samplings_are_listed_a_page_at_a_time(client) -> None:
+    setup_collection(client)
+    url = f"{API}/collections/pool/samplings"
+    ids = [client.post(url, json={"budget_per_round": 2, "seed": seed}).json()["id"]
+           for seed in range(3)]
+    page = client.get(url, params={"limit": 2}).json()
+    assert page["count"] == 3 and [s["id"] for s in page["data"]] == ids[:2]
+    page = client.get(url, params={"limit": 2, "offset": 2}).json()
+    assert page["count"] == 3 and [s["id"] for s in page["data"]] == ids[2:]
+    assert [s["id"] for s in client.get(url).json()["data"]] == ids
+    response = client.get(url, params={"limit": 0})
+    assert response.status_code == 422 and response.json()["code"] == "invalid_body"
+
+
+def test_a_first_round_with_a_stopping_rule_draws(client) -> None:
+    """Pairs judged before the sampling (round 0, π = 1) are no estimate of the rest of the
+    pool: with relevant ones among them, every topic read r / R̂ = 1 before any draw, both
+    rules said stop, and a first round with ``stop`` was refused as target_reached."""
+    setup_collection(client)
+    judge(client, [{"topic": t, "doc": d} for t in TOPICS for d in ("d0", "d1", "d2")])
+    sid = client.post(f"{API}/collections/pool/samplings",
+                      json={"budget_per_round": 4, "strategy": "active", "seed": 1}).json()["id"]
+    stopping = client.get(f"{API}/samplings/{sid}/estimates").json()["stopping"]
+    assert stopping["topics_stopping"] == {"optimistic": 0, "conservative": 0}
+    for check in stopping["topics"] + [stopping["overall"]]:
+        assert check["found"] > 0 and check["estimated_recall"] is None
+        assert not check["optimistic"] and not check["conservative"]
+    first = client.post(f"{API}/samplings/{sid}/rounds",
+                        params={"stop": "conservative", "target_recall": 0.9})
+    assert first.status_code == 201, first.text
+    assert first.json()["stopped"] == [] and first.json()["drawn"] == 4
+    # once a topic has been drawn from, its estimate covers the pool and the rules apply
+    judge(client, first.json()["pairs"])
+    after = client.get(f"{API}/samplings/{sid}/estimates").json()["stopping"]["topics"]
+    drawn_topics = {p["topic"] for p in first.json()["pairs"]}
+    assert all(c["estimated_recall"] is not None for c in after if c["topic"] in drawn_topics)
+
+
+def test_a_deleted_run_is_a_change_of_the_sampling_runs(client) -> None:
+    """A run of the sampling deleted since: its estimates and rounds answered 404
+    run_not_found, as if the sampling were gone; the runs changed (409 runs_changed)."""
+    setup_collection(client)
+    sid = client.post(f"{API}/collections/pool/samplings",
+                      json={"budget_per_round": 4, "strategy": "uniform"}).json()["id"]
+    assert client.post(f"{API}/samplings/{sid}/rounds").status_code == 201
+    assert client.delete(f"{API}/collections/pool/runs/poor").status_code == 204
+    for answer in (client.get(f"{API}/samplings/{sid}/estimates"),
+                   client.post(f"{API}/samplings/{sid}/rounds", params={"force": True})):
+        assert answer.status_code == 409, answer.text
+        assert answer.json()["code"] == "runs_changed" and answer.json()["runs"] == ["poor"]
+    assert client.get(f"{API}/samplings/{sid}").json()["n_rounds"] == 1
+    created = client.post(f"{API}/collections/pool/samplings",
+                          json={"budget_per_round": 4, "runs": ["poor"]})
+    assert created.status_code == 404 and created.json()["code"] == "run_not_found"

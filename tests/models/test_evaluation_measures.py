@@ -115,6 +115,21 @@ def test_measure_names() -> None:
         assert "P@k" in err.value.valid
 
 
+def test_measure_parameters_beyond_64_bits_are_unknown_measures() -> None:
+    # A cut-off the kernel cannot hold was accepted and failed the evaluation job
+    # (OverflowError); one of 5,000 digits failed the request itself (int() refuses it).
+    for bad in ("P@99999999999999999999", "P@2147483648", "PRES@" + "9" * 5000,
+                "nDCG@" + "1" * 5000):
+        with pytest.raises(UnknownMeasure):
+            parse_measure(bad)
+    assert parse_measure("P@" + "0" * 5000 + "10").name == "P@10"
+    assert parse_measure("P@2147483647").param == 2**31 - 1
+    scores = scores_of({("q", "d1"): 1, ("q", "d2"): 0}, ["d1", "d2"],
+                       ["P@2147483647", "PRES@2147483647", "nDCG@2147483647"])
+    assert scores["P@2147483647"] == pytest.approx(1 / (2**31 - 1))
+    assert scores["nDCG@2147483647"] == pytest.approx(1.0)
+
+
 # -- agreement with ir_measures (pytrec_eval, i.e. trec_eval) ---------------------------------
 def random_case(seed: int, *, ties: bool) -> tuple[dict[tuple[str, str], int], str]:
     rng = np.random.default_rng(seed)

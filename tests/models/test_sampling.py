@@ -393,3 +393,32 @@ def test_stopping_rules_on_hand_numbers() -> None:
     for bad in (0.0, 1.2, -0.1):
         with pytest.raises(ValueError):
             stopping_check(1, 2, 1, bad)
+
+
+def test_no_stopping_before_a_topics_first_draw() -> None:
+    """Before a topic's first draw its sample is only the pairs judged before the sampling
+    (π = 1): R̂ counted only them, r / R̂ = 1, and both rules stopped the topic though most
+    of its pool was never looked at."""
+    from models.sampling.stopping import check_topic, estimable, stopping_check
+
+    runs, pool, relevant = synthetic_topic()
+    before = [i for i, d in enumerate(pool.docs.tolist()) if relevant[d]][:2]
+    before += [i for i, d in enumerate(pool.docs.tolist()) if not relevant[d]][:2]
+    known = {i: relevant[pool.docs[i]] for i in before}
+    state = TopicState(docs=list(before), sources=[-1] * 4, certain=set(before))
+    assert pool.n_docs > 4
+    for strategy in ("active", "stratified", "uniform"):
+        assert not estimable(strategy, pool, state)
+        assert check_topic(strategy, pool, state, known, 0.9) is None
+    assert estimable("depth", pool, state)  # pooling: the trec_eval count, as documented
+    # after a round that drew from the topic the rules apply again
+    p = selection_probabilities(pool, run_weights(None, pool.depth > 0))
+    drawn = TopicState(p_rounds=[p], draws=[3], docs=list(before), sources=[-1] * 4,
+                       certain=set(before))
+    assert estimable("active", pool, drawn)
+    assert check_topic("active", pool, drawn, known, 0.9) is not None
+    full = TopicState(docs=list(range(pool.n_docs)), sources=[-1] * pool.n_docs)
+    assert estimable("uniform", pool, full)
+    held = stopping_check(2, 2.0, 0.0, 0.9, estimable=False)
+    assert not held.optimistic and not held.conservative and held.estimated_recall is None
+    assert stopping_check(2, 2.0, 0.0, 0.9).conservative
