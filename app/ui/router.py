@@ -30,6 +30,7 @@ from app.aggregations.router import (
     public,
 )
 from app.aggregations.schemas import AggregationCreate
+from app.aggregations.warm import warm_startable_methods
 from app.api.deps import OptionalId, RunnerDep, SessionDep, id_path, judgments_arrived
 from app.api.uploads import read_upload
 from app.auth.csrf import FIELD, csrf_token, verify_csrf
@@ -399,7 +400,8 @@ async def start_fit(request: Request, session: SessionDep, runner: RunnerDep,
         try:
             spec = AggregationCreate(method=str(form.get("method") or ""), params=params,
                                      graded=form.get("graded") in ("on", "true", "1"),
-                                     seed=whole_number(form, "seed", None))
+                                     seed=whole_number(form, "seed", None),
+                                     warm_start=whole_number(form, "warm_start", None))
         except ValidationError as exc:
             raise invalid_fields(exc) from None
 
@@ -407,8 +409,9 @@ async def start_fit(request: Request, session: SessionDep, runner: RunnerDep,
             aggregation = aggregations_service.create_aggregation(
                 session, runner=runner, collection=collection, spec=spec)
             fit_started(session, principal, collection, aggregation)
+            warm = "" if spec.warm_start is None else f", starting from fit #{spec.warm_start}"
             return collection_with(collection,
-                                   f"fit #{aggregation.id} ({aggregation.method}) queued")
+                                   f"fit #{aggregation.id} ({aggregation.method}) queued{warm}")
 
         return form_body(form), work
 
@@ -554,7 +557,9 @@ def aggregation_page(request: Request, session: SessionDep, principal: Principal
     context: dict[str, Any] = {"aggregation": public(aggregation, statuses.get(aggregation.id)),
                                "collection": collection,
                                "title": f"Fit #{aggregation.id} ({aggregation.method})",
-                               "figures": "{}", "uncertain": []}
+                               "figures": "{}", "uncertain": [],
+                               # the loop of re-judging: refit on the judgments since, warm
+                               "warm_startable": aggregation.method in warm_startable_methods()}
     if aggregation.status == "succeeded":
         # A succeeded fit never changes: its charts and tables are built once per process.
         context.update(cache.memo(page_key(aggregation.id), lambda: results_context(

@@ -8,6 +8,7 @@ corrected form is stored."""
 from __future__ import annotations
 
 import html
+import json
 import re
 import threading
 from urllib.parse import parse_qs, urlsplit
@@ -399,3 +400,57 @@ def test_signed_in_keys_own_their_form_keys(database_url) -> None:
             ("collection_created", "alice"), ("judgments_added", "alice"),
             ("judgments_added", "bob")]
         assert events[0]["counts"]["judgments"] == 1 and events[0]["collection"] == "crowd"
+
+
+def test_a_fit_page_refits_warm_from_itself(client, database_url) -> None:
+    """The re-judging loop on the pages: a succeeded ds fit's page carries a form that refits
+    the collection's judgments now with the same method, parameters, seed and scale, warm from
+    this fit (once per form key); a method that cannot start warm has no such form, and the
+    collection's fit form takes a fit to start from too."""
+    from tests.api.jobs import wait_for
+
+    create_collection(client, name="crowd", labels=[0, 1], relevant_from=1, ignore=[])
+    assert client.post(f"{API}/collections/crowd/judgments/file", content=ROWS,
+                       headers={"content-type": "text/tab-separated-values"}).status_code == 201
+    first = client.post(f"{API}/collections/crowd/aggregations",
+                        json={"method": "ds", "params": {"tol": 1e-6}, "seed": 3}).json()
+    first = wait_for(client, first["id"])
+    assert first["status"] == "succeeded"
+    mv = client.post(f"{API}/collections/crowd/aggregations", json={"method": "mv"}).json()
+    assert wait_for(client, mv["id"])["status"] == "succeeded"
+    assert 'id="refit-form"' not in client.get(f"/ui/aggregations/{mv['id']}").text
+
+    page = client.get(f"/ui/aggregations/{first['id']}").text
+    form = re.search(r'<form [^>]*id="refit-form">(.*?)</form>', page, re.S)
+    assert form, "no refit form on a succeeded ds fit's page"
+    fields = {name: html.unescape(double or single) for name, double, single in re.findall(
+        r'<input type="hidden" name="([^"]+)" value=(?:"([^"]*)"|\'([^\']*)\')>',
+        form.group(1))}
+    assert (fields["method"], fields["seed"], fields["warm_start"]) == ("ds", "3",
+                                                                          str(first["id"]))
+    assert json.loads(fields["params"])["tol"] == 1e-6
+    assert client.post(f"{API}/collections/crowd/judgments/file", content=OTHER,
+                       headers={"content-type": "text/tab-separated-values"}).status_code == 201
+    answers = [client.post("/ui/collections/crowd/aggregations", data=fields,
+                           follow_redirects=False) for _ in range(2)]
+    assert [a.status_code for a in answers] == [303, 303]
+    assert_answered_again(*answers)
+    refit_id = first["id"] + 2
+    assert message(answers[0].headers["location"]) == \
+        f"fit #{refit_id} (ds) queued, starting from fit #{first['id']}"
+    refit = wait_for(client, refit_id)
+    assert refit["status"] == "succeeded"
+    assert (refit["warm_start"], refit["seed"], refit["params"]["tol"]) == (first["id"], 3, 1e-6)
+    assert refit["n_judgments"] == first["n_judgments"] + 1
+    assert count(database_url, Aggregation) == 3
+    assert f'started from <a href="/ui/aggregations/{first["id"]}"' in \
+        client.get(f"/ui/aggregations/{refit_id}").text
+
+    # the collection's fit form: a warm start the API refuses shows its code, kept in the form
+    page = client.get("/ui/collections/crowd").text
+    refused = client.post("/ui/collections/crowd/aggregations", data={
+        **form_fields(page, "/ui/collections/crowd/aggregations"), "method": "ds",
+        "params": "{}", "seed": "1", "warm_start": str(mv["id"])})
+    assert refused.status_code == 422 and "warm_start_method_mismatch" in refused.text
+    assert f'id="fit-warm-start" value="{mv["id"]}"' in refused.text
+    assert count(database_url, Aggregation) == 3
