@@ -9,6 +9,7 @@ from sqlalchemy import select, update
 from app.core.db import get_sessionmaker
 from app.judgments.tables import Batch, Document, Task
 from tests.api.helpers import API, EMPTY_COUNTS, TSV, counts, create_collection
+from tests.api.jobs import wait_for
 
 CSV = {"content-type": "text/csv"}
 PLAIN = {"content-type": "text/plain"}
@@ -453,17 +454,24 @@ def test_a_stored_id_with_whitespace_is_not_written_as_trec_qrels(client) -> Non
     gold = client.put(f"{API}/collections/rf10/gold", content=b"1 0 d1 2\n1 0 d2 0\n",
                       headers=PLAIN)
     assert gold.status_code == 200, gold.text
+    judged = client.post(f"{API}/collections/rf10/judgments/file", headers=TSV,
+                         content=b"topic\tdoc\tannotator\tlabel\n1\td1\tw1\t1\n1\td2\tw1\t0\n")
+    assert judged.status_code == 201, judged.text
+    fit = wait_for(client, client.post(f"{API}/collections/rf10/aggregations",
+                                       json={"method": "mv"}).json()["id"])
+    assert fit["status"] == "succeeded", fit
     with get_sessionmaker(client.app.state.settings.database_url)() as session:
         session.execute(update(Document).where(Document.external_id == "d1")
                         .values(external_id="d 1"))
         session.commit()
     url = f"{API}/collections/rf10/qrels/union"
-    response = client.get(url, params={"sources": "gold,gold"})
+    sources = f"gold,{fit['id']}"
+    response = client.get(url, params={"sources": sources})
     assert response.status_code == 409, response.text
     body = response.json()
     assert body["code"] == "unwritable_id" and body["column"] == "doc", body
     assert "doc 'd 1' holds whitespace (U+0020 at character 2)" in body["detail"], body
-    as_json = client.get(url, params={"sources": "gold,gold", "format": "json"})
+    as_json = client.get(url, params={"sources": sources, "format": "json"})
     assert as_json.status_code == 200, as_json.text
     assert {row["doc"] for row in as_json.json()["data"]} == {"d 1", "d2"}
 
