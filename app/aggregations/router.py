@@ -146,7 +146,9 @@ def fit_started(session: Session, principal: Principal, collection: Collection,
     """The audit event of a fit started (the API and the dashboard's fit form)."""
     audit.record(session, principal=principal, action="fit_started", collection=collection,
                  target_id=aggregation.id, counts={
-                     "method": aggregation.method, "watermark": aggregation.watermark})
+                     "method": aggregation.method, "watermark": aggregation.watermark,
+                     **({} if aggregation.warm_start_id is None
+                        else {"warm_start": aggregation.warm_start_id})})
 
 
 def fit_cancelled(session: Session, principal: Principal, aggregation: Aggregation) -> None:

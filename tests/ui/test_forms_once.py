@@ -443,6 +443,9 @@ def test_a_fit_page_refits_warm_from_itself(client, database_url) -> None:
     assert (refit["warm_start"], refit["seed"], refit["params"]["tol"]) == (first["id"], 3, 1e-6)
     assert refit["n_judgments"] == first["n_judgments"] + 1
     assert count(database_url, Aggregation) == 3
+    events = client.get(f"{API}/audit", params={"action": "fit_started"}).json()["data"]
+    assert [e["counts"].get("warm_start") for e in events if e["target_id"] == refit_id] == \
+        [first["id"]]
     assert f'started from <a href="/ui/aggregations/{first["id"]}"' in \
         client.get(f"/ui/aggregations/{refit_id}").text
 
