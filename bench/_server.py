@@ -46,6 +46,19 @@ def rss_mib(pid: int) -> tuple[float, float]:
 
 
 @contextmanager
+def running_worker(database_url: str, **env: str) -> Iterator[subprocess.Popen[bytes]]:
+    """A Celery worker (``crowdqrels worker``) on ``database_url``, with ``env`` (the broker)."""
+    environ = {**os.environ, "CROWDQRELS_DATABASE_URL": database_url, **env}
+    process = subprocess.Popen([sys.executable, "-m", "app.cli", "worker"], cwd=ROOT,
+                               env=environ, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        yield process
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+
+
+@contextmanager
 def running_api(database_url: str, **env: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     port = free_port()
     environ = {**os.environ, "CROWDQRELS_DATABASE_URL": database_url, **env}

@@ -29,7 +29,9 @@ import time
 
 import httpx
 import numpy as np
-from _server import RF10, ROOT, reset_postgres, running_api
+import contextlib
+
+from _server import RF10, ROOT, reset_postgres, running_api, running_worker
 
 sys.path.insert(0, str(ROOT))
 POSTGRES = os.environ.get("CROWDQRELS_BENCH_POSTGRES_URL",
@@ -78,6 +80,10 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--methods", default="ds,mace")
     parser.add_argument("--batch-share", type=float, default=0.01)
+    parser.add_argument("--jobs", choices=("inline", "celery"), default="inline",
+                        help="inline: each fit in a fresh child interpreter of the API; celery: "
+                             "fits in a Celery worker that stays up (PostgreSQL; a Redis broker, "
+                             "CROWDQRELS_BENCH_BROKER_URL, default redis://127.0.0.1:6379/9)")
     args = parser.parse_args()
 
     with open(RF10) as f:
@@ -93,7 +99,13 @@ def main() -> None:
             reset_postgres(url)
         else:
             url = f"sqlite:///{tmp}/bench.db"
-        with running_api(url, CROWDQRELS_JOBS="inline") as (base, _), \
+        jobs = {"CROWDQRELS_JOBS": args.jobs}
+        if args.jobs == "celery":
+            jobs["CROWDQRELS_BROKER_URL"] = os.environ.get("CROWDQRELS_BENCH_BROKER_URL",
+                                                           "redis://127.0.0.1:6379/9")
+        with running_api(url, **jobs) as (base, _), \
+                (running_worker(url, **jobs) if args.jobs == "celery"
+                 else contextlib.nullcontext()), \
                 httpx.Client(base_url=base, timeout=600) as client:
             client.post("/api/v1/collections", json={
                 "name": "rf10", "labels": [0, 1, 2], "relevant_from": 1, "ignore": [-2],
@@ -102,7 +114,7 @@ def main() -> None:
             methods = args.methods.split(",")
             previous = {m: timed_fit(client, {"method": m, "seed": 0})[1] for m in methods}
             ingest(client, header, last)
-            print(f"RF10 ({args.database}): {len(first):,} judgment rows, one cold fit per "
+            print(f"RF10 ({args.database}, {args.jobs} jobs): {len(first):,} judgment rows, one cold fit per "
                   f"method, then {len(last):,} more ({args.batch_share:.0%}); "
                   f"{args.repeat} refits each, alternating\n")
             print("| method | cold POST→succeeded (s) | warm POST→succeeded (s) | warm / cold "
