@@ -54,9 +54,15 @@ _NAME = re.compile(r"^([A-Za-z]+)(?:@(\d+)%?)?$")
 MAX_PARAM = 2**31 - 1
 
 
+# How much of an unknown name an error repeats: enough to recognise it, not a 5,000-digit cut-off.
+SHOWN_NAME = 60
+
+
 class UnknownMeasure(ValueError):
     def __init__(self, name: str) -> None:
-        super().__init__(f"unknown measure {name!r}; valid: {', '.join(VALID_MEASURES)}")
+        shown = (name if len(name) <= SHOWN_NAME
+                 else f"{name[:SHOWN_NAME]}… ({len(name):,} characters)")
+        super().__init__(f"unknown measure {shown!r}; valid: {', '.join(VALID_MEASURES)}")
         self.name = name
         self.valid = list(VALID_MEASURES)
 

@@ -23,6 +23,8 @@ def test_a_cut_off_beyond_64_bits_is_an_unknown_measure(client) -> None:
                                           "samples": 5})
         assert response.status_code == 422, response.text
         assert response.json()["code"] == "unknown_measure"
+        assert len(response.text) < 2000  # the name shown cut, not echoed whole
+    assert "(5,005 characters)" in response.json()["detail"]
     assert evaluation_count(client) == 0
 
 
