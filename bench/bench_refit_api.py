@@ -20,6 +20,7 @@ bookkeeping and the polling. Prints a markdown table; never part of the test run
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import os
 import statistics
@@ -29,8 +30,6 @@ import time
 
 import httpx
 import numpy as np
-import contextlib
-
 from _server import RF10, ROOT, reset_postgres, running_api, running_worker
 
 sys.path.insert(0, str(ROOT))
@@ -114,8 +113,8 @@ def main() -> None:
             methods = args.methods.split(",")
             previous = {m: timed_fit(client, {"method": m, "seed": 0})[1] for m in methods}
             ingest(client, header, last)
-            print(f"RF10 ({args.database}, {args.jobs} jobs): {len(first):,} judgment rows, one cold fit per "
-                  f"method, then {len(last):,} more ({args.batch_share:.0%}); "
+            print(f"RF10 ({args.database}, {args.jobs} jobs): {len(first):,} judgment rows, "
+                  f"one cold fit per method, then {len(last):,} more ({args.batch_share:.0%}); "
                   f"{args.repeat} refits each, alternating\n")
             print("| method | cold POST→succeeded (s) | warm POST→succeeded (s) | warm / cold "
                   "| cold load / fit / store / rest (s) | warm load / fit / store / rest (s) "

@@ -169,6 +169,56 @@ class AnnotationData:
                           ignore=ignored, relevant_from=relevant_from, scale=scale_arr)
 
     @classmethod
+    def from_codes(
+        cls,
+        task: np.ndarray,
+        annotator: np.ndarray,
+        labels: np.ndarray,
+        *,
+        task_topics: Sequence[str],
+        task_docs: Sequence[str],
+        annotator_names: Sequence[str],
+        task_gold: np.ndarray | None = None,
+        ignore: Iterable[int] = (),
+        relevant_from: int | None = None,
+        scale: Iterable[int] | None = None,
+    ) -> AnnotationData:
+        """``from_rows`` for judgments already integer-coded, e.g. read from a database: ``task``
+        indexes ``task_topics`` / ``task_docs`` (and ``task_gold``, raw gold values or
+        ``UNKNOWN``), ``annotator`` indexes ``annotator_names``; every (topic, doc) and every
+        annotator name appears once. The result equals ``from_rows`` on the same judgments
+        spelled out (same task and annotator order, notes, drops), while the names are sorted
+        once per task and annotator instead of once per judgment."""
+        task = np.asarray(task, dtype=np.int64)
+        annotator = np.asarray(annotator, dtype=np.int64)
+        label_arr = np.asarray(labels, dtype=np.int64)
+        n = label_arr.shape[0]
+        if task.shape != (n,) or annotator.shape != (n,):
+            raise ValueError("task, annotator and labels must have equal length")
+        # Only the tasks and annotators the judgments name, ordered by name as from_rows does
+        # (numpy's string order: by code point, as Python's).
+        present, task = np.unique(task, return_inverse=True)
+        topics = np.asarray(task_topics, dtype=object)[present].astype(str)
+        docs = np.asarray(task_docs, dtype=object)[present].astype(str)
+        by_name = np.lexsort((docs, topics))
+        rank = np.empty_like(by_name)
+        rank[by_name] = np.arange(by_name.shape[0])
+        gold = None
+        if task_gold is not None:
+            gold = np.asarray(task_gold, dtype=np.int64)[present][by_name]
+        used, annotator = np.unique(annotator, return_inverse=True)
+        names = np.asarray(annotator_names, dtype=object)[used].astype(str)
+        name_order = np.argsort(names, kind="stable")
+        name_rank = np.empty_like(name_order)
+        name_rank[name_order] = np.arange(name_order.shape[0])
+        ignored = set(ignore)
+        return cls._assemble(
+            rank[task], topics[by_name], docs[by_name], name_rank[annotator], names[name_order],
+            label_arr, gold, ignore=ignored, relevant_from=relevant_from,
+            scale=None if scale is None else np.array(sorted(set(scale) - ignored),
+                                                      dtype=np.int64))
+
+    @classmethod
     def _build(
         cls,
         topic_arr: np.ndarray,
@@ -181,7 +231,6 @@ class AnnotationData:
         relevant_from: int | None,
         scale: np.ndarray | None,
     ) -> AnnotationData:
-        notes: list[str] = []
         # Tasks are (topic, doc) pairs; encode both and combine into one key.
         topic_codes, topic_uniq = _encode(topic_arr)
         doc_codes, doc_uniq = _encode(doc_arr)
@@ -193,13 +242,42 @@ class AnnotationData:
 
         gold_task: np.ndarray | None = None
         if gold_arr is not None:
-            # Gold comes per row; keep the last known value per task. Ignored values are unknown.
-            known = gold_arr != UNKNOWN
+            # Gold comes per row; keep the last known value per task. Ignored values and other
+            # negatives (RF10's -1) are unknown.
+            known = gold_arr >= 0
             if ignore:
                 known &= ~np.isin(gold_arr, list(ignore))
-            known &= gold_arr >= 0
             gold_task = np.full(len(pair_uniq), UNKNOWN, dtype=np.int64)
             gold_task[task[known]] = gold_arr[known]
+        return cls._assemble(task, task_topics, task_docs, annotator, ann_uniq, label_arr,
+                             gold_task, ignore=ignore, relevant_from=relevant_from, scale=scale)
+
+    @classmethod
+    def _assemble(
+        cls,
+        task: np.ndarray,
+        task_topics: np.ndarray,
+        task_docs: np.ndarray,
+        annotator: np.ndarray,
+        ann_uniq: np.ndarray,
+        label_arr: np.ndarray,
+        gold_task: np.ndarray | None,
+        *,
+        ignore: set[int],
+        relevant_from: int | None,
+        scale: np.ndarray | None,
+    ) -> AnnotationData:
+        """The shared end of ``from_rows`` and ``from_codes``: ``task`` indexes the (topic, doc)
+        pairs sorted by name, ``annotator`` the sorted names, ``gold_task`` the raw gold value
+        of each pair (``UNKNOWN``: none)."""
+        notes: list[str] = []
+        pair_count = task_topics.shape[0]
+        if gold_task is not None:
+            # Ignored values and other negatives (RF10's -1) are no gold.
+            known = gold_task >= 0
+            if ignore:
+                known &= ~np.isin(gold_task, list(ignore))
+            gold_task = np.where(known, gold_task, UNKNOWN)
 
         keep = np.ones(label_arr.shape[0], dtype=bool)
         if ignore:
@@ -221,10 +299,9 @@ class AnnotationData:
         # part of the data: no model can say anything about them.
         used_tasks, task_index = np.unique(task[latest], return_inverse=True)
         used_annotators, annotator_index = np.unique(annotator[latest], return_inverse=True)
-        if used_tasks.shape[0] < pair_uniq.shape[0]:
+        if used_tasks.shape[0] < pair_count:
             notes.append(
-                f"dropped {pair_uniq.shape[0] - used_tasks.shape[0]} tasks without a usable "
-                "judgment"
+                f"dropped {pair_count - used_tasks.shape[0]} tasks without a usable judgment"
             )
         if used_annotators.shape[0] < ann_uniq.shape[0]:
             notes.append(

@@ -13,7 +13,6 @@ from sqlalchemy.orm import Session
 from app.aggregations.gold import GoldStatus, check_fits
 from app.aggregations.listing import page
 from app.aggregations.schemas import AggregationCreate
-from app.aggregations.snapshot import current_watermark
 from app.aggregations.tables import (
     Aggregation,
     AggregationAnnotator,
@@ -25,6 +24,7 @@ from app.collections.tables import Collection
 from app.core.errors import Conflict, InvalidInput, NotFound
 from app.jobs.lifecycle import JobFinished, cancel_job
 from app.jobs.runner import JobRunner, submit_job
+from app.judgments.columns import current_watermark
 from app.judgments.tables import Annotator, Document, Judgment, Task, Topic
 from models.registry import (
     ORDINAL_METHODS,

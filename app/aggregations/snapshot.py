@@ -6,14 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.aggregations.gold import collection_gold
 from app.collections.tables import Collection
 from app.features.tables import FeatureSet, TaskFeatures
-from app.judgments.tables import Annotator, Document, Judgment, Task, Topic
-from models.data import AnnotationData
+from app.judgments.columns import KeptColumns
+from models.data import UNKNOWN, AnnotationData
 
 
 @dataclass(frozen=True)
@@ -28,50 +28,40 @@ class Snapshot:
     judged_tasks: frozenset[int] = frozenset()
 
 
-def current_watermark(session: Session, *, collection_id: int) -> int:
-    """The largest judgment id of the collection (0 when empty).
-
-    Ingestion locks the collection row while it writes (see judgments.service), and the caller
-    takes the same lock, so no judgment with a smaller id can commit after this read.
-    """
-    return session.scalar(
-        select(func.coalesce(func.max(Judgment.id), 0))
-        .where(Judgment.collection_id == collection_id)
-    ) or 0
+# A process that fits the same collection again (a Celery worker, after a batch) reads only the
+# judgments that arrived since its last fit of it, and names only the tasks that are new.
+KEPT = KeptColumns(max_collections=2)
 
 
 def load_snapshot(session: Session, *, collection: Collection, watermark: int,
-                  graded: bool) -> Snapshot:
+                  graded: bool, kept: KeptColumns = KEPT) -> Snapshot:
     # The gold is read once, beside the judgments: the data's gold and the fit's record of it
     # (``Snapshot.gold``) are the same labels.
     gold = collection_gold(session, collection_id=collection.id)
-    rows = session.execute(
-        select(Topic.external_id, Document.external_id, Annotator.external_id, Judgment.label,
-               Task.id, Annotator.id)
-        .join(Task, Task.id == Judgment.task_id)
-        .join(Topic, Topic.id == Task.topic_id)
-        .join(Document, Document.id == Task.document_id)
-        .join(Annotator, Annotator.id == Judgment.annotator_id)
-        .where(Judgment.collection_id == collection.id, Judgment.id <= watermark)
-        .order_by(Judgment.id)  # arrival order: "latest per (task, annotator)" depends on it
-    ).all()
-    if not rows:
+    columns = kept.judgments(session, collection, upto=watermark)
+    if not columns.task_id.shape[0]:
         raise ValueError("the collection has no judgments")
-    topics, docs, annotators, labels, task_db, annotator_db = (
-        list(c) for c in zip(*rows, strict=True))
-    golds = [gold.get(t) for t in task_db]
-    data = AnnotationData.from_rows(
-        topics, docs, annotators, labels,
+    # Arrival order, as read: "latest per (task, annotator)" depends on it.
+    tasks, task_at = np.unique(columns.task_id, return_inverse=True)
+    names = kept.task_names(session, collection, tasks)
+    annotators, annotator_at = np.unique(columns.annotator_id, return_inverse=True)
+    task_list, annotator_list = tasks.tolist(), annotators.tolist()
+    data = AnnotationData.from_codes(
+        task_at, annotator_at, columns.label,
+        task_topics=[names[t][0] for t in task_list], task_docs=[names[t][1] for t in task_list],
+        annotator_names=[columns.annotators[a] for a in annotator_list],
+        task_gold=np.array([gold.get(t, UNKNOWN) for t in task_list], dtype=np.int64),
         ignore=collection.ignore,
         relevant_from=None if graded else collection.relevant_from,
         scale=collection.labels if graded else None,
-        gold=golds,
     )
-    task_of = {(t, d): i for t, d, i in zip(topics, docs, task_db, strict=True)}
-    annotator_of = dict(zip(annotators, annotator_db, strict=True))
+    task_of = {names[t]: t for t in task_list}
+    annotator_of = {columns.annotators[a]: a for a in annotator_list}
     task_ids = np.array([task_of[(t, d)] for t, d in
-                         zip(data.topic_ids.tolist(), data.doc_ids.tolist(), strict=True)])
-    annotator_ids = np.array([annotator_of[a] for a in data.annotator_ids.tolist()])
+                         zip(data.topic_ids.tolist(), data.doc_ids.tolist(), strict=True)],
+                        dtype=np.int64)
+    annotator_ids = np.array([annotator_of[a] for a in data.annotator_ids.tolist()],
+                             dtype=np.int64)
 
     feature_set = session.get(FeatureSet, collection.id)
     groups = None
@@ -89,4 +79,4 @@ def load_snapshot(session: Session, *, collection: Collection, watermark: int,
         }
         data = data.with_features(keyed, dim=len(feature_set.names))
     return Snapshot(data, task_ids, annotator_ids, groups, gold=gold,
-                    judged_tasks=frozenset(task_db))
+                    judged_tasks=frozenset(task_list))

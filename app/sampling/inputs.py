@@ -7,11 +7,9 @@ state.
 
 Reading them costs far more than planning (RF10: about 0.2 s of rows decoded against 5 ms of
 ``plan_next``), and the dashboard's page, its TSV link and a crowd platform's poll ask for the
-same fit again and again while judgments trickle in. Judgments are append-only (a repeated one is
-a new row; nothing deletes one) and a collection's writers are serialised, so the judgments with
-id ≤ a watermark never change: a cached column set at watermark w stays right, and the next
-request reads only ids in (w, w′]. Annotators are read again whenever the watermark moved (new
-judgments bring new annotators; they are few beside the judgments).
+same fit again and again while judgments trickle in. The judgment columns are kept by
+``app.judgments.columns.KeptColumns`` (why reading forward from a watermark is exact: its
+docstring), as a fit's snapshot keeps them in a worker.
 
 Keys carry what tells a reused id apart (SQLite may hand a deleted row's id out again): the
 collection's creation time, the fit's finish time. Both caches are small LRUs; one per
@@ -30,10 +28,10 @@ import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.aggregations.snapshot import current_watermark
 from app.aggregations.tables import Aggregation, AggregationAnnotator, AggregationTask
 from app.collections.tables import Collection
-from app.judgments.tables import Annotator, Document, Judgment, Task, Topic
+from app.judgments.columns import JudgmentColumns, KeptColumns
+from app.judgments.tables import Document, Task, Topic
 
 MAX_FITS = 8  # posteriors kept (200,000 tasks x 3 grades: about 20 MB each with the names)
 MAX_COLLECTIONS = 4  # judgment columns kept (24 bytes a judgment: 1M judgments, 24 MB)
@@ -58,17 +56,6 @@ class FitPosterior:
     competence: dict[int, float | None]  # annotator id -> the fit's competence column
 
 
-@dataclass(frozen=True)
-class JudgmentColumns:
-    """Every judgment of a collection up to ``watermark``, in arrival order, and its annotators."""
-
-    watermark: int
-    task_id: np.ndarray  # (n_judgments,) int64
-    annotator_id: np.ndarray
-    label: np.ndarray  # the label values as stored
-    annotators: dict[int, str]  # annotator id -> external id
-
-
 def read_posterior(session: Session, aggregation: Aggregation) -> FitPosterior:
     rows = session.execute(
         select(AggregationTask.task_id, AggregationTask.proba, Topic.external_id,
@@ -90,38 +77,6 @@ def read_posterior(session: Session, aggregation: Aggregation) -> FitPosterior:
         p_relevant=[r[5] for r in rows], competence=competence)
 
 
-def _judgment_columns(session: Session, collection_id: int, *, after: int,
-                      upto: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    columns = list(zip(*session.execute(  # column by column: numpy reads plain tuples fast
-        select(Judgment.task_id, Judgment.annotator_id, Judgment.label)
-        .where(Judgment.collection_id == collection_id, Judgment.id > after,
-               Judgment.id <= upto)
-        .order_by(Judgment.id)).all(), strict=True)) or [(), (), ()]
-    task, annotator, label = (np.array(c, dtype=np.int64) for c in columns)
-    return task, annotator, label
-
-
-def read_judgments(session: Session, collection: Collection, *,
-                   since: JudgmentColumns | None = None) -> JudgmentColumns:
-    """The collection's judgments now; with ``since`` (an earlier read of the same collection),
-    only the ones that arrived after it are read."""
-    watermark = current_watermark(session, collection_id=collection.id)
-    if since is not None and since.watermark == watermark:
-        return since
-    if since is None or since.watermark > watermark:
-        since = None
-    new = _judgment_columns(session, collection.id, after=since.watermark if since else 0,
-                            upto=watermark)
-    old = (since.task_id, since.annotator_id, since.label) if since else None
-    task, annotator, label = new if old is None else (
-        np.concatenate((a, b)) for a, b in zip(old, new, strict=True))
-    annotators = dict(session.execute(
-        select(Annotator.id, Annotator.external_id)
-        .where(Annotator.collection_id == collection.id)).all())
-    return JudgmentColumns(watermark=watermark, task_id=task, annotator_id=annotator,
-                           label=label, annotators=annotators)
-
-
 class NextInputs:
     """The application's cache of posteriors and judgment columns (thread-safe; two requests
     that miss a posterior or the columns at once both read, and the later one is kept; a memo is
@@ -133,7 +88,7 @@ class NextInputs:
         self.max_memos = max_memos
         self._lock = threading.Lock()
         self._fits: OrderedDict[tuple[Any, ...], FitPosterior] = OrderedDict()
-        self._judgments: OrderedDict[tuple[Any, ...], JudgmentColumns] = OrderedDict()
+        self._columns = KeptColumns(max_collections)
         self._memos: dict[str, OrderedDict[tuple[Any, ...], Any]] = {}
         self._building: dict[tuple[str, tuple[Any, ...]], threading.Lock] = {}
 
@@ -146,12 +101,7 @@ class NextInputs:
         return hit
 
     def judgments(self, session: Session, collection: Collection) -> JudgmentColumns:
-        key = (collection.id, collection.created_at)
-        before = self._get(self._judgments, key)
-        now = read_judgments(session, collection, since=before)
-        if now is not before:
-            self._put(self._judgments, key, now, self.max_collections)
-        return now
+        return self._columns.judgments(session, collection)
 
     def memo(self, kind: str, key: tuple[Any, ...], build: Callable[[], T]) -> T:
         """``build()``, kept under ``key`` among the last ``max_memos`` of its ``kind``. The
@@ -195,10 +145,6 @@ class NextInputs:
     def _put(self, store: OrderedDict[tuple[Any, ...], Any], key: tuple[Any, ...], value: Any,
              size: int) -> None:
         with self._lock:
-            current = store.get(key)
-            # judgments: never replace a later read with an earlier one
-            if getattr(current, "watermark", -1) > getattr(value, "watermark", -1):
-                return
             store[key] = value
             store.move_to_end(key)
             while len(store) > size:

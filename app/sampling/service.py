@@ -30,12 +30,11 @@ import numpy as np
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, defer
 
-from app.aggregations.snapshot import current_watermark
 from app.collections.tables import Collection
 from app.core.errors import Conflict, InvalidInput, NotFound
 from app.corpus.service import known_topics, load_runs
 from app.corpus.tables import Run
-from app.judgments.tables import Document, Task, Topic
+from app.judgments.columns import current_watermark, task_names
 from app.sampling.inputs import NextInputs
 from app.sampling.schemas import SamplingCreate
 from app.sampling.tables import SampledPair, Sampling, SamplingRound
@@ -270,12 +269,8 @@ def _task_names(session: Session, *, collection: Collection, watermark: int,
     """Task id -> (topic, doc) for the tasks of the collection's judgments up to
     ``watermark`` (and any task since)."""
     key = ("task_names", collection.id, collection.created_at, watermark)
-    return inputs.memo("task_names", key, lambda: {
-        ident: (t, d) for ident, t, d in session.execute(
-            select(Task.id, Topic.external_id, Document.external_id)
-            .join(Topic, Topic.id == Task.topic_id)
-            .join(Document, Document.id == Task.document_id)
-            .where(Task.collection_id == collection.id))})
+    return inputs.memo("task_names", key,
+                       lambda: task_names(session, collection_id=collection.id))
 
 
 def _fit_labels(session: Session, *, collection: Collection, method: str,
@@ -293,15 +288,14 @@ def _fit_labels(session: Session, *, collection: Collection, method: str,
     names = _task_names(session, collection=collection, watermark=columns.watermark,
                         inputs=inputs)
     tasks, task_at = np.unique(columns.task_id, return_inverse=True)
-    topic = np.array([names[t][0] for t in tasks.tolist()], dtype=object)[task_at]
-    doc = np.array([names[t][1] for t in tasks.tolist()], dtype=object)[task_at]
     annotators, annotator_at = np.unique(columns.annotator_id, return_inverse=True)
-    annotator = np.array([columns.annotators[a] for a in annotators.tolist()],
-                         dtype=object)[annotator_at]
     try:
-        data = AnnotationData.from_rows(topic, doc, annotator, columns.label,
-                                        ignore=collection.ignore,
-                                        relevant_from=collection.relevant_from)
+        data = AnnotationData.from_codes(
+            task_at, annotator_at, columns.label,
+            task_topics=[names[t][0] for t in tasks.tolist()],
+            task_docs=[names[t][1] for t in tasks.tolist()],
+            annotator_names=[columns.annotators[a] for a in annotators.tolist()],
+            ignore=collection.ignore, relevant_from=collection.relevant_from)
     except ValueError:  # nothing but "could not judge" values
         return {}
     params = {"random_state": 0} if method == "mace" else {}

@@ -340,9 +340,10 @@ def test_crowd_labels_are_the_aggregations_labels(client, database_url) -> None:
     labels a fit of the aggregation's snapshot gives (repeats, "could not judge" values, an
     annotator with nothing but those), for every method, and they cover exactly the labelled
     pairs; the judged and labelled pairs are those the database has a judgment for."""
-    from app.aggregations.snapshot import current_watermark, load_snapshot
+    from app.aggregations.snapshot import load_snapshot
     from app.collections.tables import Collection
     from app.core.db import get_sessionmaker
+    from app.judgments.columns import current_watermark
     from app.judgments.tables import Document, Judgment, Task, Topic
     from app.sampling import service
     from app.sampling.inputs import NextInputs

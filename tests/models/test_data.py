@@ -75,3 +75,52 @@ def test_rf10_counts(rf10) -> None:  # type: ignore[no-untyped-def]
     assert rf10.gold is not None
     judged = rf10.judgments_per_task() > 0
     assert int(((rf10.gold >= 0) & judged).sum()) == 3275
+
+
+def _spelled_out(rng: np.random.Generator, n: int) -> dict:
+    """Random judgments as codes into shuffled name lists (ids unsorted, as a database hands
+    them out), with repeats, ignored values, gold per task (some ignored or -1) and names that
+    sort differently by code point and by locale."""
+    topics = ["t10", "t9", "T1", "é", "t1"]
+    docs = ["d2", "d10", "D", "d 1", "ß"]
+    pairs = [(t, d) for t in topics for d in docs]
+    order = rng.permutation(len(pairs))
+    task_topics = [pairs[i][0] for i in order]
+    task_docs = [pairs[i][1] for i in order]
+    names = [f"w{i}" for i in rng.permutation(12)] + ["W", "ä", "w 1"]
+    task = rng.integers(0, len(pairs), n)
+    annotator = rng.integers(0, len(names), n)
+    labels = rng.choice([0, 1, 2, -2], n, p=[0.4, 0.3, 0.2, 0.1])
+    task_gold = rng.choice([-1, 0, 1, 2, -2], len(pairs))
+    return {"task": task, "annotator": annotator, "labels": labels, "task_topics": task_topics,
+            "task_docs": task_docs, "annotator_names": names, "task_gold": task_gold}
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("graded", [False, True])
+def test_from_codes_equals_from_rows(seed: int, graded: bool) -> None:
+    codes = _spelled_out(np.random.default_rng(seed), 60 + 40 * seed)
+    task, annotator = codes["task"], codes["annotator"]
+    scale = {"scale": [0, 1, 2]} if graded else {"relevant_from": 1}
+    rows = AnnotationData.from_rows(
+        [codes["task_topics"][t] for t in task], [codes["task_docs"][t] for t in task],
+        [codes["annotator_names"][a] for a in annotator], codes["labels"].tolist(),
+        ignore=[-2], gold=[int(codes["task_gold"][t]) for t in task], **scale)
+    coded = AnnotationData.from_codes(task, annotator, codes["labels"], ignore=[-2], **scale,
+                                      **{k: codes[k] for k in ("task_topics", "task_docs",
+                                                               "annotator_names", "task_gold")})
+    for name in ("task", "annotator", "label", "topic_ids", "doc_ids", "annotator_ids",
+                 "classes", "gold"):
+        assert getattr(coded, name).tolist() == getattr(rows, name).tolist(), name
+    assert coded.notes == rows.notes
+
+
+def test_from_codes_reads_only_the_named_tasks_and_annotators() -> None:
+    data = AnnotationData.from_codes(
+        np.array([2, 2, 0]), np.array([1, 0, 1]), np.array([1, -2, 0]),
+        task_topics=["b", "x", "a"], task_docs=["1", "1", "2"],
+        annotator_names=["v", "u", "unused"], ignore=[-2], relevant_from=1)
+    assert data.topic_ids.tolist() == ["a", "b"] and data.doc_ids.tolist() == ["2", "1"]
+    assert data.annotator_ids.tolist() == ["u"]  # v judged only "could not judge"
+    assert data.notes == ("dropped 1 'could not judge' judgments",
+                          "dropped 1 annotators without a usable judgment")

@@ -1,0 +1,153 @@
+"""A collection's judgments as integer columns (task id, annotator id, label, in arrival order),
+the names behind the ids, and a process's cache of both.
+
+Judgments are append-only (a repeated one is a new row; nothing deletes one) and a collection's
+writers are serialised (``lock_collection``), so the judgments with id ≤ a watermark never change:
+columns read up to watermark w stay right, and a later read up to w′ needs only the ids in
+(w, w′]. Task and annotator names never change either. Reading integers and naming each task and
+annotator once costs a fraction of reading every judgment's names (RF10: 98,453 judgments, 20,026
+tasks), and a process that reads the same collection again (the API's ``/next``, a Celery worker
+that fits it again after a batch) reads only what arrived since.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from app.collections.tables import Collection
+from app.judgments.tables import Annotator, Document, Judgment, Task, Topic
+
+
+def current_watermark(session: Session, *, collection_id: int) -> int:
+    """The largest judgment id of the collection (0 when empty).
+
+    Ingestion locks the collection row while it writes (see judgments.service), and a caller
+    that takes the same lock knows that no judgment with a smaller id can commit after this read.
+    """
+    return session.scalar(
+        select(func.coalesce(func.max(Judgment.id), 0))
+        .where(Judgment.collection_id == collection_id)
+    ) or 0
+
+
+@dataclass(frozen=True)
+class JudgmentColumns:
+    """Every judgment of a collection up to ``watermark``, in arrival order, and its annotators."""
+
+    watermark: int
+    task_id: np.ndarray  # (n_judgments,) int64
+    annotator_id: np.ndarray
+    label: np.ndarray  # the label values as stored
+    annotators: dict[int, str]  # annotator id -> external id
+
+
+def _columns(session: Session, collection_id: int, *, after: int,
+             upto: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    result = session.connection().execute(
+        select(Judgment.task_id, Judgment.annotator_id, Judgment.label)
+        .where(Judgment.collection_id == collection_id, Judgment.id > after,
+               Judgment.id <= upto)
+        .order_by(Judgment.id))
+    # The driver's own tuples of integers: SQLAlchemy's rows would cost twice the read here
+    # (RF10 on PostgreSQL: 0.2-0.4 s against 0.5-1.2 s on a loaded machine).
+    with result:
+        rows = np.array(result.cursor.fetchall(), dtype=np.int64).reshape(-1, 3)
+    task, annotator, label = (np.ascontiguousarray(rows[:, i]) for i in range(3))
+    return task, annotator, label
+
+
+def read_judgments(session: Session, collection: Collection, *,
+                   since: JudgmentColumns | None = None,
+                   upto: int | None = None) -> JudgmentColumns:
+    """The collection's judgments up to ``upto`` (default: its watermark now); with ``since``
+    (an earlier read of the same collection, up to a watermark no later than ``upto``) only the
+    ones that arrived after it are read."""
+    watermark = current_watermark(session, collection_id=collection.id) if upto is None else upto
+    if since is not None and since.watermark == watermark:
+        return since
+    if since is None or since.watermark > watermark:
+        since = None
+    new = _columns(session, collection.id, after=since.watermark if since else 0,
+                   upto=watermark)
+    old = (since.task_id, since.annotator_id, since.label) if since else None
+    task, annotator, label = new if old is None else (
+        np.concatenate((a, b)) for a, b in zip(old, new, strict=True))
+    annotators = dict(session.execute(
+        select(Annotator.id, Annotator.external_id)
+        .where(Annotator.collection_id == collection.id)).all())
+    return JudgmentColumns(watermark=watermark, task_id=task, annotator_id=annotator,
+                           label=label, annotators=annotators)
+
+
+def task_names(session: Session, *, collection_id: int) -> dict[int, tuple[str, str]]:
+    """Task id -> (topic, doc) external ids, for every task of the collection."""
+    return {ident: (t, d) for ident, t, d in session.execute(
+        select(Task.id, Topic.external_id, Document.external_id)
+        .join(Topic, Topic.id == Task.topic_id)
+        .join(Document, Document.id == Task.document_id)
+        .where(Task.collection_id == collection_id))}
+
+
+class KeptColumns:
+    """The judgment columns and task names of the last ``max_collections`` collections a
+    process read (thread-safe; keys carry the database and the collection's creation time, since
+    SQLite may hand a deleted collection's id out again). ``max_collections=0`` keeps nothing."""
+
+    def __init__(self, max_collections: int) -> None:
+        self.max_collections = max_collections
+        self._lock = threading.Lock()
+        self._columns: OrderedDict[tuple[Any, ...], JudgmentColumns] = OrderedDict()
+        self._names: OrderedDict[tuple[Any, ...], dict[int, tuple[str, str]]] = OrderedDict()
+
+    @staticmethod
+    def _key(session: Session, collection: Collection) -> tuple[Any, ...]:
+        bind = session.get_bind()
+        return (bind.url.render_as_string(hide_password=True), collection.id,
+                collection.created_at)
+
+    def judgments(self, session: Session, collection: Collection, *,
+                  upto: int | None = None) -> JudgmentColumns:
+        """``read_judgments`` forward from the columns kept for the collection."""
+        key = self._key(session, collection)
+        before = self._get(self._columns, key)
+        now = read_judgments(session, collection, since=before, upto=upto)
+        if now is not before:
+            self._put(self._columns, key, now)
+        return now
+
+    def task_names(self, session: Session, collection: Collection,
+                   needed: np.ndarray) -> dict[int, tuple[str, str]]:
+        """Task id -> (topic, doc) covering at least the ids ``needed``; the collection's
+        tasks are read again only when one of them is not kept (a task that arrived since)."""
+        key = self._key(session, collection)
+        names = self._get(self._names, key)
+        if names is None or not all(t in names for t in needed.tolist()):
+            names = task_names(session, collection_id=collection.id)
+            self._put(self._names, key, names)
+        return names
+
+    def _get(self, store: OrderedDict[tuple[Any, ...], Any], key: tuple[Any, ...]) -> Any:
+        with self._lock:
+            hit = store.get(key)
+            if hit is not None:
+                store.move_to_end(key)
+            return hit
+
+    def _put(self, store: OrderedDict[tuple[Any, ...], Any], key: tuple[Any, ...],
+             value: Any) -> None:
+        with self._lock:
+            current = store.get(key)
+            # columns: never replace a later read with an earlier one
+            if getattr(current, "watermark", -1) > getattr(value, "watermark", -1):
+                return
+            store[key] = value
+            store.move_to_end(key)
+            while len(store) > self.max_collections:
+                store.popitem(last=False)

@@ -1,0 +1,65 @@
+"""What a fit reads: ``load_snapshot`` reads integer columns and names each task and annotator
+once; a process that keeps them (a Celery worker fitting a collection again) reads only the
+judgments that arrived since. Both give exactly the snapshot a fresh read gives."""
+
+from __future__ import annotations
+
+import numpy as np
+from sqlalchemy import select
+
+from tests.api.helpers import API, create_collection
+
+FIELDS = ("task", "annotator", "label", "topic_ids", "doc_ids", "annotator_ids", "classes", "gold")
+
+
+def _rows(rng: np.random.Generator, n: int, tag: str) -> list[dict]:
+    """Judgments with repeats, "could not judge" values, ids whose code-point order differs
+    from a locale's, and, per batch, new tasks and annotators."""
+    topics, docs = ["t2", "t10", "T1", "é"], [f"d{i}" for i in range(12)] + [f"new-{tag}"]
+    annotators = [f"w{i}" for i in range(6)] + ["W", f"late-{tag}"]
+    return [{"topic": str(rng.choice(topics)), "doc": str(rng.choice(docs)),
+             "annotator": str(rng.choice(annotators)),
+             "label": int(rng.choice([0, 1, 2, -2], p=[0.4, 0.3, 0.2, 0.1]))}
+            for _ in range(n)]
+
+
+def test_snapshot_read_forward_equals_a_fresh_read(client, database_url) -> None:
+    from app.aggregations.snapshot import load_snapshot
+    from app.collections.tables import Collection
+    from app.core.db import get_sessionmaker
+    from app.judgments.columns import KeptColumns, current_watermark
+
+    create_collection(client, name="snap")
+    rng = np.random.default_rng(7)
+    kept = KeptColumns(max_collections=2)
+    watermarks = []
+    with get_sessionmaker(database_url)() as session:
+        for batch, gold in enumerate(("t2 0 d1 2\nT1 0 d3 -2\n", "é 0 d4 0\nt2 0 d1 1\n", "")):
+            response = client.post(f"{API}/collections/snap/judgments",
+                                   json={"judgments": _rows(rng, 150, str(batch))})
+            assert response.status_code == 201, response.text
+            if gold:  # gold changes between fits: every read takes the gold of its time
+                assert client.put(f"{API}/collections/snap/gold?mode=merge", content=gold,
+                                  headers={"content-type": "text/plain"}).status_code == 200
+            session.rollback()  # a new transaction: it sees what was just posted
+            collection = session.scalars(select(Collection).where(
+                Collection.name == "snap")).one()
+            watermarks.append(current_watermark(session, collection_id=collection.id))
+            # the last read goes back to the first watermark: an earlier fit queued late
+            for watermark in (watermarks[-1], watermarks[0]):
+                for graded in (False, True):
+                    forward = load_snapshot(session, collection=collection, graded=graded,
+                                            watermark=watermark, kept=kept)
+                    fresh = load_snapshot(session, collection=collection, graded=graded,
+                                          watermark=watermark, kept=KeptColumns(0))
+                    for name in FIELDS:
+                        assert np.array_equal(getattr(forward.data, name),
+                                              getattr(fresh.data, name)), name
+                    assert forward.data.notes == fresh.data.notes
+                    assert forward.task_ids.tolist() == fresh.task_ids.tolist()
+                    assert forward.annotator_ids.tolist() == fresh.annotator_ids.tolist()
+                    assert forward.gold == fresh.gold
+                    assert forward.judged_tasks == fresh.judged_tasks
+        # the kept columns moved forward and were not replaced by the earlier read
+        assert kept.judgments(session, collection).watermark == watermarks[-1]
+    assert fresh.data.gold is not None and (fresh.data.gold >= 0).sum() >= 1
