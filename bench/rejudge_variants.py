@@ -27,7 +27,8 @@ Strategies, besides ``rejudge_order``'s own (uncertainty, expected-change, rando
 simulator's: agreement with the posterior plus one pseudo-judgment of the mean), ``eb`` (the
 posterior mean under an empirical-Bayes Beta(α, β) prior fitted to the annotator population by
 type-II maximum likelihood, beta-binomial on the summed agreements), ``loo`` (agreement with the
-posterior without the annotator's own label).
+posterior without the annotator's own label), ``random`` (a random hidden judgment of the
+chosen task; only for strategies that do not use the accuracy: uncertainty, random).
 
 Prints per strategy and seed the accuracy at the last point with at most 60 % of the judgments,
 the first share reaching the accuracy of DS fitted cold on all judgments and the first within
@@ -257,7 +258,11 @@ def patch(gold: np.ndarray, who: str) -> None:
                              random_state=random_state)
 
     sim.rejudge_order = order  # type: ignore[assignment]
-    competence = {"eb": eb_competence, "loo": loo_competence,
+    def anyone(proba, task, annotator, label, n_annotators, prior=None):
+        """A random order of the annotators, new each round: a random hidden judgment."""
+        return np.random.default_rng(int(task.shape[0])).random(n_annotators)
+
+    competence = {"eb": eb_competence, "loo": loo_competence, "random": anyone,
                   "agreement": agreement_competence}[who]
 
     def stash(proba, task, annotator, label, n_annotators, prior=None):
@@ -299,7 +304,7 @@ def main() -> int:
     ap.add_argument("input")
     ap.add_argument("--gold")
     ap.add_argument("--strategies", nargs="+", default=["uncertainty"])
-    ap.add_argument("--who", choices=("agreement", "eb", "loo"), default="agreement")
+    ap.add_argument("--who", choices=("agreement", "eb", "loo", "random"), default="agreement")
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--start", type=float, default=0.0)
     ap.add_argument("--batch-share", type=float, default=0.025)
