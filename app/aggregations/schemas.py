@@ -5,7 +5,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.core.integers import MAX_SEED
+from app.core.integers import MAX_INT, MAX_SEED
 from app.jobs.progress import Progress
 
 
@@ -21,7 +21,7 @@ class AggregationCreate(BaseModel):
                                          "the held-out folds of a fit with use_gold (without "
                                          "one: the method's random_state, else 0)")
     warm_start: int | None = Field(
-        default=None, ge=1,
+        default=None, ge=1, le=MAX_INT,
         description="the id of an earlier succeeded fit of this collection, method and scale "
                     "(ds, mace: the methods whose model refits from an init) to start from: "
                     "its stored parameters (per-annotator rows, class prior) are the first "

@@ -219,3 +219,17 @@ def test_warm_start_from_a_fit_of_different_params(client, judgments) -> None:
     assert warm["params"]["variant"] == "em" and warm["info"]["start"] == model.start_
     np.testing.assert_allclose(_proba(client, warm["id"], data), model.proba_, rtol=0,
                                atol=1e-12)
+
+
+def test_a_warm_start_id_beyond_64_bits_is_invalid_body(client, judgments) -> None:
+    """No row has an id above 2**63 - 1 (the database refuses one: PostgreSQL's BIGINT, SQLite's
+    integer): such a warm_start is 422 invalid_body naming the field, as any id, not a 500."""
+    create_collection(client, name="synth", labels=[0, 1], relevant_from=1, ignore=[])
+    _ingest(client, judgments[:60])
+    for warm_start in (2**63, 10**20):
+        response = client.post(f"{API}/collections/synth/aggregations",
+                               json={"method": "ds", "warm_start": warm_start})
+        assert response.status_code == 422, response.text
+        assert response.json()["code"] == "invalid_body", response.text
+        assert response.json()["errors"][0]["loc"] == ["body", "warm_start"]
+    assert client.get(f"{API}/collections/synth/aggregations").json()["count"] == 0
