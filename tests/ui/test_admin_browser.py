@@ -101,3 +101,31 @@ def test_an_admin_manages_keys_in_the_browser(keyed_server, browser) -> None:  #
     wait_until(lambda: "action=key_created" in driver.current_url, what="the filtered log")
     assert actions() == ["key_created"]
     assert js_errors(driver) == []
+
+
+def test_the_access_control_pages_fit_a_narrow_window(keyed_server, browser) -> None:  # type: ignore[no-untyped-def]
+    """At 400 px the keys page (its table scrolls inside itself), a refused key form and the
+    audit log are no wider than the window: the revoke column's hidden header, absolutely
+    positioned, once widened the page to where it sits in the scrolled table."""
+    from tests.ui.test_browser import page_overflow
+
+    base, admin, _ = keyed_server
+    driver = browser
+    driver.delete_all_cookies()
+    load(driver, base + "/ui/login")
+    driver.find_element("id", "key").send_keys(admin)
+    driver.find_element("css selector", "form button").click()
+    wait_until(lambda: driver.current_url == base + "/ui/", what="the home page")
+    try:
+        driver.set_window_size(400, 900)
+        load(driver, base + "/ui/keys")
+        assert driver.find_elements("css selector", "#keys tbody tr")
+        assert page_overflow(driver) <= 0, "/ui/keys"
+        driver.find_element("id", "key-name").send_keys("admin")  # taken: the form refused
+        driver.find_element("css selector", "#key-form button").click()
+        wait_until(lambda: driver.find_elements("id", "form-error"), what="the refusal")
+        assert page_overflow(driver) <= 0, "/ui/keys refused"
+        load(driver, base + "/ui/audit")
+        assert page_overflow(driver) <= 0, "/ui/audit"
+    finally:
+        driver.set_window_size(1400, 1000)
