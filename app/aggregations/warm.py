@@ -26,6 +26,14 @@ def warm_startable_methods() -> list[str]:
     return sorted(m for m in METHOD_PATHS if get_method(m).warm_startable)
 
 
+def refits_warm(method: str, params: dict[str, Any]) -> bool:
+    """Whether a fit of ``method`` with ``params`` may start from an earlier fit (the first two
+    checks of ``check_warm_start``): its model refits from an ``init``, not wrapped in a
+    calibration (``calibrate_folds``). A fit page offers its warm refit only then."""
+    spec = get_method(method)
+    return spec.warm_startable and accepts_init(spec.build(params))
+
+
 def check_warm_start(session: Session, *, collection: Collection, spec: AggregationCreate,
                      params: dict[str, Any]) -> Aggregation:
     """The fit ``spec.warm_start`` names, if a fit of ``spec`` may start from it: a method whose

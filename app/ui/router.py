@@ -30,7 +30,7 @@ from app.aggregations.router import (
     public,
 )
 from app.aggregations.schemas import AggregationCreate
-from app.aggregations.warm import warm_startable_methods
+from app.aggregations.warm import refits_warm
 from app.api.deps import OptionalId, RunnerDep, SessionDep, id_path, judgments_arrived
 from app.api.uploads import read_upload
 from app.auth.csrf import FIELD, csrf_token, verify_csrf
@@ -559,7 +559,9 @@ def aggregation_page(request: Request, session: SessionDep, principal: Principal
                                "title": f"Fit #{aggregation.id} ({aggregation.method})",
                                "figures": "{}", "uncertain": [],
                                # the loop of re-judging: refit on the judgments since, warm
-                               "warm_startable": aggregation.method in warm_startable_methods()}
+                               # (never offered where the API would refuse it)
+                               "warm_startable": refits_warm(aggregation.method,
+                                                             aggregation.params or {})}
     if aggregation.status == "succeeded":
         # A succeeded fit never changes: its charts and tables are built once per process.
         context.update(cache.memo(page_key(aggregation.id), lambda: results_context(

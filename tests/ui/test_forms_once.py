@@ -457,3 +457,32 @@ def test_a_fit_page_refits_warm_from_itself(client, database_url) -> None:
     assert refused.status_code == 422 and "warm_start_method_mismatch" in refused.text
     assert f'id="fit-warm-start" value="{mv["id"]}"' in refused.text
     assert count(database_url, Aggregation) == 3
+
+
+def test_a_calibrated_fit_page_offers_no_warm_refit(client, database_url) -> None:
+    """A fit calibrated on held-out gold (calibrate_folds) cannot start warm (the API refuses it:
+    warm_start_unsupported), so its page has no refit form that could only be refused; the same
+    method uncalibrated has one."""
+    from sqlalchemy import update
+
+    from tests.api.jobs import wait_for
+
+    create_collection(client, name="crowd", labels=[0, 1], relevant_from=1, ignore=[])
+    assert client.post(f"{API}/collections/crowd/judgments/file", content=ROWS,
+                       headers={"content-type": "text/tab-separated-values"}).status_code == 201
+    plain = wait_for(client, client.post(f"{API}/collections/crowd/aggregations",
+                                         json={"method": "ds"}).json()["id"])
+    calibrated = wait_for(client, client.post(f"{API}/collections/crowd/aggregations",
+                                              json={"method": "ds"}).json()["id"])
+    assert plain["status"] == calibrated["status"] == "succeeded"
+    # its parameters as a calibrated fit's (the few rows here have no gold to calibrate on)
+    with get_sessionmaker(database_url)() as session:
+        session.execute(update(Aggregation).where(Aggregation.id == calibrated["id"]).values(
+            params={"use_gold": True, "calibrate_folds": 2}))
+        session.commit()
+    refused = client.post(f"{API}/collections/crowd/aggregations", json={
+        "method": "ds", "params": {"use_gold": True, "calibrate_folds": 2},
+        "warm_start": calibrated["id"]})
+    assert refused.json()["code"] == "warm_start_unsupported", refused.text
+    assert 'id="refit-form"' in client.get(f"/ui/aggregations/{plain['id']}").text
+    assert 'id="refit-form"' not in client.get(f"/ui/aggregations/{calibrated['id']}").text
