@@ -86,9 +86,12 @@ async def create_key(request: Request, session: SessionDep, principal: Principal
         def work() -> str:
             key = service.create_key(session, principal=principal, spec=spec)
             created.append(key)
+            # shown only to a form sent again: perhaps the page with the secret never arrived
             return message_location(KEYS, f"key {key.name} created ({key.scope}, "
                                           f"{_limit(key.collection_names)}; prefix "
-                                          f"{key.prefix}): its secret was shown once")
+                                          f"{key.prefix}): its secret was shown once, on the "
+                                          "page that answered the form; if it was not copied "
+                                          "from there, revoke the key and create another")
 
         return form_body(form), work
 

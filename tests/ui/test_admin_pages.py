@@ -95,13 +95,15 @@ def test_an_admin_creates_and_revokes_keys_as_the_api_does(signed_admin, databas
         "judgments": [{"topic": "t", "doc": "d", "annotator": "w", "label": 1}]})
     assert upload.status_code == 201, upload.text
 
-    # sent again (a double click, a reload): one key, and the secret is not shown again
+    # sent again (a double click, a reload, a retry after the answer was lost): one key, the
+    # secret not shown again, and what to do if it was never seen
     again = new_key(client, fields, name="ingester", scope="ingest", collections="crowd")
     assert again.status_code == 303
     assert secret not in again.text and secret not in again.headers["location"]
     assert message(again.headers["location"]) == (
         "this form was already sent: key ingester created (ingest, 1 collection: crowd; prefix "
-        f"{secret.split('_')[1]}): its secret was shown once")
+        f"{secret.split('_')[1]}): its secret was shown once, on the page that answered the "
+        "form; if it was not copied from there, revoke the key and create another")
     assert count(database_url, ApiKey) == 2
     shown = client.get(again.headers["location"])
     assert secret not in shown.text and shown_message(shown.text)[0] == "ok"  # type: ignore[index]
