@@ -6,7 +6,7 @@ import re
 from datetime import datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Response
 from pydantic import AwareDatetime, BeforeValidator
 from sqlalchemy.orm import Session
 
@@ -39,8 +39,10 @@ KEY_ADMIN = [require_scope("admin"), Depends(_unrestricted)]
 
 
 @router.post("/keys", status_code=201, response_model=KeyCreated, dependencies=KEY_ADMIN)
-def create_key(session: SessionDep, principal: PrincipalDep, body: KeyCreate) -> KeyCreated:
-    """A new key, shown in this response only."""
+def create_key(session: SessionDep, principal: PrincipalDep, body: KeyCreate,
+               response: Response) -> KeyCreated:
+    """A new key, shown in this response only (kept by no cache: ``no-store``)."""
+    response.headers["Cache-Control"] = "no-store"
     return service.create_key(session, principal=principal, spec=body)
 
 

@@ -104,6 +104,8 @@ def test_401s_key_headers_revocation_and_last_use(auth_client, auth_settings, ad
     created = auth_client.post(f"{API}/keys", headers=bearer(admin_key),
                                json={"name": "reader", "scope": "read"})
     assert created.status_code == 201, created.text
+    # the secret is in this answer only: no cache keeps it (as the dashboard's answer)
+    assert created.headers["cache-control"] == "no-store"
     reader = created.json()["key"]
     listing = auth_client.get(f"{API}/keys", headers=bearer(admin_key)).json()
     assert listing["count"] == 2 and all("key" not in k for k in listing["data"])
