@@ -120,6 +120,10 @@ def test_an_admin_creates_and_revokes_keys_as_the_api_does(signed_admin, databas
 
     # revoke: through the API's service, its audit event; the key answers 401 at once
     revoke = revoke_fields(shown.text, "ingester")
+    # styled as the dashboard's other irreversible buttons (cancel a fit)
+    buttons = [b for b in parse(shown.text).by_id("keys").find_all("button")
+               if b.attrs.get("aria-label") == "revoke the key ingester"]
+    assert len(buttons) == 1 and "danger" in buttons[0].classes(), buttons
     revoked = client.post("/ui/keys/revoke", data=revoke, follow_redirects=False)
     assert revoked.status_code == 303
     assert message(revoked.headers["location"]) == "key ingester revoked: it no longer works"
