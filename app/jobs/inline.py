@@ -13,6 +13,7 @@ on its standard input. It is still one job per process, so a cancel or a crash i
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import subprocess
 import sys
@@ -158,10 +159,8 @@ def _end(spare: subprocess.Popen[bytes]) -> None:
     """Stop a spare that has no job (it exits at the end of its input; terminate if it does not
     at once) and release its pipe."""
     if spare.stdin is not None:
-        try:
+        with contextlib.suppress(OSError):
             spare.stdin.close()
-        except OSError:
-            pass
     try:
         spare.wait(timeout=0.5)
     except subprocess.TimeoutExpired:
