@@ -22,7 +22,8 @@ def _session() -> Any:
 
 
 def _create(args: argparse.Namespace) -> int:
-    from app.auth import audit, keys
+    from app.auth import keys
+    from app.auth.service import key_created
     from app.core.errors import DomainError
 
     with _session() as session:
@@ -32,8 +33,7 @@ def _create(args: argparse.Namespace) -> int:
         except DomainError as exc:
             print(f"crowdqrels keys create: {exc.detail}", file=sys.stderr)
             return 1
-        audit.record(session, principal=CLI, action="key_created", target_id=row.id,
-                     counts={"name": row.name, "scope": row.scope})
+        key_created(session, principal=CLI, row=row)
         names = keys.collection_names(session, [row])
         limited = (", collections " + ", ".join(names.get(i, str(i)) for i in row.collections)
                    if row.collections else "")

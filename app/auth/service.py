@@ -44,9 +44,19 @@ def create_key(session: Session, *, principal: Principal, spec: KeyCreate) -> Ke
     """A new key (its secret in this answer only), audited as ``key_created``."""
     row, key = keys.create_key(session, name=spec.name, scope=spec.scope,
                                collections=spec.collections)
-    audit.record(session, principal=principal, action="key_created", target_id=row.id,
-                 counts={"name": row.name, "scope": row.scope})
+    key_created(session, principal=principal, row=row)
     return KeyCreated(**key_public(session, [row])[0].model_dump(), key=key)
+
+
+def key_created(session: Session, *, principal: Principal, row: ApiKey) -> None:
+    """The audit event of a new key (the API, the dashboard and the CLI): its name and scope,
+    and, for a key limited to some collections, their names."""
+    counts: dict[str, object] = {"name": row.name, "scope": row.scope}
+    if row.collections is not None:
+        names = keys.collection_names(session, [row])
+        counts["collections"] = [names.get(i, str(i)) for i in row.collections]
+    audit.record(session, principal=principal, action="key_created", target_id=row.id,
+                 counts=counts)
 
 
 def revoke_key(session: Session, *, principal: Principal, name: str,

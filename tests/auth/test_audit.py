@@ -37,7 +37,8 @@ def test_changes_are_audited(auth_client, auth_settings, admin_key) -> None:
         "judgments": [{"topic": "t", "doc": "d", "annotator": "w", "label": 1}]}
     ).status_code == 201
     assert auth_client.post(f"{API}/keys", headers=admin,
-                            json={"name": "temp", "scope": "read"}).status_code == 201
+                            json={"name": "temp", "scope": "read",
+                                  "collections": ["c2", "c1"]}).status_code == 201
     assert auth_client.delete(f"{API}/keys/temp", headers=admin).status_code == 200
     again = auth_client.delete(f"{API}/keys/temp", headers=admin)  # answers alike, not audited
     assert again.status_code == 200 and again.json()["revoked_at"] is not None
@@ -51,6 +52,9 @@ def test_changes_are_audited(auth_client, auth_settings, admin_key) -> None:
     added = everything["data"][-3]
     assert added["key_name"] == "platform" and added["collection"] == "c1"
     assert added["counts"]["judgments"] == 3 and added["target_id"] is not None
+    # a key limited to some collections says which: the log tells it from an unlimited one
+    assert everything["data"][1]["counts"] == {"name": "temp", "scope": "read",
+                                               "collections": ["c1", "c2"]}
 
     c1 = auth_client.get(f"{API}/audit", headers=admin, params={"collection": "c1"}).json()
     assert c1["count"] == 6 and {e["collection"] for e in c1["data"]} == {"c1"}

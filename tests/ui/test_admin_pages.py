@@ -140,7 +140,8 @@ def test_an_admin_creates_and_revokes_keys_as_the_api_does(signed_admin, databas
         events = session.scalars(select(AuditEvent).where(
             AuditEvent.action.in_(["key_created", "key_revoked"])).order_by(AuditEvent.id)).all()
         assert [(e.key_name, e.action, e.counts) for e in events] == [
-            ("root", "key_created", {"name": "ingester", "scope": "ingest"}),
+            ("root", "key_created", {"name": "ingester", "scope": "ingest",
+                                     "collections": ["crowd"]}),
             ("root", "key_revoked", {"name": "ingester"})]
     # the form's address opened with GET: the keys page
     assert client.get("/ui/keys/revoke", follow_redirects=False).headers["location"] == "/ui/keys"
