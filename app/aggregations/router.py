@@ -21,7 +21,7 @@ from app.aggregations.schemas import (
     TaskResults,
 )
 from app.aggregations.tables import Aggregation
-from app.api.deps import OptionalId, RunnerDep, SessionDep, SettingsDep, id_path
+from app.api.deps import Limit, Offset, OptionalId, RunnerDep, SessionDep, SettingsDep, id_path
 from app.auth import audit
 from app.auth.deps import PrincipalDep, get_principal, require_scope
 from app.auth.idempotency import IdempotencyDep
@@ -49,8 +49,6 @@ def load_aggregation(
 
 
 AggregationDep = Annotated[Aggregation, Depends(load_aggregation)]
-Limit = Annotated[int, Query(ge=1, le=10_000)]
-Offset = Annotated[int, Query(ge=0, le=MAX_INT)]
 
 
 def public(aggregation: Aggregation, gold: service.GoldStatus | None = None) -> AggregationPublic:

@@ -21,6 +21,9 @@ def id_path(what: str) -> Any:
 
 # An optional id in the query string (e.g. ``?aggregation=3``).
 OptionalId = Annotated[int | None, Query(ge=1, le=MAX_INT)]
+# A listing's page (aggregations, their results, evaluations, samplings, judgments).
+Limit = Annotated[int, Query(ge=1, le=10_000)]
+Offset = Annotated[int, Query(ge=0, le=MAX_INT)]
 
 
 def get_settings_dep(request: Request) -> Settings:

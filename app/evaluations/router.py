@@ -8,7 +8,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app.aggregations import downloads
 from app.aggregations.service import aggregation_not_found
-from app.api.deps import RunnerDep, SessionDep, id_path
+from app.api.deps import Limit, Offset, RunnerDep, SessionDep, id_path
 from app.auth.deps import PrincipalDep, require_scope
 from app.auth.idempotency import IdempotencyDep
 from app.collections.deps import CollectionDep
@@ -27,8 +27,6 @@ from app.jobs.progress import Progress
 from models.evaluation.scoring import format_trec, format_tsv
 
 collection_router = APIRouter(prefix="/collections/{c}", tags=["evaluations"])
-Limit = Annotated[int, Query(ge=1, le=10_000)]  # the listings' page, as for aggregations
-Offset = Annotated[int, Query(ge=0, le=MAX_INT)]
 router = APIRouter(prefix="/evaluations", tags=["evaluations"])
 
 

@@ -7,7 +7,7 @@ from fastapi import APIRouter, Query, Request
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
-from app.api.deps import SessionDep, judgments_arrived
+from app.api.deps import Limit, Offset, SessionDep, judgments_arrived
 from app.api.uploads import read_upload
 from app.auth import audit
 from app.auth.deps import PrincipalDep, require_scope
@@ -15,7 +15,6 @@ from app.auth.idempotency import IdempotencyDep
 from app.auth.principal import Principal
 from app.collections.deps import CollectionDep
 from app.collections.tables import Collection
-from app.core.integers import MAX_INT
 from app.formats.ids import MAX_FILENAME_LENGTH
 from app.formats.judgments_file import parse_judgments
 from app.formats.qrels import parse_qrels_with_lines
@@ -101,8 +100,8 @@ def list_judgments(
     topic: str | None = None,
     doc: str | None = None,
     annotator: str | None = None,
-    limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
-    offset: Annotated[int, Query(ge=0, le=MAX_INT)] = 0,
+    limit: Limit = 100,
+    offset: Offset = 0,
 ) -> JudgmentsPublic:
     data, total = service.list_judgments(
         session, collection=collection, topic=topic, doc=doc, annotator=annotator,

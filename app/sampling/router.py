@@ -9,11 +9,11 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import PlainTextResponse, Response
 
 from app.aggregations.router import AggregationDep
-from app.api.deps import SessionDep, id_path
+from app.api.deps import Limit, Offset, SessionDep, id_path
 from app.auth.deps import PrincipalDep, require_scope
 from app.auth.idempotency import IdempotencyDep
 from app.collections.deps import CollectionDep
-from app.core.integers import MAX_INT, MAX_SEED
+from app.core.integers import MAX_SEED
 from app.sampling import service
 from app.sampling.inputs import NextInputs
 from app.sampling.rejudging import next_tasks, next_tasks_tsv
@@ -109,8 +109,7 @@ def create_sampling(session: SessionDep, idempotency: IdempotencyDep, collection
 @collection_router.get("/samplings", response_model=SamplingsPublic,
                        dependencies=[require_scope("read")])
 def list_samplings(session: SessionDep, collection: CollectionDep,
-                   limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
-                   offset: Annotated[int, Query(ge=0, le=MAX_INT)] = 0) -> SamplingsPublic:
+                   limit: Limit = 100, offset: Offset = 0) -> SamplingsPublic:
     """Oldest first, a page of ``limit`` from ``offset``; ``count``: all of them (as the
     collection's aggregations are listed)."""
     rows = service.list_samplings(session, collection=collection, limit=limit, offset=offset)
