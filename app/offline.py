@@ -166,12 +166,27 @@ def _default_mode() -> int:
     return 0o666 & ~umask
 
 
-def quiet_tensorflow() -> None:
-    """--quiet: silence TensorFlow's start-up and log lines (before it is imported)."""
+def quiet_tensorflow(method: str | None = None) -> None:
+    """--quiet: silence TensorFlow's start-up and log lines (before it is imported). Its
+    start-up lines (oneDNN, CUDA drivers) come from C++ logging that ignores
+    TF_CPP_MIN_LOG_LEVEL and writes to file descriptor 2 itself: for a ``method`` that uses
+    TensorFlow it is imported here, with that descriptor sent to /dev/null for the import."""
     os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
     import logging
 
     logging.getLogger("tensorflow").setLevel(logging.ERROR)
+    from models.registry import GP_METHODS
+
+    if method in GP_METHODS and "tensorflow" not in sys.modules:
+        sys.stderr.flush()
+        saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, 2)
+            import tensorflow  # noqa: F401  (its start-up lines go to /dev/null)
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            os.close(devnull)
 
 
 # -- shared loading ----------------------------------------------------------------------------
@@ -451,7 +466,7 @@ def _aggregate(args: argparse.Namespace) -> int:
     """Every option and output path is checked before the file is read; the outputs are written
     (atomically) only once the fit and the held-out scores have succeeded."""
     if args.quiet:
-        quiet_tensorflow()
+        quiet_tensorflow(args.method)
     try:
         params = parse_params(args.params)
     except ValueError as exc:
@@ -495,7 +510,8 @@ def _aggregate(args: argparse.Namespace) -> int:
     from app.formats.qrels import format_qrels
     from models.registry import GP_METHODS
 
-    data, _ = load_judgment_file(args, graded=args.graded, features=args.features)
+    data, _ = load_judgment_file(args, graded=args.graded, features=args.features,
+                                 quiet=args.quiet)
     groups = None
     if args.topics or args.documents or args.runs:
         try:

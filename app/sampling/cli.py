@@ -35,7 +35,7 @@ def _simulate(args: argparse.Namespace) -> int:
     from models.registry import InvalidParams, validate_params
 
     if args.quiet:
-        quiet_tensorflow()
+        quiet_tensorflow(args.method)
     try:
         params = validate_params(args.method, parse_params(args.params))
         if params.get("use_gold"):
@@ -223,7 +223,7 @@ def _next(args: argparse.Namespace) -> int:
     from models.sampling.rejudge import plan_next
 
     if args.quiet:
-        quiet_tensorflow()
+        quiet_tensorflow(args.method)
     if args.graded and args.method in BINARY_ONLY_METHODS:
         raise UsageError(f"method {args.method!r} needs binary labels: drop --graded (graded "
                          "GP: ordinal-gp)")
