@@ -12,8 +12,6 @@ that fits it again after a batch) reads only what arrived since.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +20,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.collections.tables import Collection
+from app.core.lru import LRU
 from app.judgments.tables import Annotator, Document, Judgment, Task, Topic
 
 
@@ -102,9 +101,8 @@ class KeptColumns:
 
     def __init__(self, max_collections: int) -> None:
         self.max_collections = max_collections
-        self._lock = threading.Lock()
-        self._columns: OrderedDict[tuple[Any, ...], JudgmentColumns] = OrderedDict()
-        self._names: OrderedDict[tuple[Any, ...], dict[int, tuple[str, str]]] = OrderedDict()
+        self._columns: LRU[tuple[Any, ...], JudgmentColumns] = LRU(max_collections)
+        self._names: LRU[tuple[Any, ...], dict[int, tuple[str, str]]] = LRU(max_collections)
 
     @staticmethod
     def _key(session: Session, collection: Collection) -> tuple[Any, ...]:
@@ -116,10 +114,10 @@ class KeptColumns:
                   upto: int | None = None) -> JudgmentColumns:
         """``read_judgments`` forward from the columns kept for the collection."""
         key = self._key(session, collection)
-        before = self._get(self._columns, key)
+        before = self._columns.get(key)
         now = read_judgments(session, collection, since=before, upto=upto)
-        if now is not before:
-            self._put(self._columns, key, now)
+        if now is not before:  # never a later read replaced by an earlier one
+            self._columns.put(key, now, replaces=lambda new, kept: new.watermark > kept.watermark)
         return now
 
     def task_names(self, session: Session, collection: Collection,
@@ -127,27 +125,8 @@ class KeptColumns:
         """Task id -> (topic, doc) covering at least the ids ``needed``; the collection's
         tasks are read again only when one of them is not kept (a task that arrived since)."""
         key = self._key(session, collection)
-        names = self._get(self._names, key)
+        names = self._names.get(key)
         if names is None or not all(t in names for t in needed.tolist()):
             names = task_names(session, collection_id=collection.id)
-            self._put(self._names, key, names)
+            self._names.put(key, names)
         return names
-
-    def _get(self, store: OrderedDict[tuple[Any, ...], Any], key: tuple[Any, ...]) -> Any:
-        with self._lock:
-            hit = store.get(key)
-            if hit is not None:
-                store.move_to_end(key)
-            return hit
-
-    def _put(self, store: OrderedDict[tuple[Any, ...], Any], key: tuple[Any, ...],
-             value: Any) -> None:
-        with self._lock:
-            current = store.get(key)
-            # columns: never replace a later read with an earlier one
-            if getattr(current, "watermark", -1) > getattr(value, "watermark", -1):
-                return
-            store[key] = value
-            store.move_to_end(key)
-            while len(store) > self.max_collections:
-                store.popitem(last=False)

@@ -19,7 +19,6 @@ application, made by ``create_app``. Without one (``NextInputs()`` per call) eve
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -30,6 +29,7 @@ from sqlalchemy.orm import Session
 
 from app.aggregations.tables import Aggregation, AggregationAnnotator, AggregationTask
 from app.collections.tables import Collection
+from app.core.lru import LRU
 from app.judgments.columns import JudgmentColumns, KeptColumns
 from app.judgments.tables import Document, Task, Topic
 
@@ -87,17 +87,17 @@ class NextInputs:
         self.max_fits, self.max_collections = max_fits, max_collections
         self.max_memos = max_memos
         self._lock = threading.Lock()
-        self._fits: OrderedDict[tuple[Any, ...], FitPosterior] = OrderedDict()
+        self._fits: LRU[tuple[Any, ...], FitPosterior] = LRU(max_fits)
         self._columns = KeptColumns(max_collections)
-        self._memos: dict[str, OrderedDict[tuple[Any, ...], Any]] = {}
+        self._memos: dict[str, LRU[tuple[Any, ...], Any]] = {}
         self._building: dict[tuple[str, tuple[Any, ...]], threading.Lock] = {}
 
     def posterior(self, session: Session, aggregation: Aggregation) -> FitPosterior:
         key = (aggregation.id, aggregation.finished_at)
-        hit = self._get(self._fits, key)
+        hit = self._fits.get(key)
         if hit is None:
             hit = read_posterior(session, aggregation)
-            self._put(self._fits, key, hit, self.max_fits)
+            self._fits.put(key, hit)
         return hit
 
     def judgments(self, session: Session, collection: Collection) -> JudgmentColumns:
@@ -126,26 +126,11 @@ class NextInputs:
 
     def kept(self, kind: str, key: tuple[Any, ...]) -> Any:
         """What was kept under ``key`` (None: nothing)."""
-        with self._lock:
-            store = self._memos.setdefault(kind, OrderedDict())
-        return self._get(store, key)
+        return self._memo_store(kind).get(key)
 
     def keep(self, kind: str, key: tuple[Any, ...], value: Any) -> None:
-        with self._lock:
-            store = self._memos.setdefault(kind, OrderedDict())
-        self._put(store, key, value, self.max_memos)
+        self._memo_store(kind).put(key, value)
 
-    def _get(self, store: OrderedDict[tuple[Any, ...], Any], key: tuple[Any, ...]) -> Any:
+    def _memo_store(self, kind: str) -> LRU[tuple[Any, ...], Any]:
         with self._lock:
-            hit = store.get(key)
-            if hit is not None:
-                store.move_to_end(key)
-            return hit
-
-    def _put(self, store: OrderedDict[tuple[Any, ...], Any], key: tuple[Any, ...], value: Any,
-             size: int) -> None:
-        with self._lock:
-            store[key] = value
-            store.move_to_end(key)
-            while len(store) > size:
-                store.popitem(last=False)
+            return self._memos.setdefault(kind, LRU(self.max_memos))
