@@ -19,7 +19,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.core.errors import DomainError, database_unavailable, invalid_file
 from app.formats.errors import FileFormatError
-from app.ui.templating import templates
+from app.ui.templating import header_context, templates
 
 log = logging.getLogger(__name__)
 HEADINGS = {400: "Bad request", 403: "Not allowed", 404: "Not found", 405: "Not allowed",
@@ -39,6 +39,7 @@ def error_page(request: Request, status_code: int, detail: str, code: str | None
     return templates.TemplateResponse(request, "error.html", {
         "status_code": status_code, "heading": HEADINGS.get(status_code, "Error"),
         "detail": detail, "code": code, "title": HEADINGS.get(status_code, "Error"),
+        **header_context(request),
     }, status_code=status_code, headers=headers)
 
 

@@ -70,7 +70,7 @@ from app.ui.forms import (
     refusal,
 )
 from app.ui.messages import Kind, message_location, page_message, plural, signed_location
-from app.ui.templating import templates
+from app.ui.templating import header_context, templates
 from app.ui.warm import (
     FITS_PER_COLLECTION_PAGE,
     SAMPLINGS_PER_COLLECTION_PAGE,
@@ -92,18 +92,13 @@ def render(request: Request, name: str, context: dict[str, Any], *,
     each form a new one-use key (``form_key()`` in the template, once per form); ``message``:
     the signed message in its address, if any (app.ui.messages)."""
     token = csrf_token(request)
-    settings = getattr(request.app.state, "settings", None)
-    access_control = bool(settings is not None and settings.auth_required)  # else no sign-in
     # Forms the signed-in key may not submit are left out (they would only answer 403).
     principal = getattr(request.state, "principal", None) or OPEN
     response = templates.TemplateResponse(
         request, name, {**context, "csrf_field": FIELD, "csrf": token,
                         "form_key_field": FORM_KEY, "form_key": new_form_key,
-                        "access_control": access_control, "can": principal.allows,
-                        "principal": principal, "message": page_message(request),
-                        # the access-control pages, linked for the keys that may open them
-                        "may_manage_keys": principal.manages_keys(),
-                        "may_read_audit": principal.allows("admin")},
+                        "can": principal.allows, "principal": principal,
+                        "message": page_message(request), **header_context(request)},
         status_code=status_code)
     csrf_token(request, response)  # sets the cookie when the token is new
     return response

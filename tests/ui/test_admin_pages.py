@@ -202,8 +202,12 @@ def test_only_keys_that_may_use_the_api_get_the_pages_and_links(database_url) ->
             client.cookies.clear()
             sign_in(client, key)
             home = client.get("/ui/").text
-            assert ('href="/ui/keys"' in home) == keys_ok, name
-            assert ('href="/ui/audit"' in home) == audit_ok, name
+            missing = client.get("/ui/collections/nowhere")  # an error page: the same header
+            assert missing.status_code == 404
+            for page in (home, missing.text):
+                assert ('href="/ui/keys"' in page) == keys_ok, name
+                assert ('href="/ui/audit"' in page) == audit_ok, name
+                assert 'href="/ui/logout"' in page, name
             for url, ok in (("/ui/keys", keys_ok), ("/ui/audit", audit_ok)):
                 page = client.get(url)
                 assert page.status_code == (200 if ok else 403), (name, url)
@@ -228,8 +232,9 @@ def test_only_keys_that_may_use_the_api_get_the_pages_and_links(database_url) ->
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 def test_without_access_control_the_pages_are_open_as_the_api(client, database_url) -> None:
     """CROWDQRELS_AUTH=off: every caller is an unrestricted admin, for the API and the pages."""
-    home = client.get("/ui/").text
-    assert 'href="/ui/keys"' in home and 'href="/ui/audit"' in home
+    for page in (client.get("/ui/").text, client.get("/ui/collections/nowhere").text):
+        assert 'href="/ui/keys"' in page and 'href="/ui/audit"' in page
+        assert 'href="/ui/logout"' not in page  # nobody signs in
     made = new_key(client, create_form(client), name="first", scope="read")
     assert made.status_code == 200 and NEW_KEY.search(made.text)
     events = client.get(f"{API}/audit").json()["data"]
