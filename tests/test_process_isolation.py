@@ -87,3 +87,18 @@ def test_validating_gp_parameters_does_not_import_tensorflow() -> None:
         "assert 'tensorflow' not in sys.modules, 'tensorflow was imported'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def test_a_spare_job_process_waits_without_tensorflow() -> None:
+    """The in-process runner's spare imports every job body and every model but the GP ones
+    while it waits: an idle spare holds no TensorFlow (110 MB, not a GP's gigabyte)."""
+    code = (
+        "import importlib, sys\n"
+        "from app.jobs.child import preload\n"
+        "names = preload()\n"
+        "assert {'app.aggregations.job', 'models.dawid_skene', 'models.ordinal_ds'} <= set(names)\n"
+        "for name in names:\n"
+        "    importlib.import_module(name)\n"
+        "assert 'tensorflow' not in sys.modules, 'tensorflow was imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)

@@ -13,16 +13,21 @@ import sys
 from app.core.config import Settings
 from app.jobs.kinds import KINDS, get_kind
 
-# What a job imports before its first step, loaded while a spare waits (never TensorFlow: the
-# GP methods import it when they fit).
-PRELOAD = ("models.registry", "models.dawid_skene", "models.mace", "models.majority_vote")
+
+def preload() -> list[str]:
+    """What a job imports before its first step, loaded while a spare waits: every job body and
+    every model that needs no TensorFlow (the GP methods import it when they fit)."""
+    from models.registry import GP_METHODS, METHOD_PATHS
+
+    return [*(k.body.partition(":")[0] for k in KINDS.values()),
+            *(p.partition(":")[0] for m, p in METHOD_PATHS.items() if m not in GP_METHODS)]
 
 
 def main() -> int:
     if len(sys.argv) == 3:
         kind, job_id = sys.argv[1], sys.argv[2]
     else:
-        for name in (*(k.body.partition(":")[0] for k in KINDS.values()), *PRELOAD):
+        for name in preload():
             importlib.import_module(name)
         # Waiting, it leaves Ctrl-C in a terminal to the server, which stops it (terminate).
         default = signal.signal(signal.SIGINT, signal.SIG_IGN)
