@@ -12,8 +12,8 @@ from sqlalchemy.orm import Session
 from app.aggregations.gold import collection_gold
 from app.collections.tables import Collection
 from app.features.tables import FeatureSet, TaskFeatures
-from app.judgments.columns import KeptColumns
-from models.data import UNKNOWN, AnnotationData
+from app.judgments.columns import KeptColumns, annotation_data
+from models.data import AnnotationData
 
 
 @dataclass(frozen=True)
@@ -41,27 +41,9 @@ def load_snapshot(session: Session, *, collection: Collection, watermark: int,
     columns = kept.judgments(session, collection, upto=watermark)
     if not columns.task_id.shape[0]:
         raise ValueError("the collection has no judgments")
-    # Arrival order, as read: "latest per (task, annotator)" depends on it.
-    tasks, task_at = np.unique(columns.task_id, return_inverse=True)
-    names = kept.task_names(session, collection, tasks)
-    annotators, annotator_at = np.unique(columns.annotator_id, return_inverse=True)
-    task_list, annotator_list = tasks.tolist(), annotators.tolist()
-    data = AnnotationData.from_codes(
-        task_at, annotator_at, columns.label,
-        task_topics=[names[t][0] for t in task_list], task_docs=[names[t][1] for t in task_list],
-        annotator_names=[columns.annotators[a] for a in annotator_list],
-        task_gold=np.array([gold.get(t, UNKNOWN) for t in task_list], dtype=np.int64),
-        ignore=collection.ignore,
-        relevant_from=None if graded else collection.relevant_from,
-        scale=collection.labels if graded else None,
-    )
-    task_of = {names[t]: t for t in task_list}
-    annotator_of = {columns.annotators[a]: a for a in annotator_list}
-    task_ids = np.array([task_of[(t, d)] for t, d in
-                         zip(data.topic_ids.tolist(), data.doc_ids.tolist(), strict=True)],
-                        dtype=np.int64)
-    annotator_ids = np.array([annotator_of[a] for a in data.annotator_ids.tolist()],
-                             dtype=np.int64)
+    names = kept.task_names(session, collection, np.unique(columns.task_id))
+    data, task_ids, annotator_ids = annotation_data(columns, names, collection=collection,
+                                                    graded=graded, gold=gold)
 
     feature_set = session.get(FeatureSet, collection.id)
     groups = None
@@ -79,4 +61,4 @@ def load_snapshot(session: Session, *, collection: Collection, watermark: int,
         }
         data = data.with_features(keyed, dim=len(feature_set.names))
     return Snapshot(data, task_ids, annotator_ids, groups, gold=gold,
-                    judged_tasks=frozenset(task_list))
+                    judged_tasks=frozenset(columns.task_id.tolist()))

@@ -12,6 +12,7 @@ that fits it again after a batch) reads only what arrived since.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,7 @@ from sqlalchemy.orm import Session
 from app.collections.tables import Collection
 from app.core.lru import LRU
 from app.judgments.tables import Annotator, Document, Judgment, Task, Topic
+from models.data import UNKNOWN, AnnotationData
 
 
 def current_watermark(session: Session, *, collection_id: int) -> int:
@@ -92,6 +94,37 @@ def task_names(session: Session, *, collection_id: int) -> dict[int, tuple[str, 
         .join(Topic, Topic.id == Task.topic_id)
         .join(Document, Document.id == Task.document_id)
         .where(Task.collection_id == collection_id))}
+
+
+def annotation_data(columns: JudgmentColumns, names: Mapping[int, tuple[str, str]], *,
+                    collection: Collection, graded: bool,
+                    gold: Mapping[int, int] | None = None
+                    ) -> tuple[AnnotationData, np.ndarray, np.ndarray]:
+    """The columns as a model reads them (``AnnotationData.from_codes``: binary at the
+    collection's ``relevant_from``, or ``graded`` on its scale; ``gold``: task id -> gold value),
+    with the database ids of the data's tasks and annotators, to write results back. ``names``:
+    task id -> (topic, doc), covering the columns' tasks. ValueError when no judgment is usable."""
+    tasks, task_at = np.unique(columns.task_id, return_inverse=True)
+    annotators, annotator_at = np.unique(columns.annotator_id, return_inverse=True)
+    task_list, annotator_list = tasks.tolist(), annotators.tolist()
+    data = AnnotationData.from_codes(
+        task_at, annotator_at, columns.label,
+        task_topics=[names[t][0] for t in task_list], task_docs=[names[t][1] for t in task_list],
+        annotator_names=[columns.annotators[a] for a in annotator_list],
+        task_gold=None if gold is None else np.array([gold.get(t, UNKNOWN) for t in task_list],
+                                                     dtype=np.int64),
+        ignore=collection.ignore,
+        relevant_from=None if graded else collection.relevant_from,
+        scale=collection.labels if graded else None,
+    )
+    task_of = {names[t]: t for t in task_list}
+    annotator_of = {columns.annotators[a]: a for a in annotator_list}
+    task_ids = np.array([task_of[(t, d)] for t, d in
+                         zip(data.topic_ids.tolist(), data.doc_ids.tolist(), strict=True)],
+                        dtype=np.int64)
+    annotator_ids = np.array([annotator_of[a] for a in data.annotator_ids.tolist()],
+                             dtype=np.int64)
+    return data, task_ids, annotator_ids
 
 
 class KeptColumns:

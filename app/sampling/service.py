@@ -34,11 +34,10 @@ from app.collections.tables import Collection
 from app.core.errors import Conflict, InvalidInput, NotFound
 from app.corpus.service import known_topics, load_runs
 from app.corpus.tables import Run
-from app.judgments.columns import current_watermark, task_names
+from app.judgments.columns import annotation_data, current_watermark, task_names
 from app.sampling.inputs import NextInputs
 from app.sampling.schemas import SamplingCreate
 from app.sampling.tables import SampledPair, Sampling, SamplingRound
-from models.data import AnnotationData
 from models.sampling.design import TopicPool, build_pools, inclusion_first
 from models.sampling.sampler import SAMPLING, TopicState, estimate, plan_round
 from models.sampling.stopping import (
@@ -287,15 +286,8 @@ def _fit_labels(session: Session, *, collection: Collection, method: str,
         return {}
     names = _task_names(session, collection=collection, watermark=columns.watermark,
                         inputs=inputs)
-    tasks, task_at = np.unique(columns.task_id, return_inverse=True)
-    annotators, annotator_at = np.unique(columns.annotator_id, return_inverse=True)
     try:
-        data = AnnotationData.from_codes(
-            task_at, annotator_at, columns.label,
-            task_topics=[names[t][0] for t in tasks.tolist()],
-            task_docs=[names[t][1] for t in tasks.tolist()],
-            annotator_names=[columns.annotators[a] for a in annotators.tolist()],
-            ignore=collection.ignore, relevant_from=collection.relevant_from)
+        data, _, _ = annotation_data(columns, names, collection=collection, graded=False)
     except ValueError:  # nothing but "could not judge" values
         return {}
     params = {"random_state": 0} if method == "mace" else {}
