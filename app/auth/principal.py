@@ -32,6 +32,13 @@ class Principal:
         of them (the keys' routes and pages, and whether the dashboard links to them)."""
         return self.allows("admin") and self.collections is None
 
+    def creates_collections(self) -> bool:
+        """Admin scope on every collection, as for keys: a key limited to some could not use a
+        collection it created, and a name already taken (409 ``collection_exists``) would tell
+        it the name of a collection it may not see (the API's route and the dashboard's form,
+        and whether the home page offers it)."""
+        return self.manages_keys()
+
 
 # The caller when access control is off (CROWDQRELS_AUTH=off): everything, everywhere.
 OPEN = Principal(name="anonymous", scope="admin", collections=None)

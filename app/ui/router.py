@@ -39,6 +39,7 @@ from app.auth.principal import OPEN
 from app.auth.ui import HOME  # the dashboard's home, where signing in lands
 from app.collections import service as collections_service
 from app.collections.deps import CollectionDep
+from app.collections.router import CREATE as CREATE_COLLECTION
 from app.collections.router import collection_created
 from app.collections.schemas import CollectionCreate
 from app.collections.tables import Collection
@@ -436,7 +437,7 @@ def new_collection_address() -> RedirectResponse:
 
 
 @router.post("/ui/collections", response_class=HTMLResponse,
-             dependencies=[require_scope("admin"), CheckedForm])
+             dependencies=[*CREATE_COLLECTION, CheckedForm])
 async def create_collection(request: Request, session: SessionDep, principal: PrincipalDep,
                             form: FormDep, idempotency: FormIdempotencyDep) -> Response:
     """The API's POST /collections, from the home page's form (one collection per form key;

@@ -76,6 +76,8 @@ SCOPES = {
     ("GET", "/ui/audit"): "admin",
 }
 RANK = {"none": -1, "read": 0, "ingest": 1, "admin": 2}
+# Besides the keys' routes, what needs an admin key that is not limited to collections.
+UNLIMITED_ONLY = ("POST", f"{API}/collections")
 
 
 def rule(method: str, path: str) -> str | None:
@@ -198,8 +200,10 @@ def test_each_scope_with_real_keys(auth_client, auth_settings, admin_key) -> Non
                 assert status == 401 and response.headers["www-authenticate"].startswith(
                     "Bearer"), (method, target, status)
                 assert code == "missing_api_key"
-            elif rank < RANK[required] or (who == "limited" and path.startswith(f"{API}/keys")):
-                # (a key limited to collections may not manage keys, even with admin scope)
+            elif rank < RANK[required] or (who == "limited" and (
+                    path.startswith(f"{API}/keys") or (method, path) == UNLIMITED_ONLY)):
+                # (a key limited to collections may not manage keys or create a collection,
+                # even with admin scope)
                 assert status == 403 and code == "insufficient_scope", (who, method, target)
             else:
                 assert status not in (401, 403), (who, method, target, response.text)
