@@ -35,6 +35,11 @@ ReadRows = Callable[..., tuple[list[dict[str, Any]], int]]
 MAX_ORDERINGS = 64  # (aggregation, sort) pairs kept; 10,000 annotators take about 2 MB each
 # Succeeded results are immutable; a day of browser caching, revalidated with the ETag after.
 CACHE_CONTROL = "private, max-age=86400"
+# ... kept for the caller who asked only: the browser may serve it again to a request with the
+# same key or session cookie, not to another key signed in at that browser, an expired session
+# or an address typed in without one (Cache-Control alone let any of those read it for a day,
+# a key limited to other collections too).
+VARY = "Authorization, X-API-Key, Cookie"
 
 
 @dataclass

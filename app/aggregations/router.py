@@ -8,7 +8,7 @@ from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
 from app.aggregations import downloads, service
-from app.aggregations.listing import CACHE_CONTROL, ListingCache
+from app.aggregations.listing import CACHE_CONTROL, VARY, ListingCache
 from app.aggregations.schemas import (
     AggregationCreate,
     AggregationPublic,
@@ -200,7 +200,8 @@ async def annotators(request: Request,
                      limit: Limit = 100, offset: Offset = 0) -> Response:
     """Sort by competence, noise_variance, bias, n_judgments, gold_accuracy or annotator
     ('-' for descending). A succeeded fit's results never change: pages come from an ordering
-    computed once, with an ETag (``If-None-Match`` -> 304) and ``Cache-Control``."""
+    computed once, with an ETag (``If-None-Match`` -> 304), ``Cache-Control`` and ``Vary`` (kept
+    for the key or session that asked only)."""
     # Async, and no session unless the ordering must be read: a cached page costs no thread
     # hop and no query. The caller and the access check are those of every route.
     cache = get_listing_cache(request)
@@ -210,7 +211,7 @@ async def annotators(request: Request,
     result = service.cached_annotator_page(**args)
     if result is None:
         result = await run_in_threadpool(_annotator_page, request.app.state.settings, args)
-    headers = {"ETag": result.etag, "Cache-Control": CACHE_CONTROL}
+    headers = {"ETag": result.etag, "Cache-Control": CACHE_CONTROL, "Vary": VARY}
     if result.etag in {t.strip() for t in request.headers.get("if-none-match", "").split(",")}:
         return Response(status_code=304, headers=headers)
     return Response(result.body, media_type="application/json", headers=headers)

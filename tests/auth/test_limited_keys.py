@@ -3,6 +3,8 @@ or the dashboard (each test here failed before its fix)."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from app.collections.tables import Collection
@@ -47,3 +49,35 @@ def test_a_limited_key_creates_no_collection_and_learns_no_name(auth_client, aut
     assert posted.status_code == 403 and "insufficient_scope" in posted.text
     assert "already exists" not in posted.text
     assert count(url, Collection) == 3
+
+
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+def test_a_kept_annotator_listing_is_for_the_caller_who_asked(auth_client, auth_settings,
+                                                               admin) -> None:
+    """The annotator listing may be kept by the browser a day (``private, max-age``). Without
+    ``Vary`` the browser served it again to any later request for the address: another key
+    signed in at that browser (one limited to other collections), an expired session, or the
+    address typed in with no session at all. It now varies on the key and the session cookie,
+    in the answer and in its 304."""
+    assert admin.post(f"{API}/collections", json={"name": "secret"}).status_code == 201
+    assert admin.post(f"{API}/collections/secret/judgments", json={"judgments": [
+        {"topic": "t", "doc": f"d{i}", "annotator": f"w{i % 2}", "label": i % 2}
+        for i in range(4)]}).status_code == 201
+    fit = admin.post(f"{API}/collections/secret/aggregations", json={"method": "mv"}).json()
+    for _ in range(600):
+        if admin.get(f"{API}/aggregations/{fit['id']}").json()["status"] == "succeeded":
+            break
+        time.sleep(0.05)
+    url = f"{API}/aggregations/{fit['id']}/annotators"
+    kept = admin.get(url)
+    assert kept.status_code == 200 and "max-age" in kept.headers["cache-control"]
+    again = admin.get(url, headers={"if-none-match": kept.headers["etag"]})
+    assert again.status_code == 304
+    for answer in (kept, again):
+        varies = {v.strip().lower() for v in answer.headers.get("vary", "").split(",")}
+        assert {"authorization", "x-api-key", "cookie"} <= varies, answer.headers
+    # and a key limited to another collection that revalidates the copy gets no 304: 404
+    assert admin.post(f"{API}/collections", json={"name": "mine"}).status_code == 201
+    limited = bearer(make_key(auth_settings.database_url, "limited", "read", ["mine"]))
+    probe = auth_client.get(url, headers={**limited, "if-none-match": kept.headers["etag"]})
+    assert probe.status_code == 404 and probe.json()["code"] == "aggregation_not_found"
