@@ -1,9 +1,11 @@
 """What a key limited to some collections can learn about the others: nothing, through the API
-or the dashboard (each test here failed before its fix)."""
+or the dashboard (the first two tests failed before their fixes; the last guards every route)."""
 
 from __future__ import annotations
 
+import re
 import time
+from typing import Any
 
 import pytest
 
@@ -11,6 +13,7 @@ from app.collections.tables import Collection
 from tests.api.helpers import API
 from tests.auth.conftest import bearer, make_key
 from tests.auth.test_modes import sign_in
+from tests.auth.test_route_scopes import BODIES, api_routes
 from tests.ui.test_forms_once import count
 
 
@@ -81,3 +84,71 @@ def test_a_kept_annotator_listing_is_for_the_caller_who_asked(auth_client, auth_
     limited = bearer(make_key(auth_settings.database_url, "limited", "read", ["mine"]))
     probe = auth_client.get(url, headers={**limited, "if-none-match": kept.headers["etag"]})
     assert probe.status_code == 404 and probe.json()["code"] == "aggregation_not_found"
+
+
+def _shown(response: Any, value: str) -> tuple[int, str]:
+    """The answer's status and what it says, ``value`` (the id or name asked for) made "X": a
+    JSON error as it is; a page, its main part without the form tokens (the head holds asset
+    versions, hex digits in which an id could also be found)."""
+    text = response.text
+    if "<main>" in text:
+        text = text[text.index("<main>"):text.index("</main>")]
+        text = re.sub(r'value="[^"]{20,}"', 'value="…"', text)
+    return response.status_code, re.sub(rf"\b{re.escape(value)}\b", "X", text)
+
+
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+def test_another_collections_objects_answer_as_missing_ones(auth_client, auth_settings,
+                                                            admin) -> None:
+    """Every address with a collection, fit, evaluation, sampling or feature build in it, API and
+    pages: for a key limited to other collections, the answer about one that exists is the
+    answer about one that does not (status, code, text and headers), so ids and names cannot be
+    enumerated. (A guard over every route; it passed before these changes.)"""
+    url = auth_settings.database_url
+    for name in ("mine", "secret"):
+        assert admin.post(f"{API}/collections", json={"name": name}).status_code == 201
+    judgments = {"judgments": [{"topic": "t", "doc": f"d{i}", "annotator": f"w{i % 3}",
+                                "label": i % 2} for i in range(6)]}
+    assert admin.post(f"{API}/collections/secret/judgments", json=judgments).status_code == 201
+    assert admin.put(f"{API}/collections/secret/runs/r", content=b"t Q0 d1 1 2 r\nt Q0 d7 2 1 r\n",
+                     headers={"content-type": "text/plain"}).status_code == 200
+    fit = admin.post(f"{API}/collections/secret/aggregations", json={"method": "mv"}).json()
+    for _ in range(600):
+        if admin.get(f"{API}/aggregations/{fit['id']}").json()["status"] == "succeeded":
+            break
+        time.sleep(0.05)
+    made = {"e": admin.post(f"{API}/collections/secret/evaluations",
+                            json={"aggregation": fit["id"], "samples": 0}),
+            "s": admin.post(f"{API}/collections/secret/samplings", json={"budget_per_round": 1}),
+            "build_id": admin.post(f"{API}/collections/secret/features/build")}
+    assert all(r.status_code in (201, 202) for r in made.values()), made
+    real = {"c": "secret", "a": str(fit["id"]), **{k: str(r.json()["id"]) for k, r in made.items()}}
+    missing = {"c": "nowhere", "a": "99991", "e": "99992", "s": "99993", "build_id": "99994"}
+    fixed = {"name": "r", "annotator": "w1", "task_id": "1", "task": "1", "mode": "union"}
+
+    limited = bearer(make_key(url, "limited", "admin", ["mine"]))
+    sign_in(auth_client, make_key(url, "limited-page", "admin", ["mine"]))
+    form = {"csrf_token": auth_client.cookies.get("crowdqrels_csrf")}
+    compared = 0
+    for method, path, _ in api_routes(auth_client.app):
+        params = set(re.findall(r"\{(\w+)", path))
+        if not params & set(real) or path.startswith(f"{API}/keys"):
+            continue
+        answers = []
+        for values in (real, missing):
+            names = {**fixed, **values}
+            target = re.sub(r"\{(\w+)(?::\w+)?\}", lambda m, v=names: v[m.group(1)], path)
+            if path.startswith(API):
+                kwargs = dict(BODIES[method])
+                kwargs["headers"] = {**kwargs.get("headers", {}), **limited}
+            else:  # a page, or a page's form, under the signed-in key's session
+                kwargs = {"data": {**form, "form_key": f"k-{target}"}} if method == "POST" else {}
+            response = auth_client.request(method, target, follow_redirects=False, **kwargs)
+            value = next(values[p] for p in ("c", "a", "e", "s", "build_id") if p in params)
+            headers = sorted((k, v) for k, v in response.headers.items()
+                             if k not in ("content-length", "date", "set-cookie"))
+            answers.append((*_shown(response, value), headers))
+        assert answers[0] == answers[1], (method, path, answers)
+        assert answers[0][0] == 404, (method, path, answers[0])
+        compared += 1
+    assert compared >= 60, compared
