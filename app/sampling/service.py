@@ -24,6 +24,7 @@ import io
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -211,7 +212,7 @@ def _state(session: Session, sampling: Sampling, inputs: NextInputs | None = Non
     else:
         runs, pools = pooled
     if sum(p.n_docs for p in pools.values()) != sampling.pool_size:
-        raise _runs_changed()
+        raise _runs_changed(session, sampling)
     states = {t: TopicState() for t in pools}
     rounds = _rounds(session, sampling)
     digests: dict[str, str] = {}
@@ -220,12 +221,12 @@ def _state(session: Session, sampling: Sampling, inputs: NextInputs | None = Non
             # A run replaced by one of another pool of the same size: the stored selection
             # probabilities would be read against other documents.
             if topic not in pools or len(design["p"]) != pools[topic].n_docs:
-                raise _runs_changed()
+                raise _runs_changed(session, sampling)
             if "pool" in design:  # rounds drawn before the digest was stored have none
                 if topic not in digests:
                     digests[topic] = pool_digest(pools[topic])
                 if design["pool"] != digests[topic]:
-                    raise _runs_changed()
+                    raise _runs_changed(session, sampling)
             states[topic].p_rounds.append(np.array(design["p"], dtype=np.float64))
             states[topic].draws.append(int(design["draws"]))
     pairs = _pairs(session, sampling, inputs)
@@ -236,14 +237,15 @@ def _state(session: Session, sampling: Sampling, inputs: NextInputs | None = Non
         by_topic[pair.topic].append(pair)
     for topic, topic_pairs in by_topic.items():
         if topic not in states:
-            raise _runs_changed()
+            raise _runs_changed(session, sampling)
         state = states[topic]
         pool_docs = pools[topic].docs
         sampled = np.array([p.doc for p in topic_pairs], dtype=object)
         at = np.searchsorted(pool_docs, sampled)
         if not pool_docs.shape[0] or np.any(
                 pool_docs[np.minimum(at, pool_docs.shape[0] - 1)] != sampled):
-            raise _runs_changed()  # a sampled document no run of the sampling holds now
+            # a sampled document no run of the sampling holds now
+            raise _runs_changed(session, sampling)
         docs = at.tolist()
         state.docs.extend(docs)
         state.sources.extend(run_index.get(p.source_run or "", -1) for p in topic_pairs)
@@ -252,9 +254,22 @@ def _state(session: Session, sampling: Sampling, inputs: NextInputs | None = Non
     return runs, pools, states, rounds, pairs
 
 
-def _runs_changed() -> Conflict:
-    return Conflict("the sampling's runs changed since it was created (the pool differs)",
-                    code="runs_changed")
+def _runs_changed(session: Session, sampling: Sampling) -> Conflict:
+    """409 ``runs_changed`` naming (``runs``) the sampling's runs uploaded again since it was
+    created: the pool differs, and a run replaced since is what changed it (a deleted one is
+    refused earlier, in ``_pools``)."""
+    created = _utc(sampling.created_at)
+    replaced = sorted(name for name, uploaded in session.execute(
+        select(Run.name, Run.uploaded_at).where(Run.collection_id == sampling.collection_id,
+                                                Run.name.in_(sampling.runs)))
+        if _utc(uploaded) > created)
+    return Conflict("the sampling's runs changed since it was created (the pool differs)"
+                    + (f": {', '.join(map(repr, replaced))} replaced" if replaced else ""),
+                    code="runs_changed", runs=replaced)
+
+
+def _utc(moment: datetime) -> datetime:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def pool_digest(pool: TopicPool) -> str:

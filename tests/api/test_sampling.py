@@ -857,7 +857,9 @@ def test_a_run_replaced_by_another_pool_of_the_same_size(client, strategy) -> No
     for answer in (client.get(f"{API}/samplings/{sid}/estimates"),
                    client.post(f"{API}/samplings/{sid}/rounds", params={"force": True})):
         assert answer.status_code == 409, answer.text
-        assert answer.json()["code"] == "runs_changed"
+        # which run changed (README: runs_changed "with runs"; it was named only when deleted)
+        assert answer.json()["code"] == "runs_changed" and answer.json()["runs"] == ["poor"]
+        assert "'poor' replaced" in answer.json()["detail"]
     assert client.get(f"{API}/samplings/{sid}/rounds").json() == before
     # the same runs again: the sampling goes on
     client.put(f"{API}/collections/pool/runs/poor",
