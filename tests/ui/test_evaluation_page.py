@@ -87,6 +87,9 @@ def test_partial_runs_and_gold_qrels(client) -> None:
     legend = element(page, "cell-legend")
     assert "Fixed qrels" in legend and "no draws" in legend and "95 %" not in legend
     assert "interval-note" not in page
+    # ... nor in the collection's list of evaluations (its draws column showed the 100 asked)
+    listed = {r[0]: r for r in rows(client.get("/ui/collections/ev").text, "evaluations")}
+    assert listed[f"#{done['id']}"][4] == "0"
     figs = figures(page)
     assert [t["name"] for t in figs["intervals"]["data"]] == ["point estimate"]
     assert "wins" not in figs
