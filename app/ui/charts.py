@@ -17,6 +17,10 @@ LAYOUT: dict[str, Any] = {"margin": {"l": 55, "r": 15, "t": 35, "b": 45}, "heigh
 # Plotly never wraps a title: one wider than the chart is cut at both ends. A phone's chart is
 # about 340 px wide, some 45 characters of the 14 px title; lines are kept a little shorter.
 TITLE_CHARS = 40
+# A legend under the plot: at the foot of the figure, where Plotly gives it a margin of its own
+# (at a share of the plot's height below it, a tall axis, e.g. rotated topic ids, ran into it).
+LEGEND_BELOW: dict[str, Any] = {"orientation": "h", "yref": "container", "y": 0,
+                                "yanchor": "bottom"}
 TITLE_LINE_PX = 21
 
 
@@ -185,7 +189,7 @@ def per_topic(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
                          yaxis={"title": {"text": "share relevant"}, "range": [0, 1]},
                          yaxis2={"title": {"text": "mean uncertainty (nats)"},
                                  "overlaying": "y", "side": "right"},
-                         legend={"orientation": "h", "y": -0.3})}
+                         legend=LEGEND_BELOW)}
 
 
 def heatmap(labels_x: list[Any], labels_y: list[Any], z: list[list[float | int | None]], *,
@@ -314,4 +318,4 @@ def intervals(rows: list[dict[str, Any]], *, title: str, x: str, y: str) -> dict
                  "marker": {"color": "#d9822b", "symbol": "diamond", "size": 8}})
     return {"data": data,
             "layout": _layout(title, x, y, xaxis={"title": {"text": x}, "type": "category"},
-                              legend={"orientation": "h", "y": -0.3})}
+                              legend=LEGEND_BELOW)}

@@ -463,3 +463,19 @@ def test_count_axes_tick_whole_numbers_and_labels_get_room() -> None:
                          "mean_uncertainty": 0.3}])
     assert topics is not None
     assert all(topics["layout"][axis]["automargin"] for axis in ("xaxis", "yaxis", "yaxis2"))
+
+
+def test_a_legend_below_a_chart_keeps_clear_of_its_axis_title() -> None:
+    """At 400 px the per-topic chart's rotated topic ids pushed the "topic" title down onto its
+    legend (placed at a fixed share of the plot's height below it); so on the sampling page's
+    per-topic intervals. A legend at the bottom of the figure gets its own margin instead."""
+    from app.ui.charts import intervals, per_topic
+
+    topics = per_topic([{"topic": "20002", "share_relevant": 0.5, "mean_uncertainty": 0.3}])
+    estimates = intervals([{"label": "20002", "value": 3.0, "mean": 3.0, "low": 1.0,
+                            "high": 5.0}], title="t", x="topic", y="relevant documents")
+    for chart in (topics, estimates):
+        assert chart is not None
+        legend = chart["layout"]["legend"]
+        assert legend["yref"] == "container" and legend["y"] == 0
+        assert legend["yanchor"] == "bottom"
