@@ -65,6 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "API keys: keys; offline, on files: aggregate, next, simulate, evaluate, "
                     "synth. `crowdqrels COMMAND --help` for each.")
     sub = parser.add_subparsers(dest="command", required=True)
+    # main() reports an option a command does not have under that command's usage
+    parser.set_defaults(commands=sub.choices)
 
     serve = sub.add_parser("serve", help="apply migrations and serve the HTTP API")
     serve.add_argument("--host", default="127.0.0.1",
@@ -117,7 +119,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--version", action="version", version=f"crowdqrels {_version()}")
     command = "crowdqrels"
     try:
-        args = parser.parse_args(argv)
+        args, unknown = parser.parse_known_args(argv)
+        if unknown:  # argparse would blame "crowdqrels" under the usage of every command
+            args.commands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
         command = f"crowdqrels {args.command}"
         from pydantic import ValidationError
 

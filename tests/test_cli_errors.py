@@ -206,3 +206,16 @@ def test_interrupt_prints_one_line(monkeypatch: pytest.MonkeyPatch, judgments: P
     assert main(["aggregate", str(judgments), "--method", "mv"]) == 130
     err = capsys.readouterr().err
     assert "Traceback" not in err and "interrupted" in err
+
+
+def test_an_unknown_option_is_refused_by_its_command(judgments: Path, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """`crowdqrels simulate FILE ... --graded` (simulate has no --graded) answered
+    "crowdqrels: error: unrecognized arguments" under the usage of the whole CLI (its list of
+    commands), not "crowdqrels simulate: error:" under simulate's own usage."""
+    err = _usage(["simulate", str(judgments), "--method", "ds", "--output",
+                  str(tmp_path / "out"), "--graded"], capsys)
+    assert err.strip().splitlines()[-1] == ("crowdqrels simulate: error: unrecognized "
+                                            "arguments: --graded")
+    assert "usage: crowdqrels simulate" in err
+    assert not (tmp_path / "out").exists()
