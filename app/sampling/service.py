@@ -200,10 +200,13 @@ def _version(session: Session, sampling: Sampling) -> tuple[int, int, int, int]:
 
 
 def _state(session: Session, sampling: Sampling, inputs: NextInputs | None = None,
-           pooled: tuple[list[str], dict[str, TopicPool]] | None = None
+           pooled: tuple[list[str], dict[str, TopicPool]] | None = None,
+           judged: set[tuple[str, str]] | None = None
            ) -> tuple[list[str], dict[str, TopicPool], dict[str, TopicState], list[SamplingRound],
                       Sequence[Any]]:
-    """``pooled``: the sampling's (runs, pools) when the caller has them (``_pools``)."""
+    """``pooled``: the sampling's (runs, pools) when the caller has them (``_pools``).
+    ``judged``: the collection's judged pairs; the latest rounds none of whose pairs is among
+    them are left out (the estimates' design: ``_estimates``)."""
     if pooled is None:
         collection = session.get(Collection, sampling.collection_id)
         assert collection is not None
@@ -215,6 +218,9 @@ def _state(session: Session, sampling: Sampling, inputs: NextInputs | None = Non
         raise _runs_changed(session, sampling)
     states = {t: TopicState() for t in pools}
     rounds = _rounds(session, sampling)
+    pairs = _pairs(session, sampling, inputs)
+    if judged is not None:
+        rounds, pairs = _without_unjudged_rounds(rounds, pairs, judged)
     digests: dict[str, str] = {}
     for r in rounds:
         for topic, design in r.design.items():
@@ -229,7 +235,6 @@ def _state(session: Session, sampling: Sampling, inputs: NextInputs | None = Non
                     raise _runs_changed(session, sampling)
             states[topic].p_rounds.append(np.array(design["p"], dtype=np.float64))
             states[topic].draws.append(int(design["draws"]))
-    pairs = _pairs(session, sampling, inputs)
     run_index = {name: k for k, name in enumerate(runs)}
     beforehand = {r.id for r in rounds if r.number == 0}
     by_topic: dict[str, list[Any]] = defaultdict(list)  # in the order drawn
@@ -252,6 +257,26 @@ def _state(session: Session, sampling: Sampling, inputs: NextInputs | None = Non
         state.certain.update(d for d, p in zip(docs, topic_pairs, strict=True)
                              if p.round_id in beforehand)
     return runs, pools, states, rounds, pairs
+
+
+def _without_unjudged_rounds(rounds: list[SamplingRound], pairs: Sequence[Any],
+                             judged: set[tuple[str, str]]
+                             ) -> tuple[list[SamplingRound], Sequence[Any]]:
+    """The rounds and pairs without the latest rounds none of whose pairs has a judgment yet
+    (a round just drawn, and any forced after it): with them the inclusion probabilities
+    would count draws whose labels are not in, and their pairs, counted non-relevant, would
+    pull every estimate down until the crowd answers (RF10 topics: R̂ 157 → 97 on drawing a
+    round of 30). The design up to the last judged round is a design of its own (a round's
+    selection probabilities depend only on the rounds before it): its estimates are
+    unbiased, the ones read before the round was drawn."""
+    answered = {p.round_id for p in pairs if (p.topic, p.doc) in judged}
+    keep = len(rounds)
+    while keep and rounds[keep - 1].number > 0 and rounds[keep - 1].id not in answered:
+        keep -= 1
+    if keep == len(rounds):
+        return rounds, pairs
+    kept = {r.id for r in rounds[:keep]}
+    return rounds[:keep], [p for p in pairs if p.round_id in kept]
 
 
 def _runs_changed(session: Session, sampling: Sampling) -> Conflict:
@@ -619,11 +644,14 @@ def _estimates(session: Session, *, sampling: Sampling, collection: Collection,
     function of its pool, the rounds that drew from it, its sampled docs and their labels:
     those whose inputs did not change since the sampling's last estimates are taken from them
     (a few new judgments touch a few topics)."""
-    runs, pools, states, rounds, pairs = _state(session, sampling, inputs, pooled)
+    runs, pools, states, rounds, pairs = _state(
+        session, sampling, inputs, pooled,
+        judged=judged_pairs(session, collection=collection, inputs=inputs))
     labels = crowd_labels(session, collection=collection, method=sampling.method,
                           inputs=inputs)
     known = _known(pools, labels)
     judged = sum(1 for p in pairs if (p.topic, p.doc) in labels)
+    n_rounds, _, n_sampled, _ = _version(session, sampling)
     per_topic: list[dict[str, Any]] = []
     totals: dict[str, dict[str, list[tuple[float, float]]]] = {r: {} for r in runs}
     topic_rel = []
@@ -672,8 +700,8 @@ def _estimates(session: Session, *, sampling: Sampling, collection: Collection,
         overall.append(_row(None, "all", "n_relevant", float(rel[:, 0].sum()),
                             float(rel[:, 1].sum())))
     inputs.keep("topics", kept_key, now)
-    return {"sampling_id": sampling.id, "strategy": sampling.strategy, "rounds": len(rounds),
-            "sampled": len(pairs), "judged": judged,
+    return {"sampling_id": sampling.id, "strategy": sampling.strategy, "rounds": n_rounds,
+            "sampled": n_sampled, "judged": judged,
             "results": overall + per_topic, "count": len(overall) + len(per_topic)}, topics
 
 
