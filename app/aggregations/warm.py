@@ -57,8 +57,8 @@ def check_warm_start(session: Session, *, collection: Collection, spec: Aggregat
         raise InvalidInput(f"warm_start: no aggregation {spec.warm_start} in collection "
                            f"{collection.name!r}", code="warm_start_not_found")
     if previous.method != spec.method:
-        raise InvalidInput(f"warm_start: aggregation {previous.id} is a {previous.method!r} "
-                           f"fit, not {spec.method!r}", code="warm_start_method_mismatch",
+        raise InvalidInput(f"warm_start: aggregation {previous.id} is a fit of method "
+                           f"{previous.method!r}, not {spec.method!r}", code="warm_start_method_mismatch",
                            method=previous.method)
     if previous.graded != spec.graded:
         scale = "graded" if previous.graded else "binary"

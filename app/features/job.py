@@ -73,7 +73,7 @@ def build_and_store(session: Session, collection: Collection, params: dict[str, 
     if params["ranking"] and not runs:
         raise ValueError("ranking features need runs: PUT .../runs/{name} first")
     timings["load_s"] = time.perf_counter() - start
-    progress(0.1, "building features")
+    progress(0.1, "inputs read")
 
     from models.features import build_features
 
