@@ -58,8 +58,8 @@ def check_warm_start(session: Session, *, collection: Collection, spec: Aggregat
                            f"{collection.name!r}", code="warm_start_not_found")
     if previous.method != spec.method:
         raise InvalidInput(f"warm_start: aggregation {previous.id} is a fit of method "
-                           f"{previous.method!r}, not {spec.method!r}", code="warm_start_method_mismatch",
-                           method=previous.method)
+                           f"{previous.method!r}, not {spec.method!r}",
+                           code="warm_start_method_mismatch", method=previous.method)
     if previous.graded != spec.graded:
         scale = "graded" if previous.graded else "binary"
         raise InvalidInput(f"warm_start: aggregation {previous.id} was fitted on {scale} "
