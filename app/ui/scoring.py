@@ -17,6 +17,7 @@ from app.api.deps import RunnerDep, SessionDep
 from app.auth.deps import require_scope
 from app.collections.deps import CollectionDep
 from app.collections.tables import Collection
+from app.core.errors import Conflict
 from app.evaluations import service as evaluations_service
 from app.evaluations.router import EvaluationDep
 from app.evaluations.router import public as evaluation_public
@@ -291,8 +292,16 @@ def _sampling_context(session: Any, sampling: Any, measure: str | None,
     collection = session.get(Collection, sampling.collection_id)
     rounds = sampling_service.list_rounds(session, sampling=sampling, with_pairs=False,
                                           inputs=inputs)
-    estimates = sampling_service.estimates(session, sampling=sampling,
-                                           target_recall=target_recall, inputs=inputs)
+    try:
+        estimates = sampling_service.estimates(session, sampling=sampling,
+                                               target_recall=target_recall, inputs=inputs)
+        stale = None
+    except Conflict as exc:  # a run replaced or deleted since: the page without estimates
+        if exc.code != "runs_changed":
+            raise
+        stale = exc.body()
+        estimates = {"judged": sum(r["labelled"] for r in rounds), "results": [],
+                     "stopping": {"topics": [], "overall": None}}
     overall = [r for r in estimates["results"] if r["topic"] == "all"]
     measures = list(dict.fromkeys(r["measure"] for r in overall if r["run"] is not None))
     if measure not in measures:
@@ -305,7 +314,7 @@ def _sampling_context(session: Any, sampling: Any, measure: str | None,
                  if r["topic"] != "all" and r["measure"] == "n_relevant"]
     return {
         "sampling": sampling_service.sampling_public(session, sampling),
-        "collection": collection, "rounds": rounds, "estimates": estimates,
+        "collection": collection, "rounds": rounds, "estimates": estimates, "stale": stale,
         "measure": measure, "measures": measures, "table": table, "n_relevant": relevant,
         # the topics furthest from the target first
         "stopping": {**estimates["stopping"], "topics": sorted(

@@ -168,3 +168,35 @@ def test_sampling_page_and_its_rounds(client) -> None:
     assert r.status_code == 303
     assert client.get(f"{API}/samplings/{sid}/rounds").json()["count"] == 2
     assert client.get("/ui/samplings/999999").status_code == 404
+
+
+def test_a_sampling_whose_runs_changed_still_shows_its_rounds(client) -> None:
+    """A run replaced since the sampling was created: the page said only 409 runs_changed (a
+    bare error page); it now shows the sampling, its rounds and what to do, without estimates
+    or a draw form, and the estimates come back with the run as it was."""
+    from tests.api.test_sampling import DOCS, RUNS, judge, run_text
+
+    sampling_collection(client)
+    sid = client.post(f"{API}/collections/pool/samplings",
+                      json={"budget_per_round": 6, "seed": 1}).json()["id"]
+    judge(client, client.post(f"{API}/samplings/{sid}/rounds").json()["pairs"])
+
+    def put_poor(docs: list[str]) -> None:
+        response = client.put(f"{API}/collections/pool/runs/poor",
+                              content=run_text("poor", docs).encode(),
+                              headers={"content-type": "text/plain"})
+        assert response.status_code == 200, response.text
+
+    put_poor(["x0", "x1", "x2", "x3"] + DOCS[:4])
+    page = client.get(f"/ui/samplings/{sid}")
+    assert page.status_code == 200, page.text
+    text = html.unescape(page.text)
+    assert 'id="runs-changed"' in text and "'poor' replaced" in text and "runs_changed" in text
+    assert cell(text, "rounds").count("<tr><td>") == 1  # round 1, still listed
+    assert 'id="round-form"' not in text and 'id="estimates"' not in text
+    assert "No estimates: the sampling's runs changed" in text
+
+    put_poor(RUNS["poor"])
+    text = client.get(f"/ui/samplings/{sid}").text
+    assert 'id="runs-changed"' not in text and 'id="round-form"' in text
+    assert 'id="estimates"' in text
