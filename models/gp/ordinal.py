@@ -34,6 +34,7 @@ from scipy.special import ndtri
 
 from models.base import AggregationResult, ProgressCallback, no_progress
 from models.data import AnnotationData
+from models.gp.competence import grade_agreement
 from models.gp.constants import DEFAULT_QUADRATURE_POINTS
 from models.gp.model import _CrowdGP, _mean_function, build_kernel, topic_intercepts
 from models.ordinal_ds import check_ordinal_scale, grade_columns
@@ -215,44 +216,6 @@ class OrdinalGP(_CrowdGP):
         X, offset_var = self._topic_inputs((X - self.feature_mean_) / self.feature_scale_, topics)
         mean, var = self.core_.predict_f(X)
         return grade_proba(mean, var + offset_var, self.thresholds_, self.readout_noise)
-
-
-def grade_agreement(mean: np.ndarray, var: np.ndarray, thresholds: np.ndarray, *,
-                    bias: np.ndarray, variance: np.ndarray, spam: np.ndarray,
-                    strategy: np.ndarray, task_variance: float = 1.0,
-                    n_quadrature: int = 32, n_grid: int = 1024) -> np.ndarray:
-    """Each annotator's competence: the probability that its judgment is the task's grade,
-    Σ_k P(T = k, y_j = k), averaged over the fitted tasks — ordinal-ds's Σ_t ρ_t π_j[t, t] for
-    the ordered probit. The grade is the interval of the thresholds f falls in (the read-out);
-    a judgment is y ≤ k with probability (1 − ε_j) Φ((b_k − f − μ_j) / c_j) + ε_j Σ_{l≤k} ξ_j[l],
-    c_j = sqrt(1 + σ_i² + σ_j²) (σ_i² one value: ordinal-gp does not estimate it). Unlike
-    1 / (1 + σ_j²), it falls with the bias |μ_j| (a lenient grader says 2 for a 1) and with the
-    spam share.
-
-    The collection's tasks enter as one distribution of f, the mixture of q(f_i) = N(m_i, v_i)
-    (Gauss–Hermite nodes of each binned on a grid whose edges include the thresholds): the cost
-    is n_tasks × nodes + n_annotators × grid, never tasks × annotators."""
-    mean = np.asarray(mean, dtype=np.float64)
-    sd = np.sqrt(np.maximum(np.asarray(var, dtype=np.float64), 0.0))
-    b = np.asarray(thresholds, dtype=np.float64)
-    x, w = np.polynomial.hermite_e.hermegauss(n_quadrature)  # for N(0, 1)
-    points = (mean[:, None] + sd[:, None] * x[None, :]).ravel()
-    weights = np.broadcast_to(w / w.sum(), (mean.shape[0], x.shape[0])).ravel() / mean.shape[0]
-    low, high = min(points.min(), b.min()) - 1.0, max(points.max(), b.max()) + 1.0
-    edges = np.unique(np.concatenate([np.linspace(low, high, n_grid + 1), b]))
-    mass = np.bincount(np.clip(np.searchsorted(edges, points, side="right") - 1, 0,
-                               edges.shape[0] - 2), weights=weights,
-                       minlength=edges.shape[0] - 1)
-    f = 0.5 * (edges[:-1] + edges[1:])  # no bin straddles a threshold
-    grade = np.searchsorted(b, f)  # f in (b_{k−1}, b_k] -> k
-    padded = np.concatenate([[-np.inf], b, [np.inf]])
-    scale = np.sqrt(1.0 + task_variance + np.asarray(variance, dtype=np.float64))[:, None]
-    shifted = f[None, :] + np.asarray(bias, dtype=np.float64)[:, None]
-    ordinal = (np_ndtr((padded[grade + 1][None, :] - shifted) / scale)
-               - np_ndtr((padded[grade][None, :] - shifted) / scale))
-    eps = np.asarray(spam, dtype=np.float64)[:, None]
-    said = (1.0 - eps) * ordinal + eps * np.asarray(strategy, dtype=np.float64)[:, grade]
-    return said @ mass
 
 
 def grade_proba(mean: np.ndarray, var: np.ndarray, thresholds: np.ndarray,

@@ -10,7 +10,8 @@ from scipy.special import ndtr
 from scipy.stats import norm, pearsonr, spearmanr
 
 from models.evaluation import evaluate
-from models.gp.ordinal import OrdinalGP, grade_agreement, grade_proba
+from models.gp.competence import grade_agreement
+from models.gp.ordinal import OrdinalGP, grade_proba
 from models.gp.ordinal_likelihood import OrderedProbit, log_diff_ndtr, ordinal_expectations
 from models.synthetic import generate
 
