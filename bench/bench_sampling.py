@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from pathlib import Path
 
 import numpy as np
 
@@ -259,8 +260,6 @@ def run_stopping_skip(args: argparse.Namespace, pools, qrels, truth, per_round: 
 
 
 def run_warm(args: argparse.Namespace) -> None:
-    from pathlib import Path
-
     from app.offline import load_annotation_data
     from models.dawid_skene import DawidSkene
     from models.mace import MACE
@@ -487,7 +486,9 @@ def main() -> None:
     parser.add_argument("--round-share", type=float, default=0.025)
     parser.add_argument("--budgets", type=float, nargs="+", default=[0.05, 0.1, 0.2])
     parser.add_argument("--strategies", nargs="+")
-    parser.add_argument("--rf10", default="/work/shared/data/trec-rf10-crowd/trec-rf10-data.txt")
+    parser.add_argument("--rf10", default=os.environ.get(
+        "CROWDQRELS_RF10_FILE", str(Path(__file__).resolve().parents[1].parent / "shared"
+                                    / "data" / "trec-rf10-crowd" / "trec-rf10-data.txt")))
     parser.add_argument("--batch-share", type=float, default=0.01)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--targets", type=float, nargs="+", default=[0.8, 0.9, 1.0])

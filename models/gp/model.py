@@ -23,6 +23,7 @@ from scipy.special import ndtr
 from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
 from models.data import UNKNOWN, AnnotationData
 from models.dirichlet import GROUPINGS
+from models.gp.competence import grade_agreement
 from models.gp.constants import DEFAULT_QUADRATURE_POINTS
 from models.params import (
     FullGPTasks,
@@ -328,14 +329,20 @@ class _CrowdGP(Aggregator):
     # -- outputs ------------------------------------------------------------------------------
     def result(self, data: AnnotationData) -> AggregationResult:
         sigma2 = self.annotator_variance_
-        # Share of the probit variance that is not annotator noise: 1 when σ_j² = 0.
-        annotators = {"noise_variance": sigma2, "competence": 1.0 / (1.0 + sigma2),
+        eps = getattr(self, "spam_", None)
+        xi = getattr(self, "spam_relevant_", None)
+        spam, relevant = (eps, xi) if eps is not None else (np.zeros_like(sigma2),
+                                                           np.full_like(sigma2, 0.5))
+        # The chance that a judgment is the task's label as P(relevant) reads it (unit probit
+        # noise around f): bias, noise and spam all lower it (docs/gp.md, "Outputs").
+        competence = grade_agreement(
+            self.posterior_mean_, self.posterior_variance_, np.zeros(1), bias=self.annotator_bias_,
+            variance=sigma2, spam=spam, strategy=np.column_stack([1.0 - relevant, relevant]),
+            task_variance=float(np.mean(self.task_variance_)), readout_noise=1.0)
+        annotators = {"noise_variance": sigma2, "competence": competence,
                       "bias": self.annotator_bias_}
-        if getattr(self, "spam_", None) is not None:
-            eps, xi = self.spam_, self.spam_relevant_
+        if eps is not None:
             annotators.update({
-                # The share of judgments that follow the task, not the spam part.
-                "competence": (1.0 - eps) / (1.0 + sigma2),
                 "spam": eps,
                 # P(says relevant | a clear-cut relevant task) and P(says not | a clear-cut
                 # non-relevant one): the two error floors the spam part sets apart.

@@ -11,6 +11,7 @@ tf = pytest.importorskip("tensorflow")
 gpflow = pytest.importorskip("gpflow")
 
 from scipy.special import log_ndtr  # noqa: E402
+from scipy.stats import spearmanr  # noqa: E402
 
 from models.gp.likelihood import GaussianBernoulli  # noqa: E402
 from models.gp.model import GPMV, LK, MAGP, build_kernel  # noqa: E402
@@ -75,6 +76,28 @@ def test_lk_elbo_is_a_tight_lower_bound_on_the_marginal_likelihood():
     elbo = core.elbo().numpy()
     assert elbo <= log_marginal + 1e-6
     assert elbo == pytest.approx(log_marginal, abs=0.02)
+
+
+def test_lk_competence_follows_accuracy_against_gold_with_biases() -> None:
+    """With planted biases (LK learns μ_j by default), competence — the chance that a judgment
+    is the label P(relevant) reads out — ranks annotators by their accuracy against gold; the
+    share of probit variance 1 / (1 + σ_j²), the column before 2026-11-25, ignores the bias
+    (mean rank correlation 0.41 on these seeds against 0.65)."""
+    new, old = [], []
+    for seed in (1, 2, 3):
+        synth = generate(600, 30, noise_level=(0.0, 1.0), redundancy=5, bias_sd=1.0,
+                         random_state=seed)
+        data = synth.to_annotation_data(with_features=False)
+        columns = LK(random_state=0, n_iter=8).fit(data).result(data).annotator_columns
+        assert data.gold is not None
+        n = np.bincount(data.annotator, minlength=data.n_annotators)
+        right = np.bincount(data.annotator, weights=data.label == data.gold[data.task],
+                            minlength=data.n_annotators)
+        keep = n >= 60
+        new.append(spearmanr(columns["competence"][keep], (right / n)[keep])[0])
+        old.append(spearmanr(-columns["noise_variance"][keep], (right / n)[keep])[0])
+    assert np.mean(new) > 0.55
+    assert np.mean(new) > np.mean(old) + 0.15
 
 
 def test_lk_recovers_labels_and_competence(easy):
