@@ -6,7 +6,7 @@ RF10 graded (NIST grades).
                                             [--topics 1 --topic-concentration 1]
                                             [--methods 'mv;ds;ordinal-ds;ordinal-gp']
     python bench/bench_ordinal.py rf10 [--methods 'mv;mace;ds;ordinal-ds;ordinal-gp']
-                                       [--held-out 5 --seeds 5]
+                                       [--held-out 5 --seeds 5 | --topic-blocks 20]
     python bench/bench_ordinal.py speed [--tasks 200000] [--annotators 10000] [--topics 1]
                                         [--methods 'ds;ordinal-ds']
     python bench/bench_ordinal.py likelihood rf10|synthetic [--methods 'ds;ordinal-ds']
@@ -98,6 +98,9 @@ def synthetic(args: argparse.Namespace) -> None:
 
 
 def rf10(args: argparse.Namespace) -> None:
+    if args.topic_blocks:
+        rf10_blocks(args)
+        return
     from app.offline import load_annotation_data
     from models.evaluation.heldout import heldout_predictions
     from models.registry import get_method
@@ -137,6 +140,37 @@ def rf10(args: argparse.Namespace) -> None:
             assert e is not None
             runs.append({k: float(getattr(e, k)) for k in SCORES})
         row(method, f"gold clamped, {args.held_out}-fold held out", runs, "")
+
+
+def rf10_blocks(args: argparse.Namespace) -> None:
+    """``--topic-blocks N``: RF10 cut into collections of N topics each (in topic order, the last
+    block short), each fitted on its own without gold, as a smaller collection would be: a row
+    per block and method, then the mean over the blocks."""
+    from app.offline import load_annotation_data
+
+    header, *rows = RF10.read_text().splitlines()
+    topics = sorted({r.split("\t", 1)[0] for r in rows})
+    blocks = [set(topics[b:b + args.topic_blocks])
+              for b in range(0, len(topics), args.topic_blocks)]
+    methods = args.methods.split(";")
+    scores: dict[str, list[dict[str, float]]] = {m: [] for m in methods}
+    print("| block | topics | gold tasks | gold grades 0/1/2 | method | exact accuracy | MAE "
+          "| quadratic κ | binary accuracy |")
+    print("|---|---|---:|---|---|---:|---:|---:|---:|")
+    for number, block in enumerate(blocks):
+        text = "\n".join([header, *(r for r in rows if r.split("\t", 1)[0] in block)]) + "\n"
+        data = load_annotation_data(text.encode(), graded=True)
+        gold = data.gold[data.gold >= 0]
+        grades = "/".join(str(int(c)) for c in np.bincount(gold, minlength=data.n_classes))
+        for method in methods:
+            result, _ = _fit_score(method, data, 0)
+            scores[method].append(result)
+            print(f"| {number} | {len(block)} | {gold.shape[0]} | {grades} | {method} | "
+                  + " | ".join(f"{result[k]:.4f}" for k in SCORES) + " |", flush=True)
+    for method in methods:
+        print(f"| mean of {len(blocks)} | | | | {method} | "
+              + " | ".join(f"{np.mean([r[k] for r in scores[method]]):.4f}" for k in SCORES)
+              + " |")
 
 
 def judgment_log_likelihood(data, method: str, folds: int, seed: int = 0) -> float:  # noqa: ANN001
@@ -220,6 +254,8 @@ def main() -> None:
     real.add_argument("--held-out", type=int, default=0, metavar="K",
                       help="also fit with the gold clamped and score it K-fold held out")
     real.add_argument("--seeds", type=int, default=1, help="fold splits for --held-out")
+    real.add_argument("--topic-blocks", type=int, default=0, metavar="N",
+                      help="fit each block of N topics as a collection of its own")
     real.set_defaults(func=rf10)
     lik = sub.add_parser("likelihood", help="held-out judgment log-likelihood (no gold)")
     lik.add_argument("data", choices=("rf10", "synthetic"))
