@@ -24,7 +24,6 @@ import io
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
-from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -283,18 +282,13 @@ def _runs_changed(session: Session, sampling: Sampling) -> Conflict:
     """409 ``runs_changed`` naming (``runs``) the sampling's runs uploaded again since it was
     created: the pool differs, and a run replaced since is what changed it (a deleted one is
     refused earlier, in ``_pools``)."""
-    created = _utc(sampling.created_at)
     replaced = sorted(name for name, uploaded in session.execute(
         select(Run.name, Run.uploaded_at).where(Run.collection_id == sampling.collection_id,
                                                 Run.name.in_(sampling.runs)))
-        if _utc(uploaded) > created)
+        if uploaded > sampling.created_at)  # both aware (UTC) on both databases: app.core.db
     return Conflict("the sampling's runs changed since it was created (the pool differs)"
                     + (f": {', '.join(map(repr, replaced))} replaced" if replaced else ""),
                     code="runs_changed", runs=replaced)
-
-
-def _utc(moment: datetime) -> datetime:
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def pool_digest(pool: TopicPool) -> str:
@@ -626,18 +620,19 @@ def estimates(session: Session, *, sampling: Sampling, target_recall: float = TA
     inputs = inputs or _scratch()
     runs, pools, pools_key = _pools(session, collection=collection, runs=sampling.runs,
                                     depth=sampling.depth, inputs=inputs, sampled=True)
-    key = ("estimates", sampling.id, sampling.created_at, pools_key,
-           _version(session, sampling), current_watermark(session, collection_id=collection.id),
+    version = _version(session, sampling)
+    key = ("estimates", sampling.id, sampling.created_at, pools_key, version,
+           current_watermark(session, collection_id=collection.id),
            tuple(collection.ignore or ()), collection.relevant_from)
     measured, topics = inputs.memo("estimates", key, lambda: _estimates(
         session, sampling=sampling, collection=collection, pooled=(runs, pools),
-        pools_key=pools_key, inputs=inputs))
+        pools_key=pools_key, inputs=inputs, version=version))
     return {**measured, "stopping": _stopping(topics, target_recall)}
 
 
 def _estimates(session: Session, *, sampling: Sampling, collection: Collection,
                pooled: tuple[list[str], dict[str, TopicPool]], pools_key: tuple[Any, ...],
-               inputs: NextInputs
+               inputs: NextInputs, version: tuple[int, int, int, int]
                ) -> tuple[dict[str, Any], list[tuple[str, float, float, float, bool]]]:
     """The estimates without the stopping checks, and per topic what they need: (topic, r,
     R̂, var R̂, whether R̂ covers the whole pool: ``estimable``). A topic's estimates are a
@@ -651,7 +646,7 @@ def _estimates(session: Session, *, sampling: Sampling, collection: Collection,
                           inputs=inputs)
     known = _known(pools, labels)
     judged = sum(1 for p in pairs if (p.topic, p.doc) in labels)
-    n_rounds, _, n_sampled, _ = _version(session, sampling)
+    n_rounds, _, n_sampled, _ = version  # every round and pair, the left-out ones too
     per_topic: list[dict[str, Any]] = []
     totals: dict[str, dict[str, list[tuple[float, float]]]] = {r: {} for r in runs}
     topic_rel = []
