@@ -44,12 +44,7 @@ def main() -> None:
         data = load_annotation_data(raw, graded=method.startswith("ordinal"))
         columns = make_aggregator(method, {"random_state": 0}).fit(data).result(
             data).annotator_columns
-        assert data.gold is not None
-        on_gold = data.gold[data.task] >= 0
-        n = np.bincount(data.annotator[on_gold], minlength=data.n_annotators)
-        right = np.bincount(data.annotator[on_gold],
-                            weights=data.label[on_gold] == data.gold[data.task[on_gold]],
-                            minlength=data.n_annotators)
+        n, right = data.gold_agreement()
         keep = n >= args.min_gold
         accuracy = right[keep] / n[keep]
         print(f"{method}: {int(keep.sum())} annotators with >= {args.min_gold} gold judgments, "

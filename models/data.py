@@ -88,6 +88,17 @@ class AnnotationData:
     def judgments_per_task(self) -> np.ndarray:
         return np.bincount(self.task, minlength=self.n_tasks)
 
+    def gold_agreement(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per annotator (judgments of gold tasks, how many of them equal the gold label)."""
+        gold = self.gold[self.task] if self.gold is not None else np.full(self.n_judgments,
+                                                                         UNKNOWN)
+        on_gold = gold != UNKNOWN
+        n = np.bincount(self.annotator[on_gold], minlength=self.n_annotators)
+        agree = np.bincount(self.annotator[on_gold],
+                            weights=(self.label[on_gold] == gold[on_gold]).astype(np.float64),
+                            minlength=self.n_annotators)
+        return n, agree
+
     def with_gold(self, gold: dict[tuple[str, str], int]) -> AnnotationData:
         """Attach gold labels given as raw label values keyed by (topic, doc).
 

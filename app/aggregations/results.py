@@ -88,12 +88,9 @@ def store_results(session: Session, *, aggregation: Aggregation, snapshot: Snaps
     bulk_insert(session, AggregationTask.__table__, task_rows)
 
     per_annotator = data.judgments_per_annotator()
+    n_gold, agree = data.gold_agreement()
     gold_j = data.gold[data.task] if data.gold is not None else np.full(data.n_judgments, UNKNOWN)
     has_gold = gold_j != UNKNOWN
-    n_gold = np.bincount(data.annotator[has_gold], minlength=data.n_annotators)
-    agree = np.bincount(data.annotator[has_gold],
-                        weights=(data.label[has_gold] == gold_j[has_gold]).astype(float),
-                        minlength=data.n_annotators)
     annotator_extra = {k: v for k, v in result.annotator_columns.items()
                        if k not in ANNOTATOR_COLUMNS}
     if aggregation.graded and has_gold.any():

@@ -38,6 +38,9 @@ def test_loader_binary_with_gold_column() -> None:
     assert data.gold is not None
     assert data.gold.tolist() == [1, -1, 0]
     assert data.counts().tolist() == [[0, 1], [0, 1], [1, 0]]
+    # per annotator (w1, w2): judgments of gold tasks and how many equal the gold
+    n, agree = data.gold_agreement()
+    assert n.tolist() == [2, 0] and agree.tolist() == [2.0, 0.0]
 
 
 def test_loader_graded_and_qrels_gold() -> None:

@@ -206,10 +206,7 @@ def test_fitted_competence_follows_accuracy_against_gold() -> None:
                          random_state=seed)
         data = synth.to_annotation_data(with_features=True)
         columns = OrdinalGP(n_iter=8, random_state=0).fit(data).result(data).annotator_columns
-        assert data.gold is not None
-        n = np.bincount(data.annotator, minlength=data.n_annotators)
-        right = np.bincount(data.annotator, weights=data.label == data.gold[data.task],
-                            minlength=data.n_annotators)
+        n, right = data.gold_agreement()  # every task has gold here
         keep = n >= 60  # an accuracy from enough judgments to rank by
         new.append(spearmanr(columns["competence"][keep], (right / n)[keep])[0])
         old.append(spearmanr(-columns["noise_variance"][keep], (right / n)[keep])[0])
