@@ -22,6 +22,7 @@ from app.aggregations.schemas import (
 )
 from app.aggregations.tables import Aggregation
 from app.api.deps import Limit, Offset, OptionalId, RunnerDep, SessionDep, SettingsDep, id_path
+from app.api.openapi import text_responses
 from app.auth import audit
 from app.auth.deps import PrincipalDep, get_principal, require_scope
 from app.auth.idempotency import IdempotencyDep
@@ -157,10 +158,8 @@ def fit_cancelled(session: Session, principal: Principal, aggregation: Aggregati
 
 
 @router.get("/{a}/qrels", response_model=None, dependencies=[require_scope("read")],
-            responses={200: {"description": "qrels as TREC text, TSV or JSON", "content": {
-                "text/plain": {"schema": {"type": "string"}},
-                "text/tab-separated-values": {"schema": {"type": "string"}},
-                "application/json": {"schema": {"type": "object"}}}}})
+            responses=text_responses("text/plain", "text/tab-separated-values", "application/json",
+                                description="qrels as TREC text, TSV or JSON"))
 def qrels(session: SessionDep, aggregation: AggregationDep,
           format: Literal["trec", "tsv", "json"] = "trec",
           threshold: Annotated[float | None, Query(ge=0.0, le=1.0)] = None,

@@ -9,6 +9,7 @@ from starlette.concurrency import run_in_threadpool
 from app.aggregations import downloads
 from app.aggregations.service import aggregation_not_found
 from app.api.deps import Limit, Offset, RunnerDep, SessionDep, id_path
+from app.api.openapi import text_responses
 from app.auth.deps import PrincipalDep, require_scope
 from app.auth.idempotency import IdempotencyDep
 from app.collections.deps import CollectionDep
@@ -80,7 +81,10 @@ def list_evaluations(session: SessionDep, collection: CollectionDep, limit: Limi
 
 
 @collection_router.get("/qrels/{mode}", response_model=None,
-                       dependencies=[require_scope("read")])
+                       dependencies=[require_scope("read")],
+                       responses=text_responses("text/plain", "text/tab-separated-values",
+                                           "application/json",
+                                           description="qrels as TREC text, TSV or JSON"))
 def combined_qrels(session: SessionDep, collection: CollectionDep, mode: str,
                    sources: Annotated[str, Query(description='comma-separated aggregation ids '
                                                              'and/or "gold"')],
@@ -118,7 +122,9 @@ async def get_evaluation(evaluation: EvaluationDep) -> EvaluationPublic:
     return await run_in_threadpool(public, evaluation, with_results=True)
 
 
-@router.get("/{e}/measures", response_model=None, dependencies=[require_scope("read")])
+@router.get("/{e}/measures", response_model=None, dependencies=[require_scope("read")],
+            responses=text_responses("application/json", "text/tab-separated-values", "text/plain",
+                                description="scores as JSON, TSV or trec_eval -q lines"))
 async def measures(evaluation: EvaluationDep, format: MeasuresFormat = "json") -> Response:
     """Every score per run, measure and topic (``all`` = the mean): JSON (results, pairs,
     rankings), TSV, or trec_eval -q style lines ``run measure topic value``."""

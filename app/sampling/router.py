@@ -10,6 +10,7 @@ from fastapi.responses import PlainTextResponse, Response
 
 from app.aggregations.router import AggregationDep
 from app.api.deps import Limit, Offset, SessionDep, id_path
+from app.api.openapi import text_responses
 from app.auth.deps import PrincipalDep, require_scope
 from app.auth.idempotency import IdempotencyDep
 from app.collections.deps import CollectionDep
@@ -56,8 +57,7 @@ InputsDep = Annotated[NextInputs, Depends(get_next_inputs)]
 
 @aggregation_router.get("/{a}/next", response_model=NextTasks,
                         dependencies=[require_scope("read")],
-                        responses={200: {"content": {
-                            "text/tab-separated-values": {"schema": {"type": "string"}}}}})
+                        responses=text_responses("text/tab-separated-values"))
 def next_to_judge(request: Request, session: SessionDep, aggregation: AggregationDep,
                   n: Annotated[int, Query(ge=1, le=10_000)] = 10,
                   strategy: Literal["uncertainty", "expected-change", "random"] = "uncertainty",
@@ -143,8 +143,7 @@ def draw_round(session: SessionDep, idempotency: IdempotencyDep, sampling: Sampl
 
 
 @router.get("/{s}/rounds", response_model=RoundsPublic, dependencies=[require_scope("read")],
-            responses={200: {"content": {
-                "text/tab-separated-values": {"schema": {"type": "string"}}}}})
+            responses=text_responses("text/tab-separated-values"))
 def list_rounds(session: SessionDep, sampling: SamplingDep, inputs: InputsDep,
                 number: Annotated[int | None, Query(alias="round", ge=-1, description=(
                     "only this round (-1: the latest)"))] = None,
