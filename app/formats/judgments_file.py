@@ -7,7 +7,8 @@ Accepted column names (case-insensitive), DESIGN §5:
 - annotator: ``annotator``, ``workerID``, ``worker_id``, ``worker``, ``judge``;
 - label: ``label``, ``relevance``, ``rel``;
 - gold (optional): ``gold`` — the expert label of the row's task; negative values mean unknown.
-Blank lines are skipped. The delimiter is a tab if the header has one, else a comma. CSV fields
+Blank lines are skipped. The delimiter is a tab if the header has one, else a comma; a row
+with more values than the header names is refused (empty trailing cells excepted). CSV fields
 may be quoted; TSV does not interpret quotes. Lines end at \\n, \\r\\n or \\r; an id may not
 hold a line break or another control character (nor, for topics and documents, whitespace), and
 labels and gold are ASCII whole numbers of 32 bits (``app.formats.ids``). Two lines giving one
@@ -148,6 +149,14 @@ def parse_judgments(raw: bytes | str, *, default_topic: str = DEFAULT_TOPIC) -> 
             raise FileFormatError(
                 f"line {line}: expected at least {width} columns, found {len(row)}",
                 code="invalid_row", line=line, column=names.get(len(row)),
+            )
+        if len(row) > len(header) and any(cell.strip() for cell in row[len(header):]):
+            # more values than the header names: a delimiter inside a field (an unquoted comma
+            # in an id) shifts the columns after it, so the row cannot be read as written
+            raise FileFormatError(
+                f"line {line}: {len(row)} columns, but the header names {len(header)} (a "
+                f"delimiter inside a field? quote the field)",
+                code="invalid_row", line=line,
             )
         if i_topic is not None:
             topics.append(row[i_topic])

@@ -562,3 +562,22 @@ def test_a_header_error_names_its_line_once(client) -> None:
     body = refused(upload(client, "topic\tdoc\tannotator\tlabel\n" + "1\td1\tw1\t1\n" * 49
                           + "1\td1\tw1\tabc\n"), "invalid_row", line=51, column="label")
     assert body["detail"].count("51") == 1, body
+
+
+# 15. A row with more values than the header: refused with its line ---------------------------
+
+def test_a_row_with_more_values_than_the_header_is_refused_with_its_line(client) -> None:
+    """An unquoted comma in an id ("Smith, J") made a row of 5 values under a 4-column header;
+    the extra value was dropped and the row stored as "Smith" (two annotators merged)."""
+    create_collection(client)
+    text = "topic,doc,label,annotator\n1,d1,1,w1\n1,d2,0,Smith, J\n1,d3,1,Smith, K\n"
+    body = refused(upload(client, text, CSV), "invalid_row", line=3,
+                   detail="5 columns, but the header names 4")
+    assert body["detail"].count("line 3") == 1, body
+    refused(upload(client, text.replace(",", "\t")), "invalid_row", line=3)
+    assert counts(client) == EMPTY_COUNTS
+    # Quoted, the comma is part of the id; empty trailing cells (a spreadsheet's export) are fine.
+    ok = upload(client, 'topic,doc,label,annotator\n1,d1,1,w1,,\n1,d2,0,"Smith, J"\n', CSV)
+    assert ok.status_code == 201, ok.text
+    judged = client.get(f"{API}/collections/rf10/judgments").json()["data"]
+    assert [j["annotator"] for j in judged] == ["w1", "Smith, J"]
