@@ -7,7 +7,8 @@ An id is stripped of surrounding whitespace and must then be non-empty, at most
 several of them end a line for ``str.splitlines``). A topic or document id also holds no
 whitespace (:data:`WHITESPACE`: anything ``str.isspace`` calls whitespace, among them the space,
 U+00A0 and U+3000): TREC qrels and runs are whitespace-separated, so such an id could not be
-written to one and read back. Annotator ids may hold spaces: no TREC file carries them.
+written to one and read back. Annotator ids may hold spaces: no TREC file carries them. A topic
+may not be ``all`` (:data:`RESERVED_TOPIC`): results name the mean over topics so.
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ import re
 from collections.abc import Sequence
 
 MAX_ID_LENGTH = {"topic": 200, "doc": 500, "annotator": 200}
+# The topic of the mean over topics in evaluation results, sampling estimates and trec_eval -q
+# output: a topic of that name would be read as the mean (and the mean as it).
+RESERVED_TOPIC = "all"
 # The kinds whose ids may hold whitespace; every other kind (and None: a topic or document id
 # whose kind the caller does not know) may not.
 SPACE_ALLOWED = frozenset({"annotator"})
@@ -70,6 +74,9 @@ def id_problem(value: str, kind: str | None, *, strip: bool = True) -> str | Non
         if space:
             return (f"holds whitespace (U+{ord(space.group()):04X} at character "
                     f"{space.start() + 1}), which TREC qrels and runs cannot hold")
+    if kind == "topic" and stripped == RESERVED_TOPIC:
+        return (f"is {RESERVED_TOPIC!r}, the topic that evaluation results and trec_eval give "
+                f"the mean over topics")
     return None
 
 
@@ -83,7 +90,8 @@ def clean_ids(values: Sequence[str], *, kind: str | None, strip: bool = True) ->
     limit = MAX_ID_LENGTH.get(kind) if kind is not None else None
     if (all(cleaned) and (limit is None or max(map(len, cleaned), default=0) <= limit)
             and not CONTROL.search("".join(values))
-            and (kind in SPACE_ALLOWED or not WHITESPACE.search("".join(cleaned)))):
+            and (kind in SPACE_ALLOWED or not WHITESPACE.search("".join(cleaned)))
+            and (kind != "topic" or RESERVED_TOPIC not in cleaned)):
         return cleaned
     for index, value in enumerate(values):
         reason = id_problem(value, kind, strip=strip)

@@ -37,6 +37,7 @@ from app.formats.errors import (
 from app.formats.ids import (
     INT64,
     MAX_ID_LENGTH,
+    RESERVED_TOPIC,
     BadId,
     clean_ids,
     parse_integer,
@@ -180,9 +181,11 @@ def _check_ids(text: str, runs: dict[str, dict[str, _Entry]]) -> None:
     """Refuse a topic or document id that breaks ``app.formats.ids``, naming the line where it
     first appears: checked once per distinct id over whole columns (C speed); the line is looked
     up only then."""
-    if text.isascii() and _within_length(runs):
+    if (text.isascii() and _within_length(runs)
+            and not any(RESERVED_TOPIC in per_topic for per_topic in runs.values())):
         # ASCII whitespace separates the fields and control characters were refused: in an
-        # ASCII file only the length rule can fail, and that is checked without copying ids.
+        # ASCII file only the length rule and the reserved topic can fail, and those are
+        # checked without copying ids.
         return
     topics = list({topic: None for per_topic in runs.values() for topic in per_topic})
     docs = list({doc: None for per_topic in runs.values() for positions, _, _ in

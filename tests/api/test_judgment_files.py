@@ -581,3 +581,38 @@ def test_a_row_with_more_values_than_the_header_is_refused_with_its_line(client)
     assert ok.status_code == 201, ok.text
     judged = client.get(f"{API}/collections/rf10/judgments").json()["data"]
     assert [j["annotator"] for j in judged] == ["w1", "Smith, J"]
+
+
+# 16. Topic "all" is the mean over topics: refused as a topic id -----------------------------
+
+@pytest.mark.parametrize(("path", "content", "line", "column"), [
+    ("judgments/file", "topic\tdoc\tannotator\tlabel\n1\td1\tw1\t1\nall\td1\tw1\t1\n", 3, "topic"),
+    ("gold", "1 0 d1 1\nall 0 d1 1\n", 2, "topic"),
+    ("runs/r", "1 Q0 d1 1 2.0 r\nall Q0 d1 1 2.0 r\n", 2, "topic"),
+    ("topics", "1\tone\nall\ttwo\n", 2, "id"),
+    ("features", "topic\tdoc\tf1\n1\td1\t0.5\nall\td1\t0.5\n", 3, "topic"),
+])
+def test_topic_all_is_refused_since_it_names_the_mean(client, path, content, line,
+                                                      column) -> None:
+    """An evaluation's results (and a sampling's estimates, and trec_eval -q output) give the
+    mean over topics as topic "all": a collection with a topic "all" had two "all" rows per run
+    and measure in GET /evaluations/{e}, and the dashboard showed its score as the mean."""
+    create_collection(client)
+    method = client.post if path == "judgments/file" else client.put
+    refused(method(f"{API}/collections/rf10/{path}", content=content.encode(),
+                   headers=PLAIN if path in ("gold", "runs/r") else TSV),
+            "invalid_row", line=line, column=column, detail="'all'")
+    assert counts(client) == EMPTY_COUNTS
+
+
+def test_topic_all_is_refused_in_a_json_bulk(client) -> None:
+    create_collection(client)
+    judgments = [{"topic": t, "doc": "d1", "annotator": "w", "label": 1} for t in ("1", "all")]
+    response = client.post(f"{API}/collections/rf10/judgments", json={"judgments": judgments})
+    body = refused(response, "invalid_body", column="topic", detail="mean over topics")
+    assert body["index"] == 1
+    # Only the exact name: "All", "all1" and a document "all" are ids like any other.
+    judgments = [{"topic": t, "doc": "all", "annotator": "all", "label": 1}
+                 for t in ("All", "all1")]
+    response = client.post(f"{API}/collections/rf10/judgments", json={"judgments": judgments})
+    assert response.status_code == 201, response.text
