@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal, get_args
 
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
 from app.auth.principal import Principal
 from app.auth.tables import AuditEvent
+from app.core.errors import InvalidInput
 
-ACTIONS = ("collection_created", "judgments_added", "gold_set", "gold_replaced", "fit_started",
-           "fit_cancelled", "feature_build_cancelled", "key_created", "key_revoked")
+Action = Literal["collection_created", "judgments_added", "gold_set", "gold_replaced",
+                 "fit_started", "fit_cancelled", "feature_build_cancelled", "key_created",
+                 "key_revoked"]
+ACTIONS: tuple[str, ...] = get_args(Action)
 
 
 def record(session: Session, *, principal: Principal, action: str,
@@ -41,6 +44,9 @@ def list_events(session: Session, *, principal: Principal, collection_id: int | 
     if until is not None:
         where.append(AuditEvent.at < until)
     if action is not None:
+        if action not in ACTIONS:  # a misspelt filter would answer "no such event"
+            raise InvalidInput(f"action: unknown action {action!r}; valid: {', '.join(ACTIONS)}",
+                               code="invalid_body", valid=list(ACTIONS))
         where.append(or_(AuditEvent.action == action))
     total = session.scalar(select(func.count()).select_from(AuditEvent).where(*where)) or 0
     rows = session.scalars(select(AuditEvent).where(*where)

@@ -82,7 +82,7 @@ def list_audit(
                      Query(description="from this time (inclusive), RFC 3339")] = None,
     until: Annotated[AwareDatetime | None, BeforeValidator(_rfc3339),
                      Query(description="before this time, RFC 3339")] = None,
-    action: str | None = None,
+    action: Annotated[audit.Action | None, Query(description="one action")] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: Annotated[int, Query(ge=0, le=MAX_INT)] = 0,
 ) -> AuditEventsPublic:

@@ -70,3 +70,9 @@ def test_changes_are_audited(auth_client, auth_settings, admin_key) -> None:
     assert auth_client.get(f"{API}/audit", headers=platform).status_code == 403
     assert auth_client.get(f"{API}/audit", headers=admin,
                            params={"collection": "nope"}).status_code == 404
+    # a misspelt action is refused, not answered "no such event" (gold_replace: 0 events)
+    typo = auth_client.get(f"{API}/audit", headers=admin, params={"action": "gold_replace"})
+    assert typo.status_code == 422, typo.text
+    assert typo.json()["code"] == "invalid_body" and "gold_replaced" in typo.json()["detail"]
+    replaced = auth_client.get(f"{API}/audit", headers=admin, params={"action": "gold_replaced"})
+    assert replaced.json()["count"] == 1

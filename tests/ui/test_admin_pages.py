@@ -299,7 +299,8 @@ def test_the_audit_log_pages_through_the_apis_events_with_its_filters(signed_adm
     # what the API refuses, the page shows with the API's code
     for params, status, code in [({"since": "yesterday"}, 422, "invalid_body"),
                                  ({"since": "1700000000"}, 422, "invalid_body"),
-                                 ({"collection": "nowhere"}, 404, "collection_not_found")]:
+                                 ({"collection": "nowhere"}, 404, "collection_not_found"),
+                                 ({"action": "key_revoke"}, 422, "invalid_body")]:
         page = client.get("/ui/audit", params=params)
         assert page.status_code == status, params
         assert f"<code>{code}</code>" in page.text and 'id="audit-events"' not in page.text
