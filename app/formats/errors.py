@@ -28,6 +28,12 @@ class FileFormatError(ValueError):
         self.column = column
 
 
+# The leading bytes of compressed files people send in place of the text (a judgments.tsv.gz)
+# (each holds a byte that is not UTF-8 early on: that is when they are looked for)
+COMPRESSED = ((b"\x1f\x8b", "gzip-compressed"), (b"PK\x03\x04", "a zip archive"),
+              (b"\xfd7zXZ\x00", "xz-compressed"))
+
+
 def decode_text(raw: bytes | str) -> str:
     """UTF-8 text without a byte-order mark; refuse other encodings, and a NUL character (no
     text here may hold one: PostgreSQL cannot store it), with a clear error naming the line."""
@@ -51,6 +57,11 @@ def _not_utf8(raw: bytes, exc: UnicodeDecodeError) -> FileFormatError:
     line and in the file (1-based, in bytes, the byte-order mark counted in the file). Lines
     are counted on the bytes as :func:`line_of` counts them on text (no UTF-8 sequence holds a
     \\n or \\r byte)."""
+    for magic, kind in COMPRESSED:
+        if raw.startswith(magic):  # byte 0x8B of "line 1" would not say what is wrong
+            return FileFormatError(
+                f"line 1: the file is {kind}, not text: decompress it first",
+                code="invalid_encoding", line=1)
     data = bytes(exc.object)  # without the byte-order mark that utf-8-sig dropped
     start = exc.start
     line = (data.count(b"\n", 0, start) + data.count(b"\r", 0, start)

@@ -3,6 +3,8 @@ refused with a 4xx naming its line (or index) and stores nothing, or is read as 
 
 from __future__ import annotations
 
+import gzip
+
 import pytest
 from sqlalchemy import select, update
 
@@ -537,6 +539,19 @@ def test_non_utf8_file_names_its_line_and_byte(client) -> None:
                    "invalid_encoding", line=3)
     assert body["detail"] == ("line 3: not UTF-8 text: byte 0xE9 is byte 4 of the line "
                               "(41 of the file)")
+
+
+@pytest.mark.parametrize("path", ["judgments/file", "gold", "runs/r", "features", "topics"])
+def test_a_gzip_compressed_file_is_named_so(client, path) -> None:
+    """A judgments.tsv.gz sent as it is was "line 1: not UTF-8 text: byte 0x8B is byte 2 of
+    the line", which does not say that the file is compressed."""
+    create_collection(client)
+    raw = gzip.compress(b"topic\tdoc\tannotator\tlabel\n1\td1\tw1\t1\n")
+    method = client.post if path == "judgments/file" else client.put
+    body = refused(method(f"{API}/collections/rf10/{path}", content=raw, headers=TSV),
+                   "invalid_encoding", line=1)
+    assert "gzip-compressed" in body["detail"], body
+    assert counts(client) == EMPTY_COUNTS
 
 
 # 13. Labels and gold beyond 32 bits: refused with the line like any bad label ---------------
