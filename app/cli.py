@@ -9,6 +9,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -58,8 +59,18 @@ def _worker(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """No abbreviated options, in every command (subparsers are of their parent's class):
+    ``simulate --seed 7``, the option of the other commands, read as ``--seeds 7`` (seven
+    seeds), and ``--seed 3000000000`` started three billion replays."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="crowdqrels",
         description="Crowd relevance judgments into qrels. The service: serve, worker, migrate; "
                     "API keys: keys; offline, on files: aggregate, next, simulate, evaluate, "

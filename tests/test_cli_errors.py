@@ -81,6 +81,23 @@ def test_usage_errors_exit_2_without_a_traceback(argv: list[str], judgments: Pat
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize(("argv", "option"), [
+    # simulate has --seeds K (seeds 0..K-1), no --seed: "--seed 3000000000", the option of the
+    # other commands, was read as --seeds and started three billion replays (--seed 0 here:
+    # refused before the fix too, as "--seeds" below 1, so the test fails rather than hangs)
+    (["simulate", "J", "--method", "mv", "--seed", "0", "--output", "OUT"], "--seed"),
+    (["aggregate", "J", "--method", "mv", "--out", "OUT"], "--out"),
+    (["keys", "create", "--name", "k", "--scope", "read", "--coll", "c"], "--coll"),
+])
+def test_options_are_not_abbreviated(argv: list[str], option: str, judgments: Path,
+                                     tmp_path: Path,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    argv = [str(judgments) if a == "J" else str(tmp_path / "out") if a == "OUT" else a
+            for a in argv]
+    assert f"unrecognized arguments: {option}" in _usage(argv, capsys)
+    assert not (tmp_path / "out").exists()
+
+
 def test_synth_tasks_0_does_not_blame_topics(tmp_path: Path,
                                              capsys: pytest.CaptureFixture[str]) -> None:
     err = _usage(["synth", str(tmp_path / "out"), "--tasks", "0"], capsys)
