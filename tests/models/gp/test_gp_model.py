@@ -32,6 +32,14 @@ def easy():
     return generate(200, 20, noise_level=(0.0, 1.0), redundancy=5, random_state=3)
 
 
+@pytest.fixture(scope="module")
+def easy_lk(easy):
+    """The thesis' LK (annotator biases fixed at 0) on ``easy`` without features, fitted once:
+    the recovery test reads it and the MAGP/GPMV fallbacks must equal it (no test mutates it)."""
+    data = easy.to_annotation_data(with_features=False)
+    return LK(random_state=0, learn_annotator_bias=False, **FAST).fit(data)
+
+
 def test_elbo_matches_brute_force_for_the_full_gp():
     """With Z = X the closed-form q and ELBO equal the explicit Gaussian KL computation."""
     rng = np.random.default_rng(1)
@@ -97,11 +105,10 @@ def test_lk_competence_follows_accuracy_against_gold_with_biases() -> None:
     assert np.mean(new) > np.mean(old) + 0.15
 
 
-def test_lk_recovers_labels_and_competence(easy):
+def test_lk_recovers_labels_and_competence(easy, easy_lk):
     data = easy.to_annotation_data(with_features=False)
     # Algorithm 10 has no biases: recover the noise variances with the thesis' model (μ = 0).
-    model = LK(random_state=0, learn_annotator_bias=False, **FAST).fit(data)
-    res = model.result(data)
+    res = easy_lk.result(data)
     acc = float(np.mean(res.labels == easy.truth))
     assert acc > 0.8
     assert acc >= _majority_accuracy(data, easy.truth) - 0.02
@@ -251,14 +258,13 @@ def test_m_step_on_a_subset_of_tasks(monkeypatch):
 
 
 @pytest.mark.parametrize("cls", [MAGP, GPMV])
-def test_fallback_to_lk_without_features(easy, cls):
+def test_fallback_to_lk_without_features(easy, easy_lk, cls):
     data = easy.to_annotation_data(with_features=False)
     model = cls(random_state=0, **FAST).fit(data)
     res = model.result(data)
     assert res.info["fallback"] == "lk"
     # The fallback is LK with the method's own settings (annotator biases fixed by default).
-    lk = LK(random_state=0, learn_annotator_bias=False, **FAST).fit(data)
-    np.testing.assert_allclose(model.proba_, lk.proba_, atol=1e-8)
+    np.testing.assert_allclose(model.proba_, easy_lk.proba_, atol=1e-8)
     with pytest.raises(ValueError, match="without features"):
         model.predict_proba(np.zeros((1, 2)))
 
