@@ -332,6 +332,9 @@ def load_judgment_file(args: argparse.Namespace, *, graded: bool = False,
     current = args.input
     try:
         rows = parse_judgments(raw)
+        if rows.ignored_columns and not quiet:
+            print(f"note: {args.input}: columns not read: {', '.join(rows.ignored_columns)}",
+                  file=sys.stderr)
         for warning in check_scale(rows, labels=labels, ignore=ignore, path=args.input,
                                    gold_qrels=gold, gold_path=gold_path):
             print(f"warning: {warning}", file=sys.stderr)

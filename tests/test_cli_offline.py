@@ -205,3 +205,14 @@ def test_quiet_gp_fit_prints_nothing_on_standard_error(tmp_path: Path) -> None:
     assert runs[True][0] == ""
     assert "note: kept the latest" in runs[False][0]  # what --quiet silenced
     assert runs[True][1] == runs[False][1]
+
+
+def test_columns_not_read_are_noted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A header column that names nothing the loader reads (a misspelt "topics") is noted on
+    standard error, as the service's reply names it; --quiet silences the note."""
+    judgments = tmp_path / "j.tsv"
+    judgments.write_text("topics\tdoc\tannotator\tlabel\n7\td1\tw1\t1\n7\td2\tw2\t0\n")
+    assert main(["aggregate", str(judgments), "--method", "mv"]) == 0
+    assert f"note: {judgments}: columns not read: topics" in capsys.readouterr().err
+    assert main(["aggregate", str(judgments), "--method", "mv", "--quiet"]) == 0
+    assert "columns not read" not in capsys.readouterr().err

@@ -46,6 +46,9 @@ class JudgmentRows:
     labels: list[int]
     golds: list[int | None] | None
     lines: list[int]
+    # header columns that none of the names above match, left unread (a file's own extras, or a
+    # misspelt ``topics``: without a topic column every row is in topic DEFAULT_TOPIC)
+    ignored_columns: tuple[str, ...] = ()
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -186,8 +189,11 @@ def parse_judgments(raw: bytes | str, *, default_topic: str = DEFAULT_TOPIC) -> 
         raise FileFormatError(f"line {line}: column {names[position]!r} {reason}",
                               code="invalid_row", line=line, column=names[position])
     topic_ids = [default_topic] * len(labels) if i_topic is None else cleaned["topic"]
+    read = set(index.values())
+    ignored = tuple(name.strip() for position, name in enumerate(header)
+                    if position not in read and name.strip())
     parsed = JudgmentRows(topic_ids, cleaned["doc"], cleaned["annotator"], labels, golds,
-                          line_numbers)
+                          line_numbers, ignored)
     conflict = parsed.gold_conflict()
     if conflict is not None:
         raise _conflicting_gold(parsed, *conflict, column=header[i_gold].strip()

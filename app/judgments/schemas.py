@@ -47,6 +47,10 @@ class IngestPublic(BaseModel):
                                          "judge' values included")
     gold_could_not_judge: int = Field(description="of gold_labels, those set to a 'could not "
                                                   "judge' value (e.g. -2): stored, never scored")
+    ignored_columns: list[str] = Field(default_factory=list, description=(
+        "a file's header columns that name none of topic, doc, annotator, label and gold, and "
+        "were not read (a misspelt 'topics' lands here: without a topic column every row is in "
+        "topic \"0\")"))
 
 
 class JudgmentPublic(BaseModel):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import BigInteger, Integer, func, select, update
@@ -31,6 +31,7 @@ class IngestReport:
     new_annotators: int
     gold_labels: int  # tasks whose gold this request set
     gold_could_not_judge: int  # of those, the ones set to a "could not judge" value (e.g. -2)
+    ignored_columns: list[str] = field(default_factory=list)  # a file's header columns not read
 
 
 def _where(rows: JudgmentRows, i: int, *, source: str) -> dict[str, int]:
@@ -143,7 +144,8 @@ def ingest(
     session.commit()
     ignored = set(collection.ignore)
     return IngestReport(batch.id, len(rows), new_topics, new_docs, len(created), new_annotators,
-                        len(gold_of_pair), sum(1 for g in gold_of_pair.values() if g in ignored))
+                        len(gold_of_pair), sum(1 for g in gold_of_pair.values() if g in ignored),
+                        list(rows.ignored_columns))
 
 
 def set_task_gold(session: Session, gold: dict[int, int]) -> None:

@@ -264,6 +264,12 @@ def could_not_judge(report: dict[str, Any]) -> str:
     return f", {n:,} of them could not judge" if n else ""
 
 
+def columns_not_read(report: dict[str, Any]) -> str:
+    """"; columns not read: …" for a file whose header had columns no name matches, else ""."""
+    names = report.get("ignored_columns") or []
+    return f"; columns not read: {', '.join(names)}" if names else ""
+
+
 def collection_path(collection: Collection) -> str:
     return f"/ui/collections/{quote(collection.name, safe='')}"
 
@@ -330,7 +336,8 @@ async def upload_judgments(request: Request, session: SessionDep, principal: Pri
                             f"({plural(report['new_tasks'], 'new task')}, "
                             f"{plural(report['new_annotators'], 'new annotator')}, "
                             f"{plural(report['gold_labels'], 'gold label')}"
-                            f"{could_not_judge(report)}) from {upload.filename or 'the file'}")
+                            f"{could_not_judge(report)}) from {upload.filename or 'the file'}"
+                            f"{columns_not_read(report)}")
 
         return form_body(form, upload), work
 

@@ -631,3 +631,23 @@ def test_topic_all_is_refused_in_a_json_bulk(client) -> None:
                  for t in ("All", "all1")]
     response = client.post(f"{API}/collections/rf10/judgments", json={"judgments": judgments})
     assert response.status_code == 201, response.text
+
+
+# 17. Header columns that name nothing crowdqrels reads: said in the reply --------------------
+
+def test_columns_not_read_are_named_in_the_reply(client) -> None:
+    """A misspelt topic column ("topics") was ignored without a word, and with no topic column
+    every row went to topic "0": the reply names the columns it did not read."""
+    create_collection(client)
+    text = "topics\tdoc\tannotator\tlabel\thitID\t\n7\td1\tw1\t1\th1\t\n7\td2\tw2\t0\th2\t\n"
+    response = upload(client, text)
+    assert response.status_code == 201, response.text
+    assert response.json()["ignored_columns"] == ["topics", "hitID"]  # not the empty header cell
+    judged = client.get(f"{API}/collections/rf10/judgments").json()["data"]
+    assert {j["topic"] for j in judged} == {"0"}  # stored as the file says: no topic column
+    # Every column read, and a JSON bulk: nothing to say.
+    response = upload(client, "topic\tdoc\tannotator\tlabel\tgold\n7\td1\tw1\t1\t1\n")
+    assert response.json()["ignored_columns"] == []
+    response = client.post(f"{API}/collections/rf10/judgments", json={"judgments": [
+        {"topic": "7", "doc": "d3", "annotator": "w1", "label": 1}]})
+    assert response.json()["ignored_columns"] == []

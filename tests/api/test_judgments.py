@@ -17,6 +17,7 @@ def test_json_bulk_ingest_and_gold(client) -> None:
         "batch_id": response.json()["batch_id"], "judgments": 4, "new_topics": 2,
         "new_documents": 2, "new_tasks": 3, "new_annotators": 2, "gold_labels": 2,
         "gold_could_not_judge": 1,  # d2's gold -2; d1's gold 1 is the other
+        "ignored_columns": [],
     }
     assert counts(client) == {
         "topics": 2, "documents": 2, "tasks": 3, "annotators": 2, "judgments": 4,

@@ -298,6 +298,14 @@ def test_a_message_shows_only_when_the_dashboard_signed_it_for_this_browser(clie
     client.cookies.clear()
     client.cookies.set("crowdqrels_csrf", csrf, domain="testserver.local")  # the first again
     assert shown_message(client.get(location).text) is not None
+    # a file with a header column nothing reads: the message names it (as the API's reply)
+    fields = form_fields(client.get("/ui/collections/crowd").text,
+                         "/ui/collections/crowd/judgments")
+    extra = upload(client, fields,
+                   content=b"topic\tdoc\tannotator\tlabel\thitID\nt9\td1\tw1\t1\th\n")
+    assert shown_message(client.get(extra.headers["location"]).text) == (
+        "ok", "stored 1 judgment (1 new task, 0 new annotators, 0 gold labels) from j.tsv; "
+              "columns not read: hitID")
 
     # the sampling page too
     spoofed = client.get("/ui/samplings/1", params={"msg": PHISHING})
