@@ -22,6 +22,14 @@ def upload(client, text: str, headers=TSV, query: str = ""):
                        headers=headers)
 
 
+def send(client, path: str, content: str):
+    """``content`` to one of the collection's file endpoints (``judgments/file``, ``gold``,
+    ``runs/r``, texts, features) with the method and content type it takes."""
+    method = client.post if path == "judgments/file" else client.put
+    return method(f"{API}/collections/rf10/{path}", content=content.encode(),
+                  headers=PLAIN if path in ("gold", "runs/r") else TSV)
+
+
 def refused(response, code: str, *, line: int | None = None, column: str | None = None,
             detail: str | None = None) -> dict:
     assert response.status_code == 422, response.text
@@ -435,9 +443,8 @@ def test_annotator_ids_keep_their_spaces(client) -> None:
 def test_ids_with_whitespace_are_refused_in_gold_runs_texts_and_features(client, path, content,
                                                                          line, column) -> None:
     create_collection(client)
-    refused(client.put(f"{API}/collections/rf10/{path}", content=content.encode(),
-                       headers=PLAIN if path in ("gold", "runs/r") else TSV),
-            "invalid_row", line=line, column=column, detail="whitespace")
+    refused(send(client, path, content), "invalid_row", line=line, column=column,
+            detail="whitespace")
     assert counts(client) == EMPTY_COUNTS
 
 
@@ -613,10 +620,8 @@ def test_topic_all_is_refused_since_it_names_the_mean(client, path, content, lin
     mean over topics as topic "all": a collection with a topic "all" had two "all" rows per run
     and measure in GET /evaluations/{e}, and the dashboard showed its score as the mean."""
     create_collection(client)
-    method = client.post if path == "judgments/file" else client.put
-    refused(method(f"{API}/collections/rf10/{path}", content=content.encode(),
-                   headers=PLAIN if path in ("gold", "runs/r") else TSV),
-            "invalid_row", line=line, column=column, detail="'all'")
+    refused(send(client, path, content), "invalid_row", line=line, column=column,
+            detail="'all'")
     assert counts(client) == EMPTY_COUNTS
 
 
