@@ -97,7 +97,7 @@ def test_retries_of_samplings_rounds_and_evaluations(client) -> None:
     """A sampling, a round and an evaluation started again with the same key are the first
     ones: no second sampling, no second round (the retry of a round is not refused as a draw
     before the last round was judged), no second evaluation job."""
-    from tests.api.test_sampling import judge, setup_collection
+    from tests.api.sampling.test_sampling import judge, setup_collection
 
     setup_collection(client)
     spec = {"budget_per_round": 4, "strategy": "active", "seed": 3}

@@ -138,7 +138,7 @@ def test_aggregate_rf10_mace(rf10_path: Path, tmp_path: Path,
 
 def test_aggregate_builds_features_from_texts_and_runs(tmp_path, capsys) -> None:
     """--topics/--documents/--runs build the service's features; the GP then uses them."""
-    from tests.api.test_corpus import DOCS, RUN_A, RUN_B, TOPICS
+    from tests.api.corpus.test_corpus import DOCS, RUN_A, RUN_B, TOPICS
 
     judgments = tmp_path / "j.tsv"
     judgments.write_text("topic\tdoc\tannotator\tlabel\n" + "".join(

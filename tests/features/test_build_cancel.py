@@ -14,8 +14,8 @@ from app.core.db import get_sessionmaker
 from app.features.job import DEFAULT_BUILD, _build
 from app.features.tables import FeatureBuild, TaskFeatures
 from app.jobs.lifecycle import JobContext, run_tracked
+from tests.api.corpus.test_corpus import setup_collection, upload_texts
 from tests.api.helpers import API
-from tests.api.test_corpus import setup_collection, upload_texts
 
 
 def queued_build(database_url: str, collection_id: int) -> int:

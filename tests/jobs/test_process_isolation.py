@@ -14,7 +14,7 @@ import pytest
 
 from models.synthetic import generate
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _free_port() -> int:

@@ -13,7 +13,7 @@ import pytest
 
 from app.cli import main
 from tests.conftest import BROKER_URL, clean_tables
-from tests.test_process_isolation import ROOT, _free_port
+from tests.jobs.test_process_isolation import ROOT, _free_port
 
 
 def test_several_workers_need_the_celery_runner(monkeypatch, tmp_path: Path, capsys) -> None:

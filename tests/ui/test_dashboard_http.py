@@ -235,7 +235,7 @@ def test_the_next_tasks_come_in_pages_of_the_api_list(client, synthetic) -> None
 # --- 4. every form address answers GET; other methods get an HTML 405 ---------------------------
 
 def test_every_post_only_dashboard_address_answers_get_with_its_page(client, synthetic) -> None:
-    from tests.api.test_sampling import setup_collection as sampling_collection
+    from tests.api.sampling.test_sampling import setup_collection as sampling_collection
     from tests.auth.test_route_scopes import api_routes
 
     routes = api_routes(client.app)

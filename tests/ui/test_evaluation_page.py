@@ -8,10 +8,10 @@ from __future__ import annotations
 import html
 import re
 
+from tests.api.evaluations.test_evaluations import evaluate, judgments_and_gold
+from tests.api.evaluations.test_evaluations import setup_collection as evaluation_collection
 from tests.api.helpers import API
 from tests.api.jobs import wait_for
-from tests.api.test_evaluations import evaluate, judgments_and_gold
-from tests.api.test_evaluations import setup_collection as evaluation_collection
 from tests.ui.test_pages import figures, token
 from tests.ui.test_result_pages import cell
 

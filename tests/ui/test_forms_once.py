@@ -24,7 +24,7 @@ from app.sampling.tables import SamplingRound
 from app.ui.forms import REUSED, form_body
 from app.ui.messages import REPLAYED
 from tests.api.helpers import API, create_collection
-from tests.api.test_sampling import setup_collection as sampling_collection
+from tests.api.sampling.test_sampling import setup_collection as sampling_collection
 
 ROWS = b"topic\tdoc\tannotator\tlabel\nt1\td1\tw1\t1\nt1\td2\tw1\t0\nt2\td1\tw2\t1\n"
 OTHER = b"topic\tdoc\tannotator\tlabel\nt3\td1\tw1\t1\n"
@@ -260,7 +260,7 @@ def test_a_round_form_sent_twice_draws_one_round(client, database_url) -> None:
 
 
 def test_an_evaluation_form_sent_twice_starts_one_job(client, database_url) -> None:
-    from tests.api.test_evaluations import setup_collection
+    from tests.api.evaluations.test_evaluations import setup_collection
 
     aggregation = setup_collection(client)
     page = client.get("/ui/collections/ev").text

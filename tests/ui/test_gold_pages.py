@@ -1,10 +1,10 @@
 """Gold on the pages: the collection's gold broken down (labelled, could not judge, without
 gold), which gold a fit was scored against and whether it still holds, and the comparison's
-re-scored and stale rows (on the hand-built collection of tests/api/test_gold.py)."""
+re-scored and stale rows (on the hand-built collection of tests/api/judgments/test_gold.py)."""
 
 from __future__ import annotations
 
-from tests.api.test_gold import NEW_GOLD, build, fit, put_gold
+from tests.api.judgments.test_gold import NEW_GOLD, build, fit, put_gold
 from tests.ui.dom import parse
 from tests.ui.test_pages import figures, token
 

@@ -16,7 +16,7 @@ import pytest
 from models.synthetic import generate
 from tests.api.helpers import API, TSV, create_collection
 from tests.api.jobs import wait_for
-from tests.api.test_sampling import setup_collection as sampling_collection
+from tests.api.sampling.test_sampling import setup_collection as sampling_collection
 from tests.ui.dom import Element, label_of, parse
 from tests.ui.test_pages import figures, seed, token
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 import html
 import re
 
+from tests.api.evaluations.test_evaluations import evaluate
+from tests.api.evaluations.test_evaluations import setup_collection as evaluation_collection
 from tests.api.helpers import API
 from tests.api.jobs import wait_for
-from tests.api.test_evaluations import evaluate
-from tests.api.test_evaluations import setup_collection as evaluation_collection
-from tests.api.test_sampling import RELEVANT
-from tests.api.test_sampling import setup_collection as sampling_collection
+from tests.api.sampling.test_sampling import RELEVANT
+from tests.api.sampling.test_sampling import setup_collection as sampling_collection
 from tests.ui.test_pages import figures, token
 
 
@@ -174,7 +174,7 @@ def test_a_sampling_whose_runs_changed_still_shows_its_rounds(client) -> None:
     """A run replaced since the sampling was created: the page said only 409 runs_changed (a
     bare error page); it now shows the sampling, its rounds and what to do, without estimates
     or a draw form, and the estimates come back with the run as it was."""
-    from tests.api.test_sampling import DOCS, RUNS, judge, run_text
+    from tests.api.sampling.test_sampling import DOCS, RUNS, judge, run_text
 
     sampling_collection(client)
     sid = client.post(f"{API}/collections/pool/samplings",

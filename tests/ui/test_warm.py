@@ -22,8 +22,8 @@ from app.sampling.inputs import NextInputs
 from app.ui.warm import page_key
 from models.synthetic import generate
 from tests.api.helpers import API
-from tests.api.test_sampling import judge
-from tests.api.test_sampling import setup_collection as sampling_collection
+from tests.api.sampling.test_sampling import judge
+from tests.api.sampling.test_sampling import setup_collection as sampling_collection
 from tests.ui.test_pages import seed
 
 

@@ -4,8 +4,8 @@ a run without a score."""
 
 from __future__ import annotations
 
+from tests.api.evaluations.test_evaluations import evaluate, setup_collection
 from tests.api.helpers import API
-from tests.api.test_evaluations import evaluate, setup_collection
 
 
 def evaluation_count(client) -> int:
