@@ -1,0 +1,214 @@
+"""Behaviour pinned byte for byte on the real RF10 file, through the offline CLI and the API.
+
+The digests below were recorded on the code before the fit pipeline was shared by the CLI and
+the service (issue 37): a refactoring must leave the qrels, the task and annotator tables, the
+printed evaluation and the API's downloads unchanged. A change that means to alter them records
+new digests here (``CROWDQRELS_PIN_PRINT=1`` prints them) and says why in its commit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from app.cli import main as cli
+from tests.api.helpers import API, TSV, create_collection
+from tests.api.jobs import wait_for
+
+SEED = "7"
+PRINT = os.environ.get("CROWDQRELS_PIN_PRINT") == "1"
+
+# name -> the options of ``crowdqrels aggregate`` (on RF10, --seed 7)
+CLI_RUNS = {
+    "mv": ["--method", "mv"],
+    "mace": ["--method", "mace", "--params", '{"n_restarts": 2}'],
+    "ds": ["--method", "ds"],
+    "ibcc": ["--method", "ibcc"],
+    "ebcc": ["--method", "ebcc"],
+    "ds-clamp-folds": ["--method", "ds", "--clamp-gold", "--folds", "3"],
+    "ibcc-calibrate": ["--method", "ibcc", "--calibrate", "3"],
+    "ordinal-ds-graded": ["--method", "ordinal-ds", "--graded"],
+    "ordinal-ds-expected": ["--method", "ordinal-ds", "--graded", "--grade", "expected",
+                            "--relevant-from", "2"],
+}
+
+# name -> sha256 of qrels, annotators table, tasks table, printed report (in that order)
+CLI_DIGESTS: dict[str, tuple[str, str, str, str]] = {
+    'mv': (
+        "8b904255f711baabb576187b5efd249f1f4fbb611a848b64320ae3be3076e140",
+        "65526347a610ebfe728a8f25b47c6b048456a6df299f7d64bd28ca3c2efbe5bc",
+        "f5aaa429b284fb5269479569aea86ebd5228f199d09c69a64cd45bea428737a4",
+        "17b461e9a169bc04a28a05ae4358c749bfac8a63c5afc7e0f94342ae89a746f3",
+    ),
+    'mace': (
+        "34adb73db4c11e6c7a4a13caba9ac70b12222cb6c9f0979a45a8b58a009d83c2",
+        "21b9e61a2e465bbd4fe0ad928bc4eec733816b42f1cee44748e9a81974b1d62e",
+        "7d69aee46e09ab321caa87912b083c11c25a6ad2834cfae9048c5d2d178f412c",
+        "bf65e9bcb1c99098fa32c017faa9b4334693929bc9205e0b4310e5a30995dd93",
+    ),
+    'ds': (
+        "1b01a064ed37cd14af76acb1a33930eb25c87a118140e743a52890f769e7c4f0",
+        "7c58d37401683c0a6d80626d40064bcbe5d8c10b736bcf8169a71c6cb78f85a1",
+        "e9e74f0245386c17be7b07af4cfe864e39beaab851819d5ab058502040630049",
+        "f983caeb33054a53270570cf29dfabb1d491abadf4d700728b6aea2d8292c5b9",
+    ),
+    'ibcc': (
+        "fe6d090af879ae7a8cc30ab113a5af1c0335a43fa5729d288c1353c8f18a5a71",
+        "2b8b21ff67cc12c7916852f6f4c193d854473c879af86c47514e4f937b840b51",
+        "fcbc51724e814003c74e11e1a55bfa2e22ec388e14baf42a37c406db9e4c27a3",
+        "93ad70e37031fd374d42dc21b176017a3cac6b4aa278087ac71a285a80a163f0",
+    ),
+    'ebcc': (
+        "5aeadeea41ef940b01cf5b32157eab6da2e52f95e47afe5e47b3c21631c26c17",
+        "2e49451d53c3b208d1601c2d19b23475cb58f6bedfd09b7fff168aa49cf39480",
+        "d821f7693ee00c39a6faa8f4661a3abd2cf60e87843e39c6635fcfb4d5c76d11",
+        "9295de6a8ac310202f0419e0dfbb38f2459f900cf6de17a59843bc0c4476aa1c",
+    ),
+    'ds-clamp-folds': (
+        "fa9aae3097b12cbb53a072cc412e0c2c3b0d484d9c1ecddacc8d8b7514d1d677",
+        "e78d0b6efa97f37b15381f65f85d84ca1a40b6e02c617d90eba6a3cded6f4138",
+        "d28fb835e1e4a85434765b4010a09a6eecd308f45375c17fe640624f98b6c69f",
+        "d9d44790654603648eb55bc397625e9a51658b33dadf646601e5fbadec3071d7",
+    ),
+    'ibcc-calibrate': (
+        "67656736f7b284a46c0b37149171fba229020c12eda6dc699934cc76d5156a10",
+        "01a347038f6dd1eeaeb73e8b60c7ee6c573d126e26f73df595361aa5f5ccfe5d",
+        "7e46663cedfffe7082fc74e5805d58ecc794459652c10b15e7f34052718292b6",
+        "038d62654f42a6f2860823df47422e7296c7d2511f7de7d6a6a6570a585a5ff3",
+    ),
+    'ordinal-ds-graded': (
+        "18bad1d2c8138cd93e57a02f2d70dcc4a5c7fc12dc985893ee084b183a1c4552",
+        "6da5be879c94ac222f34a719b47375182358e1a5db27fd6d521f94fe21fdc276",
+        "217eb81496c3ebad5e3ec50ac2177cf89a3c77a164e34d45160c518fab347adb",
+        "782e9839c0328150ce37cc5cf75409b4ba6d1b0e94302831101cb4045cdb0cd6",
+    ),
+    'ordinal-ds-expected': (
+        "417049f3a6d7923071a6f151420cf630ff9b01777290fb2f785d8a1af1ce6604",
+        "6da5be879c94ac222f34a719b47375182358e1a5db27fd6d521f94fe21fdc276",
+        "1acc54179792dd2c18f341bc854ea0d2cdc78e4bbb80e53c1e6054b477248d30",
+        "10c9d517dec976dd31e43641bda6cc6aba4c3be6e2a49a77f63f63b027f18895",
+    ),
+}
+
+# name -> the fit request's body, through the API on a SQLite database
+API_RUNS = {
+    "ds": {"method": "ds", "seed": 7},
+    "mace": {"method": "mace", "seed": 7, "params": {"n_restarts": 2}},
+    "ibcc-clamped": {"method": "ibcc", "seed": 7, "params": {"use_gold": True}},
+    "ordinal-ds": {"method": "ordinal-ds", "seed": 7, "graded": True},
+}
+
+# name -> sha256 of qrels TREC, qrels TSV, annotators JSON, tasks JSON, fit summary JSON
+API_DIGESTS: dict[str, tuple[str, str, str, str, str]] = {
+    'ds': (
+        "1b01a064ed37cd14af76acb1a33930eb25c87a118140e743a52890f769e7c4f0",
+        "a6bb11885546b7d39641042519e5438bed3bc46ecc7ea6b1e65c8aea1a678cc3",
+        "385508210e5257e94e5911ac55745725f0e45a5a90ce5db5e21471e62293e431",
+        "c2efc072d5df7a1cba5b0d8a5f42f3d89e3a46e0bc006d91ba9861be92d03e23",
+        "0685cdb78063de25ceafe952319572b904cf7203acf62192c1ee6cb4df185b8a",
+    ),
+    'mace': (
+        "34adb73db4c11e6c7a4a13caba9ac70b12222cb6c9f0979a45a8b58a009d83c2",
+        "5e19a2669348629545fcec5d71a40c4309c8da43af4877c369403e9882e65de6",
+        "9b72d3c54127f30efdac003bae778c6e1c2fe60ccc4f818db2162b272f7d9283",
+        "0a0fca5358ca069e5e433974e5a703ad04eb26c51aef5091ad71dc9cd0c3c90f",
+        "7d3ba9a1d5c655d5efd1fcffd6adc6e4a8b9577b574552736aa3064a7ab0d4d8",
+    ),
+    'ibcc-clamped': (
+        "983e154b9162317dfa94c9a3b680feef27e8da8e2c6b6c4102d045dea5216cf3",
+        "db8f3f6f1c667bdacea0de7c9f3530aca803cc67beb48342ff281ee66ef8eac6",
+        "f5c94f8b19ca9dfe8b01620c634d3b9d86f688696b1028a026dbc08ff9a2fff5",
+        "8e5c6e6df935b5aade0fcadcedb7b3aaa66ebd351a02656d93405e32dcfd1e13",
+        "10a9e4f7c61d91d7ea74f61ca3d7e15c26773041d778e2a7cb874e6374072636",
+    ),
+    'ordinal-ds': (
+        "18bad1d2c8138cd93e57a02f2d70dcc4a5c7fc12dc985893ee084b183a1c4552",
+        "1af479cf3f20b8ebc71a9b3cce8c19484428970b994fdc03681f620912b3737f",
+        "11794e4bee368d268bad6cef1ad86bfb1678feb7a9a6eefb8eb594d4cba4c905",
+        "7ba0abcf82b077fd3c1f15e8872f2d478b977c8842ee1dc858376baefd37297c",
+        "1f87965b24ada59673104b7030fc63512c452a6f07a9aaf2022d867bcaee9b68",
+    ),
+}
+
+
+def _sha(data: str | bytes) -> str:
+    raw = data.encode() if isinstance(data, str) else data
+    return hashlib.sha256(raw).hexdigest()
+
+
+def _record(table: dict, name: str, digests: tuple) -> None:
+    if PRINT:
+        print(f"\n    {name!r}: {digests!r},")
+        return
+    assert name in table, f"no digests recorded for {name}"
+    assert digests == table[name]
+
+
+@pytest.mark.parametrize("name", list(CLI_RUNS))
+def test_offline_cli_outputs_are_unchanged(rf10_path: Path, tmp_path: Path, name: str) -> None:
+    out = {kind: tmp_path / f"{name}.{kind}" for kind in ("qrels", "annotators", "tasks")}
+    report = io.StringIO()
+    with contextlib.redirect_stdout(report):
+        code = cli(["aggregate", str(rf10_path), *CLI_RUNS[name], "--seed", SEED, "--quiet",
+                    "--output", str(out["qrels"]), "--annotators", str(out["annotators"]),
+                    "--tasks", str(out["tasks"])])
+    assert code == 0
+    digests = (*(_sha(out[kind].read_bytes()) for kind in ("qrels", "annotators", "tasks")),
+               _sha(report.getvalue()))
+    _record(CLI_DIGESTS, name, digests)
+
+
+@pytest.fixture(scope="module")
+def rf10_api(rf10_path: Path, sqlite_url: str, tmp_path_factory: pytest.TempPathFactory):
+    """One SQLite application with RF10 ingested (labels 0, 1, 2; relevant from 1)."""
+    from fastapi.testclient import TestClient
+
+    from app.core.config import Settings
+    from app.main import create_app
+    from tests.conftest import clean_tables
+
+    clean_tables(sqlite_url)
+    settings = Settings(database_url=sqlite_url, environment="test", warm_startup_s=0,
+                        max_body_bytes=8 * 1024 * 1024)
+    raw = rf10_path.read_bytes()
+    with TestClient(create_app(settings)) as client:
+        create_collection(client)
+        response = client.post(f"{API}/collections/rf10/judgments/file", content=raw,
+                               headers=TSV)
+        assert response.status_code == 201, response.text
+        yield client
+    clean_tables(sqlite_url)
+
+
+@pytest.mark.parametrize("name", list(API_RUNS))
+def test_api_downloads_are_unchanged(rf10_api, name: str) -> None:
+    client = rf10_api
+    body = API_RUNS[name]
+    created = client.post(f"{API}/collections/rf10/aggregations", json=body)
+    assert created.status_code == 202, created.text
+    done = wait_for(client, created.json()["id"], timeout=600)
+    assert done["status"] == "succeeded", done["error"]
+    a = f"{API}/aggregations/{done['id']}"
+    tasks = []
+    while True:
+        page = client.get(f"{a}/tasks", params={"limit": 10_000, "offset": len(tasks),
+                                                 "sort": "topic"}).json()
+        tasks.extend(page["data"])
+        if len(tasks) >= page["count"]:
+            break
+    summary = {k: done.get(k) for k in ("evaluation", "classes", "n_judgments", "gold",
+                                        "method", "params", "info")}
+    digests = (
+        _sha(client.get(f"{a}/qrels").content),
+        _sha(client.get(f"{a}/qrels", params={"format": "tsv"}).content),
+        _sha(client.get(f"{a}/annotators", params={"limit": 10_000}).content),
+        _sha(json.dumps(tasks, sort_keys=True)),
+        _sha(json.dumps(summary, sort_keys=True)),
+    )
+    _record(API_DIGESTS, name, digests)
