@@ -72,7 +72,7 @@ FROM_GRADES = {
 
 def _score(labels: np.ndarray, proba: np.ndarray, gold: np.ndarray, relevant: int
            ) -> tuple[float, float, float]:
-    from app.offline import score_labels
+    from app.cli.aggregate import score_labels
 
     e = score_labels(labels, proba, gold, relevant=relevant)
     assert e is not None
@@ -94,7 +94,8 @@ def rf10(args: argparse.Namespace) -> None:
     from crowdkit.aggregation import MajorityVote as CKMV
     from crowdkit.aggregation import OneCoinDawidSkene as CKOneCoin
 
-    from app.offline import build_aggregator, load_annotation_data
+    from app.cli.aggregate import build_aggregator
+    from app.cli.loading import load_annotation_data
     from models.evaluation.heldout import heldout_predictions
     from models.registry import get_method
 
@@ -176,7 +177,8 @@ def _from_grades(args: argparse.Namespace, binary: AnnotationData, gold: np.ndar
                  seeds: list[int]) -> None:
     """The FROM_GRADES rows of the binary table: each fit on the graded labels of the same
     tasks, scored as binary (P(grade >= 1) >= 1/2) against the binary gold."""
-    from app.offline import build_aggregator, load_annotation_data
+    from app.cli.aggregate import build_aggregator
+    from app.cli.loading import load_annotation_data
     from models.evaluation.heldout import heldout_predictions
 
     graded = load_annotation_data(RF10.read_bytes(), relevant_from=1, graded=True,
@@ -214,7 +216,7 @@ def _from_grades(args: argparse.Namespace, binary: AnnotationData, gold: np.ndar
 
 
 def grid(args: argparse.Namespace) -> None:
-    from app.offline import build_aggregator
+    from app.cli.aggregate import build_aggregator
     from models.data import UNKNOWN
     from models.evaluation.heldout import heldout_predictions
     from models.registry import get_method

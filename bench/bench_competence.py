@@ -23,7 +23,7 @@ from scipy.stats import spearmanr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.offline import load_annotation_data  # noqa: E402
+from app.cli.loading import load_annotation_data  # noqa: E402
 from models.registry import make_aggregator  # noqa: E402
 
 RF10 = Path(os.environ.get(

@@ -165,7 +165,7 @@ def rf10_table() -> str:
     from crowdkit.aggregation import DawidSkene as CKDS
     from crowdkit.aggregation import MajorityVote as CKMV
 
-    from app.offline import load_annotation_data
+    from app.cli.loading import load_annotation_data
     from models.dawid_skene import DawidSkene
     from models.mace import MACE
     from models.majority_vote import MajorityVote

@@ -57,8 +57,9 @@ def timed(client: httpx.Client, url: str) -> float:
 @functools.cache
 def _fitted(method: str, graded: bool):  # type: ignore[no-untyped-def]
     """The file's judgments and a fit of them, once per method (every strategy plans on it)."""
+    from app.cli.aggregate import build_aggregator
+    from app.cli.loading import load_annotation_data
     from app.formats.judgments_file import parse_judgments
-    from app.offline import build_aggregator, load_annotation_data
 
     data = load_annotation_data(parse_judgments(RF10.read_bytes()), relevant_from=1,
                                 graded=graded, ignore=[-2])

@@ -101,7 +101,7 @@ def rf10(args: argparse.Namespace) -> None:
     if args.topic_blocks:
         rf10_blocks(args)
         return
-    from app.offline import load_annotation_data
+    from app.cli.loading import load_annotation_data
     from models.evaluation.heldout import heldout_predictions
     from models.registry import get_method
 
@@ -146,7 +146,7 @@ def rf10_blocks(args: argparse.Namespace) -> None:
     """``--topic-blocks N``: RF10 cut into collections of N topics each (in topic order, the last
     block short), each fitted on its own without gold, as a smaller collection would be: a row
     per block and method, then the mean over the blocks."""
-    from app.offline import load_annotation_data
+    from app.cli.loading import load_annotation_data
 
     header, *rows = RF10.read_text().splitlines()
     topics = sorted({r.split("\t", 1)[0] for r in rows})
@@ -196,7 +196,7 @@ def judgment_log_likelihood(data, method: str, folds: int, seed: int = 0) -> flo
 
 def likelihood(args: argparse.Namespace) -> None:
     if args.data == "rf10":
-        from app.offline import load_annotation_data
+        from app.cli.loading import load_annotation_data
 
         sets = [("rf10", load_annotation_data(RF10.read_bytes(), graded=True))]
     else:

@@ -260,7 +260,7 @@ def run_stopping_skip(args: argparse.Namespace, pools, qrels, truth, per_round: 
 
 
 def run_warm(args: argparse.Namespace) -> None:
-    from app.offline import load_annotation_data
+    from app.cli.loading import load_annotation_data
     from models.dawid_skene import DawidSkene
     from models.mace import MACE
     from models.sampling.simulate import subset

@@ -298,7 +298,8 @@ def fixed_subsets(data, make, seeds: int, target: float) -> int:
 
 
 def main() -> int:
-    from app.offline import build_aggregator, load_judgment_file
+    from app.cli.aggregate import build_aggregator
+    from app.cli.loading import load_judgment_file
 
     ap = argparse.ArgumentParser()
     ap.add_argument("input")

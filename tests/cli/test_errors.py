@@ -202,7 +202,7 @@ def test_next_has_quiet_and_checks_its_output(judgments: Path, tmp_path: Path,
 
 
 def test_write_outputs_is_all_or_nothing(tmp_path: Path) -> None:
-    from app.offline import write_outputs
+    from app.cli.outputs import write_outputs
 
     kept = tmp_path / "kept.txt"
     kept.write_text("old\n")
@@ -214,12 +214,12 @@ def test_write_outputs_is_all_or_nothing(tmp_path: Path) -> None:
 
 def test_interrupt_prints_one_line(monkeypatch: pytest.MonkeyPatch, judgments: Path,
                                    capsys: pytest.CaptureFixture[str]) -> None:
-    import app.offline
+    import app.cli.loading
 
     def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(app.offline, "load_annotation_data", interrupted)
+    monkeypatch.setattr(app.cli.loading, "load_annotation_data", interrupted)
     assert main(["aggregate", str(judgments), "--method", "mv"]) == 130
     err = capsys.readouterr().err
     assert "Traceback" not in err and "interrupted" in err

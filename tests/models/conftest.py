@@ -18,7 +18,7 @@ from models.synthetic import NOISE_LEVELS, SyntheticData, generate
 @pytest.fixture(scope="session")
 def rf10(rf10_path: Path) -> AnnotationData:
     """Binary RF10: relevant from 1, broken links (-2) dropped, NIST gold from the gold column."""
-    from app.offline import load_annotation_data
+    from app.cli.loading import load_annotation_data
 
     return load_annotation_data(rf10_path.read_bytes(), relevant_from=1, ignore=(-2,))
 

@@ -131,7 +131,7 @@ def test_rf10_graded_fit_calibrated_beats_its_own_binary_view(rf10_path: Path) -
     """RF10 graded, ordinal-ds with the per-topic prior, gold clamped, 5-fold held out (nested):
     the recalibrated P(grade ≥ 1) is both more accurate and far less overconfident than the
     uncalibrated one on the same folds."""
-    from app.offline import load_annotation_data
+    from app.cli.loading import load_annotation_data
 
     data = load_annotation_data(rf10_path.read_bytes(), relevant_from=None, graded=True,
                                 ignore=(-2,))

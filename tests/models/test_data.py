@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from app.cli.loading import load_annotation_data
 from app.formats.errors import FileFormatError
-from app.offline import load_annotation_data
 from models.data import AnnotationData
 
 FILE = (

@@ -183,7 +183,7 @@ def test_quadratic_kappa_matches_sklearn_and_graded_scores() -> None:
 
 
 def test_rf10_graded_above_nominal_ds(rf10_bytes: bytes) -> None:
-    from app.offline import load_annotation_data
+    from app.cli.loading import load_annotation_data
 
     data = load_annotation_data(rf10_bytes, graded=True)
     ds = evaluate(DawidSkene().fit(data).proba_, data.gold, classes=data.classes)
@@ -302,7 +302,7 @@ def test_class_prior_by_topic_with_gold_learns_the_topics_from_gold() -> None:
 def test_rf10_graded_with_gold_held_out_above_nominal_ds(rf10_bytes: bytes) -> None:
     # Both with the gold clamped and scored 5-fold held out (docs/models.md): the ordinal model
     # with a class prior per topic above nominal DS on exact accuracy, MAE and κ.
-    from app.offline import load_annotation_data
+    from app.cli.loading import load_annotation_data
     from models.evaluation.heldout import heldout_predictions
 
     data = load_annotation_data(rf10_bytes, graded=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.offline import load_annotation_data
+from app.cli.loading import load_annotation_data
 from models.synthetic import NOISE_LEVELS, generate
 
 

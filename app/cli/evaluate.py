@@ -9,8 +9,8 @@ import json
 import sys
 
 
-def add_commands(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    from app.offline import int_at_least, seed_arg
+def add_command(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    from app.cli.options import int_at_least, seed_arg
 
     evaluate = subparsers.add_parser(
         "evaluate", help="score TREC runs on (crowd) qrels, with the crowd's uncertainty",
@@ -43,18 +43,14 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:  # type: ignor
 
 
 def _evaluate(args: argparse.Namespace) -> int:
+    from app.cli.console import ProgressBar
+    from app.cli.errors import UsageError
+    from app.cli.loading import file_error, read_input
+    from app.cli.outputs import check_outputs, write_outputs
     from app.evaluations.inputs import posterior_from_qrels, posterior_from_tasks
     from app.formats.errors import FileFormatError
     from app.formats.qrels import parse_qrels
     from app.formats.runs import merge_runs, parse_runs
-    from app.offline import (
-        UsageError,
-        _ProgressBar,
-        check_outputs,
-        file_error,
-        read_input,
-        write_outputs,
-    )
     from models.evaluation.measures import DEFAULT_MEASURES, UnknownMeasure, parse_measures
     from models.evaluation.scoring import evaluate_runs, format_trec, format_tsv, report
     from models.evaluation.uncertainty import Posterior
@@ -90,7 +86,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     except FileFormatError as exc:
         raise UsageError(file_error(exc, current)) from None
 
-    bar = _ProgressBar("evaluate", enabled=not args.quiet)
+    bar = ProgressBar("evaluate", enabled=not args.quiet)
     try:
         scores = evaluate_runs(posterior, runs, measures, samples=samples, seed=args.seed,
                                progress=bar)

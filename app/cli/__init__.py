@@ -1,6 +1,7 @@
 """The ``crowdqrels`` command: the service (serve, worker, migrate), API keys (keys) and the
-offline tools (aggregate, next, simulate, evaluate, synth). Heavy imports happen inside each
-command so ``--help`` stays instant."""
+offline tools (aggregate, next, simulate, evaluate, synth), one module per command in this
+package, beside the helpers they share (options, loading, outputs, tables, console). Heavy imports
+happen inside each command so ``--help`` stays instant."""
 
 from __future__ import annotations
 
@@ -10,53 +11,6 @@ import os
 import sys
 from collections.abc import Sequence
 from typing import Any
-
-
-def _serve(args: argparse.Namespace) -> int:
-    import uvicorn
-
-    from app.auth.modes import InsecureMode, check_serve_mode
-    from app.core.config import get_settings
-    from app.core.db import upgrade_database
-
-    try:
-        settings = get_settings()
-        mode = check_serve_mode(settings, args.host)
-    except InsecureMode as exc:
-        print(f"crowdqrels serve: {exc}", file=sys.stderr)
-        return 2
-    print(f"crowdqrels serve: {mode}", file=sys.stderr, flush=True)
-    if args.workers > 1 and settings.jobs != "celery":
-        # The in-process runner's queue and child processes live in one API process: a second
-        # process could neither see nor cancel them.
-        print("crowdqrels serve: --workers above 1 needs the Celery runner "
-              "(CROWDQRELS_JOBS=celery and a `crowdqrels worker`)", file=sys.stderr)
-        return 2
-    upgrade_database()
-    uvicorn.run("app.main:create_app", factory=True, host=args.host, port=args.port,
-                log_level=args.log_level, workers=args.workers)
-    return 0
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def _migrate(args: argparse.Namespace) -> int:
-    from app.core.db import upgrade_database
-
-    upgrade_database()
-    return 0
-
-
-def _worker(args: argparse.Namespace) -> int:
-    from app.jobs.celery_app import run_worker
-
-    run_worker(concurrency=args.concurrency)
-    return 0
 
 
 class _Parser(argparse.ArgumentParser):
@@ -79,37 +33,17 @@ def build_parser() -> argparse.ArgumentParser:
     # main() reports an option a command does not have under that command's usage
     parser.set_defaults(commands=sub.choices)
 
-    serve = sub.add_parser("serve", help="apply migrations and serve the HTTP API")
-    serve.add_argument("--host", default="127.0.0.1",
-                       help="address to listen on (default 127.0.0.1; another address needs "
-                            "CROWDQRELS_AUTH=required)")
-    serve.add_argument("--port", type=int, default=8000, help="default 8000")
-    serve.add_argument("--log-level", default="info",
-                       choices=("critical", "error", "warning", "info", "debug", "trace"),
-                       help="uvicorn's log level (default info)")
-    serve.add_argument("--workers", type=_positive_int, default=1,
-                       help="API processes (above 1 only with CROWDQRELS_JOBS=celery)")
-    serve.set_defaults(func=_serve)
+    from app.cli import aggregate, evaluate, next_tasks, service, simulate, synth
 
-    migrate = sub.add_parser("migrate", help="apply database migrations (alembic upgrade head)")
-    migrate.set_defaults(func=_migrate)
-
-    worker = sub.add_parser("worker", help="start a Celery worker (CROWDQRELS_JOBS=celery)")
-    worker.add_argument("--concurrency", type=int, default=1)
-    worker.set_defaults(func=_worker)
-
-    from app.offline import add_offline_commands
-
-    add_offline_commands(sub)
+    service.add_commands(sub)
+    aggregate.add_command(sub)
+    synth.add_command(sub)
     from app.auth.cli import add_commands as add_key_commands
 
     add_key_commands(sub)
-    from app.evaluations.cli import add_commands as add_evaluation_commands
-
-    add_evaluation_commands(sub)
-    from app.sampling.cli import add_commands as add_sampling_commands
-
-    add_sampling_commands(sub)
+    evaluate.add_command(sub)
+    simulate.add_command(sub)
+    next_tasks.add_command(sub)
     return parser
 
 
@@ -136,7 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         command = f"crowdqrels {args.command}"
         from pydantic import ValidationError
 
-        from app.offline import UsageError
+        from app.cli.errors import UsageError
 
         try:
             return int(args.func(args) or 0)
@@ -161,6 +95,3 @@ def main(argv: Sequence[str] | None = None) -> int:
             os.dup2(devnull, sys.stdout.fileno())
         return 141  # 128 + SIGPIPE, as a shell reports a process killed by it
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,71 @@
+"""``crowdqrels synth``: write an Algorithm-10 synthetic data set."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from app.cli.errors import UsageError
+from app.cli.options import MAX_SEED, int_at_least, seed_arg
+from app.cli.outputs import check_output_dir
+
+NOISE_CHOICES = ("0-2", "2-4", "4-8", "8-12")  # models.synthetic.NOISE_LEVELS, without numpy
+
+def _synth(args: argparse.Namespace) -> int:
+    if args.grades < 2 or args.bias_sd < 0:
+        raise UsageError("--grades must be at least 2 and --bias-sd >= 0")
+    if args.redundancy > args.annotators:
+        raise UsageError(f"--redundancy {args.redundancy} is more than --annotators "
+                         f"{args.annotators}: each task is judged by that many different "
+                         "annotators")
+    if args.topics > args.tasks:
+        raise UsageError(f"--topics {args.topics} is more than --tasks {args.tasks}")
+    if not args.topic_concentration > 0:
+        raise UsageError("--topic-concentration must be above 0")
+    check_output_dir(args.outdir, "OUTDIR")
+    from models.synthetic import NOISE_LEVELS, generate
+
+    if args.seed is None:
+        import numpy as np
+
+        args.seed = int(np.random.SeedSequence().entropy % (MAX_SEED + 1))
+        print(f"seed {args.seed} (none given; --seed {args.seed} repeats this data set)",
+              file=sys.stderr)
+    data = generate(args.tasks, args.annotators, noise_level=NOISE_LEVELS[args.noise],
+                    redundancy=args.redundancy, grades=args.grades, bias_sd=args.bias_sd,
+                    topics=args.topics, topic_concentration=args.topic_concentration,
+                    random_state=args.seed)
+    paths = data.write(Path(args.outdir))
+    for name, path in paths.items():
+        print(f"{name}\t{path}")
+    return 0
+
+def add_command(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    synth = subparsers.add_parser(
+        "synth", help="write a synthetic data set (thesis Algorithm 10)",
+        description="Write judgments.tsv, features.tsv, gold.qrels, annotators.tsv, tasks.tsv.",
+    )
+    synth.add_argument("outdir", metavar="OUTDIR", help="output directory (created if needed)")
+    synth.add_argument("--tasks", type=int_at_least(1), default=1000,
+                       help="number of tasks (default 1000)")
+    synth.add_argument("--annotators", type=int_at_least(1), default=50,
+                       help="number of annotators (default 50)")
+    synth.add_argument("--noise", choices=NOISE_CHOICES, default="0-2",
+                       help="annotator noise variance range (default 0-2)")
+    synth.add_argument("--redundancy", type=int_at_least(1), default=5,
+                       help="judgments per task, each by a different annotator (default 5; at "
+                            "most --annotators)")
+    synth.add_argument("--seed", type=seed_arg,
+                       help="0 to 2**32 - 1 (default: a fresh one, printed on stderr)")
+    synth.add_argument("--grades", type=int, default=2,
+                       help="number of grades K (default 2: binary Algorithm 10); labels 0..K-1")
+    synth.add_argument("--bias-sd", type=float, default=0.0,
+                       help="standard deviation of planted annotator biases (default 0: none)")
+    synth.add_argument("--topics", type=int_at_least(1), default=1,
+                       help="split the tasks into this many topics, each with its own grade mix "
+                            "(default 1: grades uniform, as in Algorithm 10); writes topics.tsv")
+    synth.add_argument("--topic-concentration", type=float, default=1.0, metavar="A",
+                       help="each topic's grade mix ~ Dirichlet(A, ..., A) (default 1; small: "
+                            "topics of mostly one grade)")
+    synth.set_defaults(func=_synth)
