@@ -38,8 +38,8 @@ from app.sampling.router import collection_router as collection_samplings_router
 from app.sampling.router import router as samplings_router
 from app.ui import install_dashboard
 from app.ui.caching import NoStorePages, StaticCaching
-from app.ui.router import fit_page
-from app.ui.scoring import sampling_page_context
+from app.ui.pages.aggregations import fit_page
+from app.ui.pages.samplings import sampling_page_context
 from app.ui.warm import DashboardWarmer
 
 API_PREFIX = "/api/v1"

@@ -366,7 +366,7 @@ def nothing_kept(database_url: str, sampling_id: int, repeat: int) -> float:
     from app.core.db import get_sessionmaker
     from app.sampling.inputs import NextInputs
     from app.sampling.tables import Sampling
-    from app.ui.scoring import _sampling_context
+    from app.ui.pages.samplings import _sampling_context
 
     times = []
     gc.collect()

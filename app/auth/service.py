@@ -1,5 +1,5 @@
 """Keys as the API shows them: the one place each action and query on keys lives, for the JSON
-API (app.auth.router) and the dashboard (app.ui.admin). (The audit log's listing is
+API (app.auth.router) and the dashboard (app.ui.pages.admin). (The audit log's listing is
 app.auth.router.audit_events: it resolves a collection's name, and the router and app.auth.keys
 are the modules of this package allowed to import the collections' service.)
 

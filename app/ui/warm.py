@@ -65,8 +65,8 @@ class DashboardWarmer:
                  ) -> None:
         self.database_url = database_url
         self.cache = cache
-        self.fit_page = fit_page  # a succeeded fit's page context (app.ui.router)
-        # a sampling's page context (app.ui.scoring), built into the application's NextInputs
+        self.fit_page = fit_page  # a succeeded fit's page context (app.ui.pages.aggregations)
+        # a sampling's page context (app.ui.pages.samplings), built into the app's NextInputs
         self.inputs = inputs
         self.sampling_page = sampling_page
         self._pending: OrderedDict[tuple[str, int], None] = OrderedDict()

@@ -19,7 +19,7 @@ from app.auth.tables import ApiKey, AuditEvent
 from app.core.config import Settings
 from app.core.db import get_sessionmaker
 from app.main import create_app
-from app.ui.router import PAGE_SIZE
+from app.ui.pages.render import PAGE_SIZE
 from tests.api.helpers import API
 from tests.auth.conftest import bearer, make_key
 from tests.auth.test_modes import sign_in

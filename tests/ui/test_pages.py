@@ -347,7 +347,7 @@ def test_home_lists_the_collections_a_limited_key_may_see(settings, monkeypatch)
     none), and a longer list says how many there are and where the rest is."""
     from fastapi.testclient import TestClient
 
-    import app.ui.router as ui_router
+    import app.ui.pages.collections as ui_router
     from app.auth.principal import Principal
 
     app, caller = app_as_caller(settings)

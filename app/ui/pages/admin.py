@@ -36,7 +36,8 @@ from app.ui.forms import (
     refusal,
 )
 from app.ui.messages import message_location, plural, signed_location
-from app.ui.router import PAGE_SIZE, CheckedForm, Page, invalid_fields, render
+from app.ui.pages.fields import CheckedForm, invalid_fields
+from app.ui.pages.render import PAGE_SIZE, Page, render
 
 router = APIRouter(tags=["dashboard"], include_in_schema=False)
 KEYS = "/ui/keys"
