@@ -222,3 +222,122 @@ def _distinct_power_law(
         keys = logp + rng.gumbel(size=p.shape[0])
         out[row] = np.argpartition(-keys, k - 1)[:k]
     return out
+
+
+JUDGE_PRIOR = (0.55, 0.25, 0.12, 0.08)  # a skewed grade mix: most passages not relevant
+
+
+def judges_dataset(
+    n_tasks: int = 1000,
+    n_judges: int = 12,
+    *,
+    grades: int = 4,
+    class_prior: tuple[float, ...] | None = None,
+    judge_correlation: float = 0.6,
+    leniency: float = 0.5,
+    n_families: int = 3,
+    noise: float = 0.8,
+    random_state: int | None = None,
+) -> SyntheticData:
+    """LLM-judge-like data: every judge grades every task, the judges share errors and a
+    leniency bias (``crowdqrels synth --judges K``).
+
+    Truth t_i ~ ``class_prior`` (default: a skewed mix, most tasks grade 0) with expert gold.
+    Judge j perceives  z_ij = t_i + B + b_j + e_ij  and answers the grade whose cell of the
+    midpoints t + ½ holds z_ij (clipped to the scale). B = ``leniency`` is shared by every judge
+    (> 0: lenient), b_j ~ N(0, 0.2²) its own. The error e_ij has variance s_j² (s_j ~
+    ``noise`` · U(0.7, 1.3)), of which the share ``judge_correlation`` R is shared: half by
+    every judge (a latent u_i of the task: a passage that *looks* relevant) and half by the
+    judge's family (v_{i,f(j)}, ``n_families`` families: same model, same prompt); the rest is
+    the judge's own. Judges are assigned to families in turn (j mod n_families).
+    """
+    if grades < 2 or n_judges < 1 or n_tasks < 1:
+        raise ValueError("grades must be at least 2, n_judges and n_tasks at least 1")
+    if not 0.0 <= judge_correlation < 1.0:
+        raise ValueError("judge_correlation must be in [0, 1)")
+    if n_families < 1 or noise <= 0:
+        raise ValueError("n_families must be >= 1 and noise > 0")
+    prior = np.asarray(class_prior if class_prior is not None else
+                       (JUDGE_PRIOR if grades == 4 else np.full(grades, 1.0 / grades)), float)
+    if prior.shape != (grades,) or np.any(prior < 0) or not np.isclose(prior.sum(), 1.0):
+        raise ValueError("class_prior must be a distribution over the grades")
+    rng = np.random.default_rng(random_state)
+    truth = rng.choice(grades, size=n_tasks, p=prior)
+    share = truth / (grades - 1)
+    means = np.column_stack([share, 1.0 - share])
+    features = means + rng.standard_normal((n_tasks, 2))
+    spread = noise * rng.uniform(0.7, 1.3, size=n_judges)
+    bias = leniency + 0.2 * rng.standard_normal(n_judges)
+    family = np.arange(n_judges) % n_families
+    shared = rng.standard_normal(n_tasks)  # u_i
+    by_family = rng.standard_normal((n_tasks, n_families))  # v_{i,f}
+    own = rng.standard_normal((n_tasks, n_judges))
+    r = judge_correlation
+    e = (np.sqrt(r / 2) * (shared[:, None] + by_family[:, family])
+         + np.sqrt(1 - r) * own) * spread[None, :]
+    z = truth[:, None] + bias[None, :] + e
+    label = np.clip(np.floor(z + 0.5), 0, grades - 1).astype(np.int64)
+    task = np.repeat(np.arange(n_tasks), n_judges)
+    annotator = np.tile(np.arange(n_judges), n_tasks)
+    return SyntheticData(task, annotator, label.ravel(), features, truth,
+                         np.sqrt(r / 2) * shared, spread**2, bias, grades)
+
+
+def crowd_dataset(
+    n_tasks: int = 2000,
+    n_annotators: int = 100,
+    *,
+    grades: int = 2,
+    class_prior: tuple[float, ...] | None = None,
+    redundancy: int = 3,
+    accuracy: tuple[float, float] = (0.6, 0.95),
+    spammer_share: float = 0.15,
+    alpha: float = 1.0,
+    random_state: int | None = None,
+) -> SyntheticData:
+    """A sparse crowd with a skewed class mix (``crowdqrels synth --class-prior``): ``redundancy``
+    judgments per task by distinct workers drawn by a power law (exponent ``alpha``: a few workers
+    do most tasks). Truth t_i ~ ``class_prior`` (default 88 / 12 for two grades, else a mix
+    decreasing with the grade). A worker answers right with probability a_j ~ U(``accuracy``),
+    otherwise a grade next to the truth (ordinal errors) with probability ¾, any other grade
+    uniformly else; a share ``spammer_share`` of the workers answer every task with one grade
+    drawn from their own random distribution, whatever the truth.
+    """
+    if grades < 2 or not 1 <= redundancy <= n_annotators:
+        raise ValueError("grades must be >= 2 and redundancy between 1 and n_annotators")
+    if class_prior is None:
+        class_prior = ((0.88, 0.12) if grades == 2 else
+                       tuple(np.arange(grades, 0, -1) / np.arange(grades, 0, -1).sum()))
+    prior = np.asarray(class_prior, float)
+    if prior.shape != (grades,) or np.any(prior < 0) or not np.isclose(prior.sum(), 1.0):
+        raise ValueError("class_prior must be a distribution over the grades")
+    rng = np.random.default_rng(random_state)
+    truth = rng.choice(grades, size=n_tasks, p=prior)
+    share = truth / (grades - 1)
+    means = np.column_stack([share, 1.0 - share])
+    features = means + rng.standard_normal((n_tasks, 2))
+    acc = rng.uniform(*accuracy, size=n_annotators)
+    # each worker's confusion matrix: right with a_j, else a neighbour (3/4) or any grade
+    conf = np.empty((n_annotators, grades, grades))
+    for t in range(grades):
+        near = np.zeros(grades)
+        for d in (t - 1, t + 1):
+            if 0 <= d < grades:
+                near[d] = 1.0
+        near /= near.sum()
+        far = np.ones(grades)
+        far[t] = 0.0
+        far /= far.sum()
+        wrong = 0.75 * near + 0.25 * far
+        conf[:, t, :] = (1 - acc)[:, None] * wrong[None, :]
+        conf[:, t, t] = acc
+    spammers = rng.random(n_annotators) < spammer_share
+    conf[spammers] = rng.dirichlet(np.ones(grades), size=int(spammers.sum()))[:, None, :]
+    weights = 1.0 / np.arange(1, n_annotators + 1) ** alpha
+    chosen = _distinct_power_law(rng, weights / weights.sum(), n_tasks, redundancy)
+    task = np.repeat(np.arange(n_tasks), redundancy)
+    annotator = chosen.ravel()
+    cum = np.cumsum(conf[annotator, truth[task]], axis=1)
+    label = (rng.random(task.shape[0])[:, None] >= cum[:, :-1]).sum(axis=1).astype(np.int64)
+    return SyntheticData(task, annotator, label, features, truth, np.zeros(n_tasks),
+                         1.0 - acc, None, grades)

@@ -23,8 +23,10 @@ def _synth(args: argparse.Namespace) -> int:
         raise UsageError(f"--topics {args.topics} is more than --tasks {args.tasks}")
     if not args.topic_concentration > 0:
         raise UsageError("--topic-concentration must be above 0")
+    if args.judges is not None and not 0 <= args.judge_correlation < 1:
+        raise UsageError("--judge-correlation must be in [0, 1)")
     check_output_dir(args.outdir, "OUTDIR")
-    from models.synthetic import NOISE_LEVELS, generate
+    from models.synthetic import NOISE_LEVELS, generate, judges_dataset
 
     if args.seed is None:
         import numpy as np
@@ -32,6 +34,13 @@ def _synth(args: argparse.Namespace) -> int:
         args.seed = int(np.random.SeedSequence().entropy % (MAX_SEED + 1))
         print(f"seed {args.seed} (none given; --seed {args.seed} repeats this data set)",
               file=sys.stderr)
+    if args.judges is not None:  # dense, correlated, lenient LLM-like judges
+        data = judges_dataset(args.tasks, args.judges, grades=max(args.grades, 2),
+                              judge_correlation=args.judge_correlation,
+                              leniency=args.leniency, random_state=args.seed)
+        for name, path in data.write(Path(args.outdir)).items():
+            print(f"{name}\t{path}")
+        return 0
     data = generate(args.tasks, args.annotators, noise_level=NOISE_LEVELS[args.noise],
                     redundancy=args.redundancy, grades=args.grades, bias_sd=args.bias_sd,
                     topics=args.topics, topic_concentration=args.topic_concentration,
@@ -68,4 +77,12 @@ def add_command(subparsers: argparse._SubParsersAction) -> None:  # type: ignore
     synth.add_argument("--topic-concentration", type=float, default=1.0, metavar="A",
                        help="each topic's grade mix ~ Dirichlet(A, ..., A) (default 1; small: "
                             "topics of mostly one grade)")
+    synth.add_argument("--judges", type=int_at_least(1), metavar="K",
+                       help="instead: K LLM-like judges who grade every task, share errors and a "
+                            "leniency (models.synthetic.judges_dataset; use with --grades 4)")
+    synth.add_argument("--judge-correlation", type=float, default=0.6, metavar="R",
+                       help="with --judges: share of a judge's error shared with the others "
+                            "(half by all, half by its family; default 0.6)")
+    synth.add_argument("--leniency", type=float, default=0.5, metavar="B",
+                       help="with --judges: shared bias in grades (> 0 lenient; default 0.5)")
     synth.set_defaults(func=_synth)

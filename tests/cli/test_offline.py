@@ -216,3 +216,14 @@ def test_columns_not_read_are_noted(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert f"note: {judgments}: columns not read: topics" in capsys.readouterr().err
     assert main(["aggregate", str(judgments), "--method", "mv", "--quiet"]) == 0
     assert "columns not read" not in capsys.readouterr().err
+
+
+def test_synth_judges_writes_dense_graded_judgments(tmp_path: Path) -> None:
+    out = tmp_path / "judges"
+    assert main(["synth", str(out), "--tasks", "50", "--judges", "4", "--grades", "4",
+                 "--judge-correlation", "0.5", "--leniency", "0.3", "--seed", "1"]) == 0
+    rows = _read_tsv(out / "judgments.tsv")
+    assert len(rows) == 200 and {r["annotator"] for r in rows} == {"a0", "a1", "a2", "a3"}
+    assert {r["label"] for r in rows} <= {"0", "1", "2", "3"}
+    assert main(["synth", str(tmp_path / "bad"), "--judges", "4",
+                 "--judge-correlation", "1.5"]) == 2

@@ -73,3 +73,29 @@ def test_topics_plant_their_own_grade_mixes(tmp_path) -> None:  # type: ignore[n
     rows = paths["topics"].read_text().splitlines()
     assert rows[0] == "topic\ttasks\tp_0\tp_1\tp_2" and len(rows) == 7
     assert rows[1].split("\t")[:2] == ["t0", "1000"]
+
+
+def test_judges_dataset_is_dense_correlated_and_lenient() -> None:
+    from models.synthetic import judges_dataset
+
+    s = judges_dataset(400, 6, judge_correlation=0.6, leniency=0.5, random_state=3)
+    grades = s.label.reshape(400, 6)
+    assert s.task.shape == (2400,) and np.bincount(s.task).min() == 6  # dense
+    assert grades.mean() > s.truth.mean() + 0.3  # lenient
+    resid = grades - s.truth[:, None]
+    corr = np.corrcoef(resid.T)[np.triu_indices(6, 1)].mean()
+    assert corr > 0.3  # shared errors
+    plain = judges_dataset(400, 6, judge_correlation=0.0, leniency=0.0, random_state=3)
+    r0 = np.corrcoef((plain.label.reshape(400, 6) - plain.truth[:, None]).T)
+    assert r0[np.triu_indices(6, 1)].mean() < 0.1
+    assert np.bincount(s.truth, minlength=4)[0] > 0.45 * 400  # skewed towards grade 0
+
+
+def test_crowd_dataset_is_sparse_and_skewed() -> None:
+    from models.synthetic import crowd_dataset
+
+    s = crowd_dataset(1000, 60, random_state=4)
+    assert s.task.shape == (3000,)
+    assert 0.84 < float(np.mean(s.truth == 0)) < 0.92
+    pairs = s.task * 100 + s.annotator
+    assert np.unique(pairs).shape[0] == pairs.shape[0]
