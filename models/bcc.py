@@ -49,6 +49,7 @@ from scipy.special import digamma
 from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
 from models.data import UNKNOWN, AnnotationData
 from models.dawid_skene import confusion_columns, expected_accuracy
+from models.dependence import DEPENDENCE, residual_correlation, tempering, wanted
 from models.dirichlet import (
     GROUPINGS,
     ClassPrior,
@@ -109,6 +110,23 @@ def _normalise_log(log_joint: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return p / total, np.log(total[:, 0]) + top[:, 0]
 
 
+def _temper(data: AnnotationData, proba: np.ndarray, dependence: str
+            ) -> tuple[np.ndarray | None, float]:
+    """(τ per task or None, ρ̄): models.dependence from the start ``proba`` (n_tasks, K) and
+    its DS M step (counts + 0.01, normalised)."""
+    if not wanted(dependence, data.task):
+        return None, 0.0
+    k = data.n_classes
+    counts = np.zeros((data.n_annotators, k, k))
+    np.add.at(counts, (data.annotator, slice(None), data.label), proba[data.task])
+    confusion = counts + 0.01
+    confusion /= confusion.sum(axis=2, keepdims=True)
+    rho = residual_correlation(data.task, data.annotator, data.label, proba, confusion)
+    if rho <= 0:
+        return None, rho
+    return tempering(data.task, data.n_tasks, rho), rho
+
+
 def _confusion_prior(k: int, diagonal: float, off_diagonal: float) -> np.ndarray:
     return np.full((k, k), off_diagonal) + np.eye(k) * (diagonal - off_diagonal)
 
@@ -144,7 +162,11 @@ class IBCC(Aggregator):
         n_iter: Iterations1 = 200,
         tol: Tolerance = 1e-6,
         use_gold: bool = False,
+        dependence: str = "auto",
     ) -> None:
+        if dependence not in DEPENDENCE:
+            raise ValueError(f"dependence must be one of {', '.join(DEPENDENCE)}")
+        self.dependence = dependence
         if prior not in PRIORS:
             raise ValueError(f"prior must be one of {', '.join(PRIORS)}, got {prior!r}")
         if alpha_diagonal <= 0 or alpha_off_diagonal <= 0 or class_prior <= 0:
@@ -169,12 +191,16 @@ class IBCC(Aggregator):
         kappa = ClassPrior.build(data, self.class_prior_by, self.class_prior, design.judged,
                                   self.prior == "empirical")
         proba = _initial_posterior(data, design)
+        # judges who share errors: each task's likelihood to the power τ_i (models.dependence)
+        temper = _temper(data, proba, self.dependence)
+        self.dependence_rho_ = temper[1]
+        weight = (lambda p: p) if temper[0] is None else (lambda p: p * temper[0][:, None])
         history: list[float] = []
         n = max(data.n_judgments, 1)
         self.n_iter_ = 0
         for it in range(self.n_iter):
             # q(π), q(κ) given q(T)
-            counts = design.counts(proba).transpose(0, 2, 1)  # (J, t, l)
+            counts = design.counts(weight(proba)).transpose(0, 2, 1)  # (J, t, l)
             if self.prior == "empirical":
                 alpha0 = np.stack([polya_fixed_point(counts[:, t, :], alpha0[t])
                                    for t in range(k)])
@@ -182,7 +208,10 @@ class IBCC(Aggregator):
             nu, e_log_kappa = kappa.update(proba)
             # q(T) given q(π), q(κ)
             e_log_pi = e_log_dirichlet(alpha)  # (J, t, l)
-            log_joint = design.scores(e_log_pi.transpose(0, 2, 1)) + e_log_kappa
+            log_joint = design.scores(e_log_pi.transpose(0, 2, 1))
+            if temper[0] is not None:
+                log_joint *= temper[0][:, None]
+            log_joint += e_log_kappa
             if design.impossible is not None:
                 log_joint[design.impossible] = -np.inf
             proba, log_norm = _normalise_log(log_joint)
@@ -193,7 +222,7 @@ class IBCC(Aggregator):
             progress((it + 1) / self.n_iter, f"iteration {it + 1}, ELBO {elbo:.2f}")
             if len(history) > 1 and abs(history[-1] - history[-2]) / n < self.tol:
                 break
-        counts = design.counts(proba).transpose(0, 2, 1)
+        counts = design.counts(weight(proba)).transpose(0, 2, 1)
         alpha = counts + alpha0[None]
         self.alpha_ = alpha
         self.alpha_prior_ = alpha0
@@ -224,6 +253,7 @@ class IBCC(Aggregator):
                 "n_iter": self.n_iter_,
                 "prior": self.prior_.tolist(),
                 "alpha_prior": self.alpha_prior_.tolist(),
+                "dependence_rho": self.dependence_rho_,
             },
         )
 

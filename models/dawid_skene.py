@@ -16,7 +16,7 @@ the judgments each (``_Judgments``), never a tasks × annotators array.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Self
 
 import numpy as np
@@ -24,6 +24,7 @@ import scipy.sparse
 
 from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
 from models.data import UNKNOWN, AnnotationData
+from models.dependence import DEPENDENCE, residual_correlation, tempering, wanted
 from models.params import Iterations, PriorOrZero, Tolerance
 from models.warm import WarmStartUnavailable, cold_check_due, result_column, warm_record
 
@@ -41,9 +42,13 @@ class DawidSkene(Aggregator):
         tol: Tolerance = 1e-5,
         smoothing: PriorOrZero = 0.01,
         use_gold: bool = False,
+        dependence: str = "auto",
     ) -> None:
         if n_iter < 0:
             raise ValueError("n_iter must be >= 0")
+        if dependence not in DEPENDENCE:
+            raise ValueError(f"dependence must be one of {', '.join(DEPENDENCE)}")
+        self.dependence = dependence
         if smoothing < 0 or tol < 0:
             raise ValueError("smoothing and tol must be >= 0")
         self.n_iter = n_iter
@@ -63,6 +68,9 @@ class DawidSkene(Aggregator):
         gold = data.gold if (self.use_gold and data.gold is not None) else None
         n = max(data.n_judgments, 1)
         idx = _Judgments.from_data(data, gold)
+        if wanted(self.dependence, data.task):
+            idx = idx.adjusted_for_dependence(data, gold, self.smoothing)
+        self.dependence_rho_ = idx.rho
         checked = init is None or cold_check_due(init, data.n_judgments, check)
         fit = None
         if init is not None:
@@ -146,6 +154,7 @@ class DawidSkene(Aggregator):
                 "log_likelihood": self.log_likelihood_,
                 "n_iter": self.n_iter_,
                 "prior": self.prior_.tolist(),
+                "dependence_rho": self.dependence_rho_,
                 **warm_record(self),
             },
         )
@@ -228,6 +237,9 @@ class _Judgments:
     all_judged: bool
     label_counts: np.ndarray  # (n_annotators, K): judgments per annotator and label
     impossible: np.ndarray | None  # (K, n_tasks) True where a gold label rules a class out
+    # (n_tasks,) τ_i, the power of each task's likelihood (models.dependence); None: all 1
+    temper: np.ndarray | None = None
+    rho: float = 0.0  # the residual correlation τ was computed from
 
     @classmethod
     def from_data(cls, data: AnnotationData, gold: np.ndarray | None) -> _Judgments:
@@ -254,14 +266,32 @@ class _Judgments:
         out = np.empty((self.n_classes, self.n_tasks))
         for t in range(self.n_classes):
             out[t] = self.by_task @ np.ascontiguousarray(log_confusion[:, t, :].T).ravel()
+        if self.temper is not None:
+            out *= self.temper
         return out
 
     def expected_counts(self, posterior: np.ndarray) -> np.ndarray:
         """(K, K, n_annotators) indexed [t, l, j]: Σ_{a by j, y_a = l} P(T_i = t), from the
         class-major posterior (K, n_tasks)."""
         k = self.n_classes
+        if self.temper is not None:  # a tempered task's judgments count τ_i each
+            posterior = posterior * self.temper
         return np.stack([(self.by_cell @ posterior[t]).reshape(k, self.n_annotators)
                          for t in range(k)])
+
+    def adjusted_for_dependence(self, data: AnnotationData, gold: np.ndarray | None,
+                                smoothing: float) -> _Judgments:
+        """These judgments with τ_i (models.dependence) from the residual correlation under the
+        majority-vote start and its DS M step; unchanged (no τ) when the residuals do not
+        correlate."""
+        post = _majority_start(self, gold)
+        confusion = self.expected_counts(post).transpose(2, 0, 1) + smoothing
+        confusion /= np.maximum(confusion.sum(axis=2, keepdims=True), _EPS)
+        rho = residual_correlation(data.task, data.annotator, data.label,
+                                   np.ascontiguousarray(post.T), confusion)
+        if rho <= 0:
+            return replace(self, rho=rho)
+        return replace(self, temper=tempering(data.task, self.n_tasks, rho), rho=rho)
 
 
 def _e_step(

@@ -31,6 +31,7 @@ from models.params import MAX_PRIOR, Iterations, Prior, Range, Restarts, Seed, T
 from models.warm import cold_check_due, result_column, warm_record
 
 VARIANTS = ("em", "vb")
+CLASS_PRIORS = ("learned", "uniform")
 WARM_TOL = 1e-5  # log-likelihood gain per judgment below which a warm start stops
 
 
@@ -52,6 +53,7 @@ class MACE(Aggregator):
         use_gold: bool = False,
         threshold: Annotated[float, Range(0.0, 1.0, low_open=True)] = 1.0,
         random_state: Seed = None,
+        class_prior: str = "uniform",
     ) -> None:
         if variant not in VARIANTS:
             raise ValueError(f"variant must be 'em' or 'vb', got {variant!r}")
@@ -63,6 +65,9 @@ class MACE(Aggregator):
             raise ValueError("smoothing must be >= 0")
         if alpha <= 0 or beta <= 0 or strategy_prior <= 0:
             raise ValueError("alpha, beta and strategy_prior must be > 0")
+        if class_prior not in CLASS_PRIORS:
+            raise ValueError(f"class_prior must be 'learned' or 'uniform', got {class_prior!r}")
+        self.class_prior = class_prior
         self.variant = variant
         self.n_restarts = n_restarts
         self.n_iter = n_iter
@@ -112,11 +117,12 @@ class MACE(Aggregator):
                 spam = rng.random((data.n_annotators, k)) + smoothing
                 spam /= spam.sum(axis=1, keepdims=True)
                 tol = self.tol
-            ll, _, counts = _e_step(idx, knowing, spam)
+            log_prior = np.full(k, -np.log(k))  # the first E step: MACE's uniform prior
+            ll, _, counts = _e_step(idx, knowing, spam, log_prior)
             history = [ll]
             for it in range(self.n_iter):
-                knowing, spam = self._m_step(counts, smoothing)
-                ll, _, counts = _e_step(idx, knowing, spam)
+                knowing, spam, log_prior = self._m_step(counts, smoothing)
+                ll, _, counts = _e_step(idx, knowing, spam, log_prior)
                 history.append(ll)
                 progress((r * self.n_iter + it + 1) / total,
                          f"restart {r + 1}/{len(starts)}, log-likelihood {ll:.2f}")
@@ -124,10 +130,11 @@ class MACE(Aggregator):
                     break
             restart_ll.append(ll)
             if best is None or ll > best[0]:
-                best = (ll, knowing, spam, history, start)
+                best = (ll, knowing, spam, log_prior, history, start)
         assert best is not None
-        ll, knowing, spam, history, self.start_ = best
-        _, proba, _ = _e_step(idx, knowing, spam)
+        ll, knowing, spam, log_prior, history, self.start_ = best
+        _, proba, _ = _e_step(idx, knowing, spam, log_prior)
+        self.prior_ = np.exp(log_prior) / np.exp(log_prior).sum()
         self.cold_checked_ = init is not None and checked
         self.cold_checked_at_ = (data.n_judgments if checked
                                  else int(getattr(init, "cold_checked_at_", 0)))
@@ -147,18 +154,28 @@ class MACE(Aggregator):
                                            self.threshold)
         return self
 
-    def _m_step(self, counts: tuple[np.ndarray, np.ndarray], smoothing: float
-                ) -> tuple[np.ndarray, np.ndarray]:
-        knowing_counts, spam_counts = counts
+    def _m_step(self, counts: tuple[np.ndarray, np.ndarray, np.ndarray], smoothing: float
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(knowing, spam, log class prior) from the expected counts. The class prior is the
+        judged tasks' mean posterior (``class_prior="learned"``; VB: its Dirichlet(1) posterior's
+        exp E[log]) or MACE's uniform one."""
+        knowing_counts, spam_counts, class_counts = counts
+        k = class_counts.shape[0]
+        if self.class_prior == "uniform":
+            log_prior = np.full(k, -np.log(k))
+        elif self.variant == "em":
+            log_prior = np.log((class_counts + smoothing) / (class_counts + smoothing).sum())
+        else:
+            log_prior = digamma(class_counts + 1.0) - digamma(class_counts.sum() + k)
         if self.variant == "em":
             knowing = knowing_counts + smoothing
             spam = spam_counts + smoothing
             return (knowing / knowing.sum(axis=1, keepdims=True),
-                    spam / spam.sum(axis=1, keepdims=True))
+                    spam / spam.sum(axis=1, keepdims=True), log_prior)
         knowing = knowing_counts + np.array([self.alpha, self.beta])
         spam = spam_counts + self.strategy_prior
         return (np.exp(digamma(knowing) - digamma(knowing.sum(axis=1, keepdims=True))),
-                np.exp(digamma(spam) - digamma(spam.sum(axis=1, keepdims=True))))
+                np.exp(digamma(spam) - digamma(spam.sum(axis=1, keepdims=True))), log_prior)
 
     # -- results -----------------------------------------------------------------------------
     def result(self, data: AnnotationData) -> AggregationResult:
@@ -241,8 +258,8 @@ class _Judgments:
 
 
 def _e_step(
-    idx: _Judgments, knowing: np.ndarray, spam: np.ndarray
-) -> tuple[float, np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    idx: _Judgments, knowing: np.ndarray, spam: np.ndarray, log_prior: np.ndarray
+) -> tuple[float, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Posterior over true labels, marginal log-likelihood and expected counts.
 
     Per judgment a = (i, j, l): g = P(spam) ξ_jl and h = P(know), so P(y_a | t) = g + h [t = l].
@@ -259,7 +276,7 @@ def _e_step(
                        minlength=idx.n_tasks)
     bonus = np.bincount(idx.task_label, weights=bonus_table.ravel().take(idx.ann_label),
                         minlength=idx.n_tasks * k).reshape(idx.n_tasks, k)
-    log_joint = base[:, None] + bonus - np.log(k)
+    log_joint = base[:, None] + bonus + log_prior
     if idx.impossible is not None:
         log_joint[idx.impossible] = -np.inf  # a control label: only its own class is possible
     top = log_joint.max(axis=1, keepdims=True)
@@ -275,7 +292,9 @@ def _e_step(
     spam_counts = idx.label_counts - know  # each judgment either knew or spammed its label
     know_total = know.sum(axis=1)
     knowing_counts = np.stack([idx.per_annotator - know_total, know_total], axis=1)
-    return log_likelihood, proba, (knowing_counts, spam_counts)
+    judged = np.bincount(idx.task, minlength=idx.n_tasks) > 0
+    class_counts = proba[judged].sum(axis=0)
+    return log_likelihood, proba, (knowing_counts, spam_counts, class_counts)
 
 
 def _aligned_parameters(init: MACE, data: AnnotationData) -> tuple[np.ndarray, np.ndarray]:

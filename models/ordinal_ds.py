@@ -71,6 +71,7 @@ from scipy.special import log_ndtr, ndtr
 from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
 from models.data import AnnotationData
 from models.dawid_skene import _e_step, _Judgments, _majority_start
+from models.dependence import DEPENDENCE, wanted
 from models.dirichlet import GROUPINGS, ClassPrior
 from models.params import InnerIterations1, Iterations, Prior, PriorOrZero, Range, Tolerance
 
@@ -415,6 +416,8 @@ def _e_step_difficulty(
         for q in range(n_levels):
             # by_task's column l·J + j: annotator j said l
             log_joint[t, q] = idx.by_task @ np.ascontiguousarray(log_confusion[t, :, q]).ravel()
+            if idx.temper is not None:
+                log_joint[t, q] *= idx.temper
     log_class = np.log(prior)[:, None] if log_prior_rows is None else log_prior_rows
     log_joint += log_class[:, None, :]
     log_joint += log_weights[None, :, None]
@@ -458,7 +461,11 @@ class OrdinalDawidSkene(Aggregator):
         use_gold: bool = False,
         class_prior_by: str = "topic",
         task_difficulty: bool = False,
+        dependence: str = "auto",
     ) -> None:
+        if dependence not in DEPENDENCE:
+            raise ValueError(f"dependence must be one of {', '.join(DEPENDENCE)}")
+        self.dependence = dependence
         if n_iter < 0 or m_step_iterations < 1:
             raise ValueError("n_iter must be >= 0 and m_step_iterations >= 1")
         if tol < 0:
@@ -490,6 +497,9 @@ class OrdinalDawidSkene(Aggregator):
         gold = data.gold if (self.use_gold and data.gold is not None) else None
         k = data.n_classes
         idx = _Judgments.from_data(data, gold)
+        if wanted(self.dependence, data.task):  # judges who share errors: τ_i (models.dependence)
+            idx = idx.adjusted_for_dependence(data, gold, 0.01)
+        self.dependence_rho_ = idx.rho
         post = _majority_start(idx, gold)  # the posterior, class-major (K, n_tasks)
         n = max(data.n_judgments, 1)
         # Per annotator θ_j = (b_j, log s_j, γ_j1..γ_j,K−2); shared: the centre of the cut points
@@ -860,7 +870,8 @@ class OrdinalDawidSkene(Aggregator):
             return counts
         for t in range(k):
             for q in range(n_levels):
-                counts[t, :, q] = (idx.by_cell @ joint[t, q]).reshape(k, n_ann)
+                weights = joint[t, q] if idx.temper is None else joint[t, q] * idx.temper
+                counts[t, :, q] = (idx.by_cell @ weights).reshape(k, n_ann)
         return counts
 
     def _update_spam(self, counts: np.ndarray) -> None:

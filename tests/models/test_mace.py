@@ -40,16 +40,18 @@ def test_e_step_matches_brute_force() -> None:
     data = _mace_data(6, n_ann, k, np.full(n_ann, 0.6), np.full((n_ann, k), 1 / k), 3, seed=2)
     knowing = rng.dirichlet([1, 1], n_ann)  # columns: P(spam), P(know)
     spam = rng.dirichlet(np.ones(k), n_ann)
-    ll, proba, (knowing_counts, spam_counts) = _e_step(
-        _Judgments.from_data(data, None), knowing, spam)
+    prior = rng.dirichlet(np.ones(k))  # a learned class prior (class_prior="learned")
+    ll, proba, (knowing_counts, spam_counts, class_counts) = _e_step(
+        _Judgments.from_data(data, None), knowing, spam, np.log(prior))
 
-    joint = np.ones((data.n_tasks, k)) / k
+    joint = np.ones((data.n_tasks, k)) * prior
     for a in range(data.n_judgments):
         i, j, lab = data.task[a], data.annotator[a], data.label[a]
         for t in range(k):
             joint[i, t] *= knowing[j, 0] * spam[j, lab] + knowing[j, 1] * (t == lab)
     np.testing.assert_allclose(ll, np.log(joint.sum(axis=1)).sum())
     np.testing.assert_allclose(proba, joint / joint.sum(axis=1, keepdims=True))
+    np.testing.assert_allclose(class_counts, proba.sum(axis=0))
 
     # Expected counts by enumerating every (true label, spam state of each judgment).
     exp_know = np.zeros(n_ann)
@@ -61,7 +63,7 @@ def test_e_step_matches_brute_force() -> None:
         acc_spam = np.zeros((n_ann, k))
         for t in range(k):
             for states in itertools.product([0, 1], repeat=len(rows)):  # 1 = knows
-                p = 1 / k
+                p = prior[t]
                 for a, s in zip(rows, states, strict=True):
                     j, lab = data.annotator[a], data.label[a]
                     p *= knowing[j, 1] * (t == lab) if s else knowing[j, 0] * spam[j, lab]
@@ -195,3 +197,20 @@ def test_at_least_crowdkit_accuracy_rf10(rf10, rf10_gold, helpers) -> None:  # t
             frame.sort_values("worker", kind="stable")), rf10.n_tasks), rf10_gold)
     assert fixed > 0.69
     assert ours >= fixed - 0.01
+
+
+def test_learned_class_prior_holds_a_skewed_sparse_crowd() -> None:
+    """88 / 12 binary, 3 judgments per task, some spammers (models.synthetic.crowd_dataset):
+    MACE's uniform prior on the truth hands the ambiguous tasks to the rare class and falls far
+    below majority vote; the learned prior (class_prior="learned") does not."""
+    from models.majority_vote import MajorityVote
+    from models.synthetic import crowd_dataset
+
+    s = crowd_dataset(1500, 100, random_state=1)
+    data = s.to_annotation_data(with_features=False)
+    mv = float(np.mean(MajorityVote().fit(data).labels_ == s.truth))
+    uniform = MACE(random_state=0, n_restarts=2).fit(data)
+    learned = MACE(random_state=0, n_restarts=2, class_prior="learned").fit(data)
+    assert float(np.mean(uniform.labels_ == s.truth)) < mv - 0.03
+    assert float(np.mean(learned.labels_ == s.truth)) >= mv
+    assert learned.prior_[0] > 0.8

@@ -1,0 +1,67 @@
+"""Judges who share errors: how much independent evidence a task's judgments carry.
+
+Every confusion-matrix model here (DS, IBCC, ordinal-ds) multiplies a task's judgments as if the
+annotators erred independently given the true label. Dense LLM judges do not: they share a model
+family, a prompt, and the look of a passage, so 30 judgments of one task may carry the evidence of
+two. Treated as independent, the shared part of their errors looks like signal: the posterior is
+near 0/1 on every task, and the latent classes drift to explain the shared errors (a latent class
+model fitted to locally dependent data splits or shifts its classes; docs/models.md, "Dense
+correlated judges").
+
+The composite-likelihood remedy (the magnitude adjustment of Varin, Reid & Firth 2011; Kish's
+design effect for clustered samples): raise a task's likelihood to the power
+τ_i = 1 / (1 + (n_i − 1) ρ̄), where n_i is the task's number of judgments and ρ̄ the average
+correlation between two judgments' residuals on the same task. τ_i · n_i is then the task's
+effective number of independent judgments. ρ̄ is estimated once per fit, from the majority-vote
+start: the residual of judgment a is the one-hot label minus its expectation under the start's
+posterior and confusion matrices, and
+
+    ρ̄ = Σ_i Σ_{a ≠ b ∈ i} r_a · r_b  /  Σ_i (n_i − 1) Σ_{a ∈ i} r_a · r_a,
+
+the pooled pairwise correlation. A task with one judgment, and any data whose residuals do not
+correlate (ρ̄ ≤ 0: independent workers), keep τ_i = 1: the model unchanged. ``dependence``
+(a parameter of ds, ibcc and ordinal-ds) is ``"auto"`` by default: adjust dense data only
+(``wanted``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+DEPENDENCE = ("auto", "adjust", "ignore")
+DENSE = 10.0  # "auto" adjusts when a judged task has at least this many judgments on average
+
+
+def wanted(dependence: str, task: np.ndarray) -> bool:
+    """Whether to adjust: always (``"adjust"``), never (``"ignore"``), or (``"auto"``) when the
+    judgments are dense, ≥ ``DENSE`` per judged task on average: LLM judges who all grade every
+    task, where shared errors pile up on each task and ρ̄ is estimated from many pairs per task.
+    A sparse crowd (3-5 judgments per task, RF10) is left as it was: there τ_i would move little
+    (1 / (1 + 4 · 0.05) = 0.83 at n_i = 5) and ρ̄ is estimated from few pairs per task."""
+    if dependence == "auto":
+        judged = np.unique(task).shape[0]
+        return judged > 0 and task.shape[0] / judged >= DENSE
+    return dependence == "adjust"
+
+
+def residual_correlation(task: np.ndarray, annotator: np.ndarray, label: np.ndarray,
+                         posterior: np.ndarray, confusion: np.ndarray) -> float:
+    """ρ̄ above: ``posterior`` (n_tasks, K), ``confusion`` (n_annotators, K, K) [j, t, l]."""
+    n_tasks, k = posterior.shape
+    # E[one-hot label | data] = Σ_t P(t) π_j[t, :], per judgment
+    expected = np.einsum("at,atl->al", posterior[task], confusion[annotator])
+    resid = -expected
+    resid[np.arange(label.shape[0]), label] += 1.0
+    sums = np.zeros((n_tasks, k))
+    np.add.at(sums, task, resid)
+    squares = np.bincount(task, weights=np.einsum("al,al->a", resid, resid), minlength=n_tasks)
+    n = np.bincount(task, minlength=n_tasks)
+    pairs = float(np.einsum("il,il->", sums, sums) - squares.sum())
+    scale = float(((n - 1) * squares).sum())
+    return pairs / scale if scale > 0 else 0.0
+
+
+def tempering(task: np.ndarray, n_tasks: int, rho: float) -> np.ndarray:
+    """τ_i = 1 / (1 + (n_i − 1) max(ρ̄, 0)) per task (1 for a task judged once or never)."""
+    n = np.bincount(task, minlength=n_tasks).astype(np.float64)
+    return 1.0 / (1.0 + np.maximum(n - 1.0, 0.0) * max(rho, 0.0))

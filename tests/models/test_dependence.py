@@ -1,0 +1,73 @@
+"""Judges who share errors (models.dependence): the residual correlation, the tempering, and
+ordinal-ds / IBCC / DS on dense correlated judges (models.synthetic.judges_dataset)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from models.bcc import IBCC
+from models.dawid_skene import DawidSkene
+from models.dependence import residual_correlation, tempering, wanted
+from models.majority_vote import MajorityVote
+from models.ordinal_ds import OrdinalDawidSkene
+from models.synthetic import crowd_dataset, judges_dataset
+
+
+def test_residual_correlation_by_hand() -> None:
+    # One task, two judges, K = 2, posterior certain of class 0, both judges perfect except
+    # that each says 1: residuals (−1, 1) each, their product 2, each square 2 → ρ̄ = 2·2 / (1·4).
+    task = np.array([0, 0])
+    ann = np.array([0, 1])
+    label = np.array([1, 1])
+    post = np.array([[1.0, 0.0]])
+    conf = np.tile(np.eye(2), (2, 1, 1))
+    assert residual_correlation(task, ann, label, post, conf) == pytest.approx(1.0)
+    label = np.array([1, 0])  # one says 1, the other 0: residuals (−1, 1) and (0, 0)
+    assert residual_correlation(task, ann, label, post, conf) == pytest.approx(0.0)
+    np.testing.assert_allclose(tempering(np.array([0, 0, 0, 1]), 3, 0.5), [0.5, 1.0, 1.0])
+
+
+def test_auto_adjusts_dense_data_only() -> None:
+    dense = np.repeat(np.arange(5), 12)
+    sparse = np.repeat(np.arange(5), 3)
+    assert wanted("auto", dense) and not wanted("auto", sparse)
+    assert wanted("adjust", sparse) and not wanted("ignore", dense)
+
+
+@pytest.fixture(scope="module")
+def judges():  # type: ignore[no-untyped-def]
+    s = judges_dataset(1000, 30, judge_correlation=0.3, leniency=0.3, noise=1.2, random_state=1)
+    data = s.to_annotation_data(with_features=False)
+    mv = float(np.mean(MajorityVote().fit(data).labels_ == s.truth))
+    return s, data, mv
+
+
+def _accuracy(model, s, data) -> float:  # type: ignore[no-untyped-def]
+    return float(np.mean(model.fit(data).proba_.argmax(axis=1) == s.truth))
+
+
+def test_ordinal_ds_holds_majority_vote_on_correlated_judges(judges) -> None:  # type: ignore[no-untyped-def]
+    s, data, mv = judges
+    ignored = _accuracy(OrdinalDawidSkene(dependence="ignore"), s, data)
+    adjusted = OrdinalDawidSkene()
+    accuracy = _accuracy(adjusted, s, data)
+    assert ignored < mv - 0.015  # treating 30 correlated judges as independent
+    assert accuracy >= mv - 0.01 and accuracy > ignored + 0.02
+    assert adjusted.dependence_rho_ > 0.02
+
+
+def test_ibcc_and_ds_gain_on_correlated_judges(judges) -> None:  # type: ignore[no-untyped-def]
+    s, data, mv = judges
+    assert _accuracy(IBCC(), s, data) >= mv - 0.01
+    assert _accuracy(IBCC(dependence="ignore"), s, data) < mv - 0.03
+    assert (_accuracy(DawidSkene(), s, data)
+            > _accuracy(DawidSkene(dependence="ignore"), s, data) + 0.03)
+
+
+def test_sparse_crowd_is_unchanged() -> None:
+    s = crowd_dataset(600, 40, grades=4, random_state=2)
+    data = s.to_annotation_data(with_features=False)
+    a = DawidSkene().fit(data)
+    b = DawidSkene(dependence="ignore").fit(data)
+    np.testing.assert_array_equal(a.proba_, b.proba_)
