@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Self
+from typing import Annotated, Any, Self
 
 import numpy as np
 import scipy.sparse
@@ -25,10 +25,12 @@ import scipy.sparse
 from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
 from models.data import UNKNOWN, AnnotationData
 from models.dependence import DEPENDENCE, residual_correlation, tempering, wanted
-from models.params import Iterations, PriorOrZero, Tolerance
+from models.params import MAX_PRIOR, Iterations, Range, Tolerance
 from models.warm import WarmStartUnavailable, cold_check_due, result_column, warm_record
 
 _EPS = 1e-10
+SPARSE_SMOOTHING = 0.01  # the default pseudo-count per confusion cell (smoothing=None)...
+DENSE_SMOOTHING = 1.0  # ...and once the judgments are tempered (models.dependence)
 
 
 class DawidSkene(Aggregator):
@@ -40,7 +42,7 @@ class DawidSkene(Aggregator):
         self,
         n_iter: Iterations = 100,
         tol: Tolerance = 1e-5,
-        smoothing: PriorOrZero = 0.01,
+        smoothing: Annotated[float | None, Range(0.0, MAX_PRIOR)] = None,
         use_gold: bool = False,
         dependence: str = "auto",
     ) -> None:
@@ -49,7 +51,7 @@ class DawidSkene(Aggregator):
         if dependence not in DEPENDENCE:
             raise ValueError(f"dependence must be one of {', '.join(DEPENDENCE)}")
         self.dependence = dependence
-        if smoothing < 0 or tol < 0:
+        if (smoothing is not None and smoothing < 0) or tol < 0:
             raise ValueError("smoothing and tol must be >= 0")
         self.n_iter = n_iter
         self.tol = tol
@@ -69,8 +71,13 @@ class DawidSkene(Aggregator):
         n = max(data.n_judgments, 1)
         idx = _Judgments.from_data(data, gold)
         if wanted(self.dependence, data.task):
-            idx = idx.adjusted_for_dependence(data, gold, self.smoothing)
+            idx = idx.adjusted_for_dependence(data, gold, SPARSE_SMOOTHING)
         self.dependence_rho_ = idx.rho
+        # None: Laplace's one pseudo-count per cell once the judgments are tempered (dense,
+        # shared errors: a cell fitted near 0 would let one judge veto a grade on every task the
+        # shared error strikes), else the light 0.01 of a sparse crowd
+        self.smoothing_ = (float(self.smoothing) if self.smoothing is not None else
+                           DENSE_SMOOTHING if idx.temper is not None else SPARSE_SMOOTHING)
         checked = init is None or cold_check_due(init, data.n_judgments, check)
         fit = None
         if init is not None:
@@ -115,7 +122,7 @@ class DawidSkene(Aggregator):
             if len(history) > 1 and abs(history[-1] - history[-2]) / n < self.tol:
                 break
         if history:
-            objective = history[-1] + self.smoothing * float(np.log(confusion).sum())
+            objective = history[-1] + self.smoothing_ * float(np.log(confusion).sum())
         prior, confusion = self._m_step(idx, post)
         return _Fit(start, prior, confusion, post, n_iter, history, objective)
 
@@ -132,7 +139,7 @@ class DawidSkene(Aggregator):
         prior = np.clip(prior, _EPS, None)
         prior /= prior.sum()
         confusion = idx.expected_counts(post).transpose(2, 0, 1)  # [j, t, l]
-        confusion = np.clip(confusion + self.smoothing, _EPS, None)
+        confusion = np.clip(confusion + self.smoothing_, _EPS, None)
         confusion /= confusion.sum(axis=2, keepdims=True)
         return prior, confusion
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 DEPENDENCE = ("auto", "adjust", "ignore")
-DENSE = 10.0  # "auto" adjusts when a judged task has at least this many judgments on average
+DENSE = 8.0  # "auto" adjusts when a judged task has at least this many judgments on average
 
 
 def wanted(dependence: str, task: np.ndarray) -> bool:
@@ -37,7 +37,8 @@ def wanted(dependence: str, task: np.ndarray) -> bool:
     judgments are dense, ≥ ``DENSE`` per judged task on average: LLM judges who all grade every
     task, where shared errors pile up on each task and ρ̄ is estimated from many pairs per task.
     A sparse crowd (3-5 judgments per task, RF10) is left as it was: there τ_i would move little
-    (1 / (1 + 4 · 0.05) = 0.83 at n_i = 5) and ρ̄ is estimated from few pairs per task."""
+    (1 / (1 + 4 · 0.05) = 0.83 at n_i = 5) and ρ̄ is estimated from few pairs per task; DENSE
+    is twice a crowd's usual 3-5."""
     if dependence == "auto":
         judged = np.unique(task).shape[0]
         return judged > 0 and task.shape[0] / judged >= DENSE

@@ -57,12 +57,12 @@ def test_ordinal_ds_holds_majority_vote_on_correlated_judges(judges) -> None:  #
     assert adjusted.dependence_rho_ > 0.02
 
 
-def test_ibcc_and_ds_gain_on_correlated_judges(judges) -> None:  # type: ignore[no-untyped-def]
+def test_ibcc_and_ds_hold_majority_vote_on_correlated_judges(judges) -> None:  # type: ignore[no-untyped-def]
     s, data, mv = judges
     assert _accuracy(IBCC(), s, data) >= mv - 0.01
     assert _accuracy(IBCC(dependence="ignore"), s, data) < mv - 0.03
-    assert (_accuracy(DawidSkene(), s, data)
-            > _accuracy(DawidSkene(dependence="ignore"), s, data) + 0.03)
+    assert _accuracy(DawidSkene(), s, data) >= mv - 0.01
+    assert _accuracy(DawidSkene(dependence="ignore"), s, data) < mv - 0.03
 
 
 def test_sparse_crowd_is_unchanged() -> None:
