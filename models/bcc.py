@@ -194,6 +194,7 @@ class IBCC(Aggregator):
         # judges who share errors: each task's likelihood to the power τ_i (models.dependence)
         temper = _temper(data, proba, self.dependence)
         self.dependence_rho_ = temper[1]
+        self.tempered_ = temper[0] is not None
         weight = (lambda p: p) if temper[0] is None else (lambda p: p * temper[0][:, None])
         history: list[float] = []
         n = max(data.n_judgments, 1)
@@ -253,7 +254,7 @@ class IBCC(Aggregator):
                 "n_iter": self.n_iter_,
                 "prior": self.prior_.tolist(),
                 "alpha_prior": self.alpha_prior_.tolist(),
-                "dependence_rho": self.dependence_rho_,
+                **({"dependence_rho": self.dependence_rho_} if self.tempered_ else {}),
             },
         )
 

@@ -73,6 +73,7 @@ class DawidSkene(Aggregator):
         if wanted(self.dependence, data.task):
             idx = idx.adjusted_for_dependence(data, gold, SPARSE_SMOOTHING)
         self.dependence_rho_ = idx.rho
+        self.tempered_ = idx.temper is not None
         # None: Laplace's one pseudo-count per cell once the judgments are tempered (dense,
         # shared errors: a cell fitted near 0 would let one judge veto a grade on every task the
         # shared error strikes), else the light 0.01 of a sparse crowd
@@ -161,7 +162,8 @@ class DawidSkene(Aggregator):
                 "log_likelihood": self.log_likelihood_,
                 "n_iter": self.n_iter_,
                 "prior": self.prior_.tolist(),
-                "dependence_rho": self.dependence_rho_,
+                # only when tempered (dense judges): other fits' info stays as it was
+                **({"dependence_rho": self.dependence_rho_} if self.tempered_ else {}),
                 **warm_record(self),
             },
         )
