@@ -71,3 +71,12 @@ def test_sparse_crowd_is_unchanged() -> None:
     a = DawidSkene().fit(data)
     b = DawidSkene(dependence="ignore").fit(data)
     np.testing.assert_array_equal(a.proba_, b.proba_)
+
+
+def test_tempering_reaches_the_difficulty_levels(judges) -> None:  # type: ignore[no-untyped-def]
+    """ordinal-ds with task_difficulty tempers its (grade, level) E step and counts too."""
+    s, data, mv = judges
+    model = OrdinalDawidSkene(task_difficulty=True, n_iter=30)
+    accuracy = _accuracy(model, s, data)
+    assert model.dependence_rho_ > 0.02 and np.isfinite(model.log_likelihood_)
+    assert accuracy >= mv - 0.02
