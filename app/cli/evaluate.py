@@ -7,6 +7,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from models.evaluation.uncertainty import Posterior
 
 
 def add_command(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -34,6 +40,12 @@ def add_command(subparsers: argparse._SubParsersAction) -> None:  # type: ignore
                           help="seed of the draws, 0 to 2**32 - 1 (default 0)")
     evaluate.add_argument("--gold", help="reference qrels for Kendall's tau (default: the gold "
                                          "column of --tasks, if any)")
+    evaluate.add_argument("--interval", choices=("posterior", "ppi"), default="posterior",
+                          help="posterior: the 95%% interval of the draws; ppi: prediction-"
+                               "powered intervals of the means over topics (and of the paired "
+                               "differences), the gold labels (--gold, or the gold column of "
+                               "--tasks) a random sample of the judged pairs correcting the "
+                               "posterior's bias (default posterior)")
     evaluate.add_argument("--relevant-from", type=int, default=1,
                           help="lowest label value that counts as relevant")
     evaluate.add_argument("--format", choices=("json", "tsv", "trec"), default="json")
@@ -86,10 +98,11 @@ def _evaluate(args: argparse.Namespace) -> int:
     except FileFormatError as exc:
         raise UsageError(file_error(exc, current)) from None
 
+    gold_class = _ppi_gold(args, posterior, gold, samples) if args.interval == "ppi" else None
     bar = ProgressBar("evaluate", enabled=not args.quiet)
     try:
         scores = evaluate_runs(posterior, runs, measures, samples=samples, seed=args.seed,
-                               progress=bar)
+                               progress=bar, gold_class=gold_class)
     finally:
         bar.close()
     reference = None
@@ -107,3 +120,23 @@ def _evaluate(args: argparse.Namespace) -> int:
         text = format_trec(result["results"])
     write_outputs([(args.output or "-", text)])
     return 0
+
+
+def _ppi_gold(args: argparse.Namespace, posterior: Posterior,
+              gold: dict[tuple[str, str], int], samples: int) -> np.ndarray:
+    """The gold class of each judged pair for ``--interval ppi``; a usage error (exit 2,
+    ``ppi_needs_gold`` with the counts) when the gold cannot carry a prediction-powered
+    interval."""
+    from app.cli.errors import UsageError
+    from models.evaluation.ppi import PPINeedsGold, check_gold, gold_classes
+
+    if samples == 0 and not posterior.deterministic:
+        raise UsageError("--interval ppi needs draws of the posterior: --samples > 0")
+    gold_class = gold_classes(posterior.classes, posterior.relevant_index, posterior.topics,
+                              posterior.docs, gold, args.relevant_from)
+    try:
+        check_gold(gold_class, posterior.relevant_index)
+    except PPINeedsGold as exc:
+        raise UsageError(f"ppi_needs_gold: {exc} (give --gold QRELS, or a gold column in "
+                         "--tasks)") from None
+    return gold_class

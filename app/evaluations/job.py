@@ -7,7 +7,13 @@ from typing import Any
 
 from app.collections.tables import Collection
 from app.corpus.service import known_topics, load_runs
-from app.evaluations.service import encode_result, gold_posterior, load_posterior, source_refs
+from app.evaluations.service import (
+    encode_result,
+    gold_posterior,
+    load_posterior,
+    ppi_gold,
+    source_refs,
+)
 from app.evaluations.tables import Evaluation
 from app.jobs.lifecycle import JobContext, run_tracked
 
@@ -36,13 +42,16 @@ def _evaluate(context: JobContext) -> dict[str, Any]:
     _, refs = source_refs(evaluation.source)
     gold = None if refs == ["gold"] else gold_posterior(session, collection=collection)
     measures = parse_measures(evaluation.measures)
+    gold_class = (ppi_gold(session, collection=collection, posterior=posterior)
+                  if evaluation.interval == "ppi" else None)
     timings["load_s"] = time.perf_counter() - start
 
     start = time.perf_counter()
     context.progress(0.0, "scoring")
     scores = evaluate_runs(posterior, runs, measures, samples=evaluation.samples,
                            seed=evaluation.seed,
-                           progress=lambda f, m: context.progress(0.95 * f, m))
+                           progress=lambda f, m: context.progress(0.95 * f, m),
+                           gold_class=gold_class)
     reference = (evaluate_runs(gold, runs, measures, samples=0) if gold is not None else None)
     result = report(scores, reference=reference)
     result["unknown_topics"] = {r: n for r, n in unknown.items() if n}
@@ -53,5 +62,6 @@ def _evaluate(context: JobContext) -> dict[str, Any]:
                    "qrels_topics": result["qrels_topics"], "run_topics": result["run_topics"],
                    "common_topics": result["common_topics"],
                    "unknown_topics": result["unknown_topics"],
-                   "unjudged_topics": result["unjudged_topics"], "gold": reference is not None},
+                   "unjudged_topics": result["unjudged_topics"], "gold": reference is not None,
+                   "interval": evaluation.interval},
     }

@@ -47,7 +47,8 @@ def public(evaluation: Evaluation, *, with_results: bool = False) -> EvaluationP
     return EvaluationPublic(
         id=evaluation.id, collection_id=evaluation.collection_id, aggregation=evaluation.source,
         runs=evaluation.runs, measures=evaluation.measures, samples=evaluation.samples,
-        seed=evaluation.seed, status=evaluation.status,
+        seed=evaluation.seed, interval=evaluation.interval or "posterior",
+        status=evaluation.status,
         progress=Progress.of(evaluation),
         created_at=evaluation.created_at, started_at=evaluation.started_at,
         finished_at=evaluation.finished_at, timings=evaluation.timings, error=evaluation.error,

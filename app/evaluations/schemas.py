@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from app.core.integers import MAX_INT32, RowId
 from app.jobs.progress import Progress
@@ -11,6 +11,7 @@ from models.evaluation.measures import DEFAULT_MEASURES
 
 # An aggregation id or "gold"; union / intersection of two or more of them.
 SourceRef = RowId | Literal["gold"]
+IntervalKind = Literal["posterior", "ppi"]
 Source = SourceRef | dict[Literal["union", "intersection"], list[SourceRef]]
 
 
@@ -26,6 +27,17 @@ class EvaluationCreate(BaseModel):
                                 max_length=50, description="ir_measures names, e.g. P@10, AP")
     samples: int = Field(default=1000, ge=0, le=10_000, description="draws of the qrels")
     seed: int = Field(default=0, ge=0, le=MAX_INT32)
+    interval: IntervalKind = Field(
+        default="posterior",
+        description='"posterior": the 95 % interval of the draws; "ppi": prediction-powered '
+                    "intervals of the means over topics from the collection's gold sample "
+                    "(needs gold on judged pairs of both classes, and samples > 0)")
+
+    @model_validator(mode="after")
+    def _ppi_draws(self) -> EvaluationCreate:
+        if self.interval == "ppi" and self.samples == 0:
+            raise ValueError("a prediction-powered interval needs draws: samples > 0")
+        return self
 
 
 class EvaluationPublic(BaseModel):
@@ -36,6 +48,7 @@ class EvaluationPublic(BaseModel):
     measures: list[str]
     samples: int
     seed: int
+    interval: str
     status: str
     progress: Progress
     created_at: datetime

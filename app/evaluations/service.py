@@ -12,6 +12,7 @@ import numpy as np
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from app.aggregations.gold import uses_gold
 from app.aggregations.service import require_succeeded
 from app.aggregations.tables import Aggregation, AggregationTask
 from app.collections.tables import Collection
@@ -23,6 +24,7 @@ from app.jobs.runner import JobRunner, submit_job
 from app.judgments.tables import Document, Task, Topic
 from models.evaluation import relevant_index
 from models.evaluation.measures import UnknownMeasure, parse_measures
+from models.evaluation.ppi import PPINeedsGold, check_gold, gold_classes
 from models.evaluation.uncertainty import Posterior, combine
 
 
@@ -84,16 +86,34 @@ def _has_gold(session: Session, collection: Collection) -> bool:
 
 
 def gold_posterior(session: Session, *, collection: Collection) -> Posterior | None:
+    qrels = gold_labels(session, collection=collection)
+    if not qrels:
+        return None
+    return Posterior.from_qrels(qrels, relevant_from=collection.relevant_from)
+
+
+def gold_labels(session: Session, *, collection: Collection) -> dict[tuple[str, str], int]:
+    """{(topic, doc): gold label} of the collection (labels it ignores left out)."""
     rows = session.execute(
         select(Topic.external_id, Document.external_id, Task.gold)
         .join(Topic, Topic.id == Task.topic_id).join(Document, Document.id == Task.document_id)
         .where(Task.collection_id == collection.id, Task.gold.is_not(None))
     ).all()
     ignore = set(collection.ignore or [])
-    qrels = {(t, d): int(g) for t, d, g in rows if g not in ignore}
-    if not qrels:
-        return None
-    return Posterior.from_qrels(qrels, relevant_from=collection.relevant_from)
+    return {(t, d): int(g) for t, d, g in rows if g not in ignore}
+
+
+def ppi_gold(session: Session, *, collection: Collection, posterior: Posterior) -> np.ndarray:
+    """The gold class of each of the posterior's pairs (-1 without gold) for a prediction-
+    powered interval; 422 ``ppi_needs_gold`` with the counts when they cannot carry one."""
+    gold = gold_classes(posterior.classes, posterior.relevant_index, posterior.topics,
+                        posterior.docs, gold_labels(session, collection=collection),
+                        collection.relevant_from)
+    try:
+        check_gold(gold, posterior.relevant_index)
+    except PPINeedsGold as exc:
+        raise InvalidInput(str(exc), code="ppi_needs_gold", **exc.counts) from None
+    return gold
 
 
 def aggregation_posterior(session: Session, *, collection: Collection,
@@ -158,6 +178,11 @@ def create_evaluation(session: Session, *, runner: JobRunner, collection: Collec
     except UnknownMeasure as exc:
         raise InvalidInput(str(exc), code="unknown_measure", valid=exc.valid) from None
     check_source(session, collection=collection, source=spec.aggregation)
+    if spec.interval == "ppi":
+        _check_fits_without_gold(session, spec.aggregation)
+        ppi_gold(session, collection=collection,
+                 posterior=load_posterior(session, collection=collection,
+                                          source=spec.aggregation))
     stored = list(session.scalars(select(Run.name).where(Run.collection_id == collection.id)
                                   .order_by(Run.name)))
     if spec.runs is None:
@@ -173,10 +198,21 @@ def create_evaluation(session: Session, *, runner: JobRunner, collection: Collec
                            "first", code="no_runs")
     evaluation = Evaluation(
         collection_id=collection.id, source=spec.aggregation, runs=runs, measures=measures,
-        samples=spec.samples, seed=spec.seed, status="queued", progress=0.0,
+        samples=spec.samples, seed=spec.seed, interval=spec.interval, status="queued", progress=0.0,
         progress_message="queued")
     submit_job(session, runner, "evaluation", evaluation)
     return evaluation
+
+
+def _check_fits_without_gold(session: Session, source: Any) -> None:
+    """A prediction-powered interval needs predictions of the gold pairs made without their
+    labels: 422 ``ppi_gold_used_in_fit`` for a fit that clamped them (``use_gold``)."""
+    for ref in source_refs(source)[1]:
+        aggregation = session.get(Aggregation, ref) if ref != "gold" else None
+        if aggregation is not None and uses_gold(aggregation):
+            raise InvalidInput(f"fit #{ref} clamped the gold labels (use_gold): its predictions "
+                               "of the gold pairs are the gold, so they cannot measure its "
+                               "error; use a fit without use_gold", code="ppi_gold_used_in_fit")
 
 
 def get_evaluation(session: Session, *, evaluation_id: int) -> Evaluation:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import JSON, ForeignKey, Index, Integer, LargeBinary
+from sqlalchemy import JSON, ForeignKey, Index, Integer, LargeBinary, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.core.db import Base
@@ -22,6 +22,9 @@ class Evaluation(JobColumns, Base):
     measures: Mapped[list[str]] = mapped_column(JSON)
     samples: Mapped[int] = mapped_column(Integer)
     seed: Mapped[int] = mapped_column(Integer)
+    # "posterior" (the draws' interval) or "ppi" (prediction-powered, from the gold sample).
+    interval: Mapped[str] = mapped_column("interval_kind", String(16), default="posterior",
+                                          server_default="posterior")
     # Small facts of the finished job: topics scored, unknown / unjudged topics per run.
     report: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     # The full result (results, pairs, rankings) as gzip JSON: tens of thousands of rows (MBs

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from models.evaluation.measures import Measure
+from models.evaluation.ppi import PPI_DRAWS, interval, projections
 from models.evaluation.uncertainty import Posterior, draw_classes, kendall_tau, summarise
 from models.evaluation.uncertainty import win_probabilities as _win_probabilities
 
@@ -39,6 +40,10 @@ class RunScores:
     unjudged_topics: dict[str, list[str]] = field(default_factory=dict)
     fixed: bool = True  # the qrels are certain: every draw would equal the value
     qrels_topics: int = 0  # topics with judgments, answered by a run or not
+    # PPI (``models.evaluation.ppi``): per measure (R, G) each gold pair's rectifier d_rp of
+    # each run's mean over topics, and N, the judged pairs the G gold pairs were sampled from.
+    ppi: dict[str, np.ndarray] | None = None
+    ppi_pairs: int = 0
 
     def answered(self) -> np.ndarray:
         """(R, T) True where a run answered a judged topic: the topics of its mean."""
@@ -130,9 +135,13 @@ class _Topic:
 
 def evaluate_runs(posterior: Posterior, runs: Mapping[str, Mapping[str, Sequence[str]]],
                   measures: Sequence[Measure], *, samples: int = 1000, seed: int | None = 0,
-                  progress: Progress | None = None) -> RunScores:
+                  progress: Progress | None = None,
+                  gold_class: np.ndarray | None = None) -> RunScores:
     """Score every run on every judged topic it answered, for the most probable qrels and for
     ``samples`` draws from the posterior (none when it is deterministic or samples is 0).
+    ``gold_class`` ((J,) class index per posterior task, -1 without gold; ``ppi.gold_classes``)
+    adds what a prediction-powered interval needs (``ppi``: it needs draws of an uncertain
+    posterior).
 
     ``runs`` maps a run name to {topic: [doc, ...] best first} (``app.formats.runs.TrecRun``).
     The draws of a topic come from ``default_rng([seed, i])``, i the topic's index among the
@@ -156,6 +165,12 @@ def evaluate_runs(posterior: Posterior, runs: Mapping[str, Mapping[str, Sequence
         rows = np.flatnonzero(posterior.topics == t)
         by_topic[t] = rows[np.argsort(posterior.docs[rows], kind="stable")]
     most_probable = posterior.most_probable()
+    use_ppi = gold_class is not None
+    if use_ppi and not stochastic and not posterior.deterministic:
+        raise ValueError("prediction-powered intervals need draws of the posterior (samples > 0)")
+    gold_index = np.cumsum(gold_class >= 0) - 1 if use_ppi else None
+    n_gold = int(np.count_nonzero(gold_class >= 0)) if use_ppi else 0
+    ppi = ({m.name: np.zeros((len(run_names), n_gold)) for m in measures} if use_ppi else None)
 
     for ti, t in enumerate(topics):
         rows = by_topic[t]
@@ -175,11 +190,34 @@ def evaluate_runs(posterior: Posterior, runs: Mapping[str, Mapping[str, Sequence
             scored = topic.score(labels, batch, measures)
             for mi, m in enumerate(measures):
                 draws[m.name][:, order, ti] = scored[mi]
+        if ppi is not None:
+            base = labels[:PPI_DRAWS] if draws is not None else most_probable[rows][None, :]
+            _add_projections(ppi, topic, batch, order, measures, base, posterior.proba[rows],
+                             gold_class[rows], gold_index[rows])
         if progress is not None:
             progress((ti + 1) / len(topics), f"topic {ti + 1}/{len(topics)}")
-    return RunScores(runs=run_names, topics=topics, measures=list(measures), value=value,
-                     draws=draws, n_draws=n_draws, seed=seed, unjudged_topics=unjudged,
-                     fixed=posterior.deterministic, qrels_topics=len(all_topics))
+    scores = RunScores(runs=run_names, topics=topics, measures=list(measures), value=value,
+                       draws=draws, n_draws=n_draws, seed=seed, unjudged_topics=unjudged,
+                       fixed=posterior.deterministic, qrels_topics=len(all_topics), ppi=ppi,
+                       ppi_pairs=posterior.n_tasks)
+    if ppi is not None:  # a pair's share of a run's mean over the n_r topics it answered
+        n_topics = scores.answered().sum(axis=1)
+        for m in measures:
+            ppi[m.name] /= np.maximum(n_topics, 1)[:, None]
+    return scores
+
+
+def _add_projections(ppi: dict[str, np.ndarray], topic: _Topic, batch: list, order: list[int],
+                     measures: Sequence[Measure], base: np.ndarray, proba: np.ndarray,
+                     gold_class: np.ndarray, gold_index: np.ndarray) -> None:
+    """Each gold pair's projection h (``ppi.projections``) into ``ppi[m][run, gold index]``."""
+    cols = np.flatnonzero(gold_class >= 0)
+    if not len(cols):
+        return
+    h = projections(lambda labels: topic.score(labels, batch, measures), base.astype(np.int8),
+                    proba, cols, gold_class[cols], len(measures), len(order))
+    for mi, m in enumerate(measures):
+        ppi[m.name][np.ix_(order, gold_index[cols])] = h[mi].T
 
 
 def win_matrix(scores: RunScores, measure: Measure) -> np.ndarray:
@@ -202,11 +240,77 @@ def _no_draws(value: np.ndarray, fixed: bool) -> dict[str, np.ndarray]:
     return {"mean": unknown, "std": unknown, "low": unknown, "high": unknown}
 
 
+def _with_estimate(summary: dict[str, np.ndarray], kind: str) -> dict[str, np.ndarray]:
+    """The posterior mean as the estimate; the central interval stretched to hold it where a
+    skewed distribution of draws leaves the mean outside its 2.5-97.5 percentiles."""
+    estimate = summary["mean"]
+    with np.errstate(invalid="ignore"):
+        low, high = np.fmin(summary["low"], estimate), np.fmax(summary["high"], estimate)
+    return {**summary, "estimate": estimate, "low": low, "high": high,
+            "interval_kind": np.full(estimate.shape, kind, dtype=object)}
+
+
+def _summaries(scores: RunScores, m: Measure) -> tuple[dict[str, np.ndarray],
+                                                       dict[str, np.ndarray]]:
+    """Per (run, topic) and per run ("all"): mean, std, estimate, low, high, interval_kind."""
+    value = scores.value[m.name]
+    if scores.draws is None:
+        topic = _no_draws(value, scores.fixed)
+        whole = _no_draws(scores.mean_value(m.name), scores.fixed)
+    else:
+        topic = summarise(scores.draws[m.name].astype(np.float64), axis=0)
+        whole = summarise(scores.mean_draws(m.name), axis=0)
+    topic, whole = _with_estimate(topic, "posterior"), _with_estimate(whole, "posterior")
+    if scores.ppi is not None:
+        ppi = interval(whole["mean"], scores.ppi[m.name], scores.ppi_pairs, (0.0, _top(m)))
+        whole.update(estimate=ppi.estimate, low=ppi.low, high=ppi.high,
+                     interval_kind=np.full(ppi.estimate.shape, "ppi", dtype=object))
+    return topic, whole
+
+
+def _top(m: Measure) -> float:
+    """The largest score of the measure: 100 for a percentage (LastRel), else 1."""
+    return 100.0 if m.unit == "%" else 1.0
+
+
+def _pair_rows(scores: RunScores, m: Measure) -> list[dict[str, Any]]:
+    """Every ordered pair of runs: P(a beats b) over the draws and the difference a − b of their
+    means over topics with its interval (posterior draws, or PPI's paired rectifier)."""
+    mean_draws = scores.mean_draws(m.name)
+    known = scores.fixed or scores.draws is not None
+    wins = _win_probabilities(mean_draws, higher_is_better=m.higher_is_better)
+    diffs = mean_draws[:, :, None] - mean_draws[:, None, :]  # (S, R, R)
+    summary = _with_estimate(summarise(diffs, axis=0), "posterior")
+    if scores.ppi is not None:
+        rect = scores.ppi[m.name]
+        ppi = interval(summary["mean"], rect[:, None, :] - rect[None, :, :], scores.ppi_pairs,
+                       (-_top(m), _top(m)))
+        summary.update(estimate=ppi.estimate, low=ppi.low, high=ppi.high,
+                       interval_kind=np.full(ppi.estimate.shape, "ppi", dtype=object))
+    rows = []
+    for a, run_a in enumerate(scores.runs):
+        for b, run_b in enumerate(scores.runs):
+            if a == b:
+                continue
+            rows.append({"measure": m.name, "a": run_a, "b": run_b,
+                         "p_a_beats_b": float(wins[a, b]) if known else None,
+                         "difference": _round(summary["estimate"][a, b]) if known else None,
+                         "low": _round(summary["low"][a, b]) if known else None,
+                         "high": _round(summary["high"][a, b]) if known else None,
+                         "interval_kind": summary["interval_kind"][a, b]})
+    return rows
+
+
 def report(scores: RunScores, *, reference: RunScores | None = None) -> dict[str, Any]:
-    """The JSON form: ``results`` (run, measure, topic | "all", value, mean, std, low, high),
-    ``pairs`` (measure, a, b, p_a_beats_b), ``rankings`` (per measure: runs best first on the
-    most probable qrels, Kendall's tau against ``reference`` (gold) and across the draws).
-    Without draws of an uncertain posterior (samples = 0) mean, std, low, high and
+    """The JSON form: ``results`` (run, measure, topic | "all", value, mean, std, estimate,
+    low, high, interval_kind), ``pairs`` (measure, a, b, p_a_beats_b, difference, low, high,
+    interval_kind), ``rankings`` (per measure: runs best first on the most probable qrels,
+    Kendall's tau against ``reference`` (gold) and across the draws).
+
+    ``value`` is the score on the most probable qrels; ``estimate`` the posterior mean (the
+    draws' ``mean``), or with a gold sample (``interval_kind`` "ppi", on the means over topics)
+    the prediction-powered estimate; ``low``, ``high`` its 95 % interval, which holds it.
+    Without draws of an uncertain posterior (samples = 0) mean, std, estimate, low, high and
     p_a_beats_b are null.
 
     Which topics the means are over: ``qrels_topics`` (topics with judgments),
@@ -218,48 +322,21 @@ def report(scores: RunScores, *, reference: RunScores | None = None) -> dict[str
     rankings: list[dict[str, Any]] = []
     for m in scores.measures:
         value = scores.value[m.name]
-        if scores.draws is None:
-            summary = _no_draws(value, scores.fixed)
-        else:
-            summary = summarise(scores.draws[m.name].astype(np.float64), axis=0)
+        summary, all_summary = _summaries(scores, m)
         mean_value = scores.mean_value(m.name)
         mean_draws = scores.mean_draws(m.name)
-        if scores.draws is None:
-            all_summary = _no_draws(mean_value, scores.fixed)
-        else:
-            all_summary = summarise(mean_draws, axis=0)
         for ri, run in enumerate(scores.runs):
             for ti, topic in enumerate(scores.topics):
                 if np.isnan(value[ri, ti]):
                     continue
                 results.append({"run": run, "measure": m.name, "topic": topic,
                                 "value": float(value[ri, ti]),
-                                **{k: _round(summary[k][ri, ti]) for k in summary}})
+                                **{k: _cell(summary[k][ri, ti]) for k in _FIELDS}})
             results.append({"run": run, "measure": m.name, "topic": "all",
                             "value": _round(mean_value[ri]),
-                            **{k: _round(all_summary[k][ri]) for k in all_summary}})
-        wins = _win_probabilities(mean_draws, higher_is_better=m.higher_is_better)
-        for a, run_a in enumerate(scores.runs):
-            for b, run_b in enumerate(scores.runs):
-                if a != b:
-                    p = float(wins[a, b]) if scores.fixed or scores.draws is not None else None
-                    pairs.append({"measure": m.name, "a": run_a, "b": run_b, "p_a_beats_b": p})
-        sign = -1.0 if m.higher_is_better else 1.0
-        order = np.argsort(np.where(np.isnan(mean_value), np.inf, sign * mean_value),
-                           kind="stable")
-        ranking: dict[str, Any] = {"measure": m.name, "higher_is_better": m.higher_is_better,
-                                   "unit": m.unit, "runs": [scores.runs[i] for i in order],
-                                   "kendall_tau_gold": None, "kendall_tau_draws": None}
-        if reference is not None and m.name in reference.value:
-            ref = reference.mean_value(m.name)
-            ranking["kendall_tau_gold"] = _round(float(kendall_tau(mean_value, ref)))
-        if scores.draws is not None and len(scores.runs) > 1:
-            taus = kendall_tau(mean_value, mean_draws)
-            taus = taus[np.isfinite(taus)]  # a draw in which every run ties has no ranking
-            if len(taus):
-                ranking["kendall_tau_draws"] = {k: _round(float(v))
-                                                for k, v in summarise(taus).items()}
-        rankings.append(ranking)
+                            **{k: _cell(all_summary[k][ri]) for k in _FIELDS}})
+        pairs.extend(_pair_rows(scores, m))
+        rankings.append(_ranking(scores, m, mean_value, mean_draws, reference))
     answered = scores.answered()
     return {"results": results, "pairs": pairs, "rankings": rankings,
             "samples": scores.n_draws, "seed": scores.seed, "topics": len(scores.topics),
@@ -270,12 +347,40 @@ def report(scores: RunScores, *, reference: RunScores | None = None) -> dict[str
             "unjudged_topics": {r: len(t) for r, t in scores.unjudged_topics.items() if t}}
 
 
+_FIELDS = ("mean", "std", "estimate", "low", "high", "interval_kind")
+
+
+def _cell(x: Any) -> Any:
+    return x if isinstance(x, str) else _round(x)
+
+
+def _ranking(scores: RunScores, m: Measure, mean_value: np.ndarray, mean_draws: np.ndarray,
+             reference: RunScores | None) -> dict[str, Any]:
+    sign = -1.0 if m.higher_is_better else 1.0
+    order = np.argsort(np.where(np.isnan(mean_value), np.inf, sign * mean_value),
+                       kind="stable")
+    ranking: dict[str, Any] = {"measure": m.name, "higher_is_better": m.higher_is_better,
+                               "unit": m.unit, "runs": [scores.runs[i] for i in order],
+                               "kendall_tau_gold": None, "kendall_tau_draws": None}
+    if reference is not None and m.name in reference.value:
+        ref = reference.mean_value(m.name)
+        ranking["kendall_tau_gold"] = _round(float(kendall_tau(mean_value, ref)))
+    if scores.draws is not None and len(scores.runs) > 1:
+        taus = kendall_tau(mean_value, mean_draws)
+        taus = taus[np.isfinite(taus)]  # a draw in which every run ties has no ranking
+        if len(taus):
+            ranking["kendall_tau_draws"] = {k: _round(float(v))
+                                            for k, v in summarise(taus).items()}
+    return ranking
+
+
 def format_tsv(results: Sequence[Mapping[str, Any]]) -> str:
-    header = ("run", "measure", "topic", "value", "mean", "std", "low", "high")
+    header = ("run", "measure", "topic", "value", "mean", "std", "estimate", "low", "high",
+              "interval_kind")
     lines = ["\t".join(header)]
     for r in results:
         lines.append("\t".join(
-            str(r[k]) if k in ("run", "measure", "topic")
+            str(r[k]) if k in ("run", "measure", "topic", "interval_kind")
             else ("" if r[k] is None else f"{r[k]:.6f}") for k in header))
     return "\n".join(lines) + "\n"
 

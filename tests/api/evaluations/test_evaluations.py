@@ -91,7 +91,8 @@ def test_evaluation_job_matches_the_cli(client, tmp_path: Path) -> None:
     full = client.get(f"{API}/evaluations/{done['id']}/measures").json()
     assert len(full["results"]) == 3 * len(MEASURES) * 5  # 4 topics + "all"
     tsv = client.get(f"{API}/evaluations/{done['id']}/measures", params={"format": "tsv"}).text
-    assert tsv.splitlines()[0] == "run\tmeasure\ttopic\tvalue\tmean\tstd\tlow\thigh"
+    assert tsv.splitlines()[0] == ("run\tmeasure\ttopic\tvalue\tmean\tstd\testimate\tlow\thigh\t"
+                                   "interval_kind")
     trec = client.get(f"{API}/evaluations/{done['id']}/measures", params={"format": "trec"}).text
     assert "bm25\tAP\tall\t" in trec
 

@@ -1,0 +1,131 @@
+"""Prediction-powered inference (PPI) of run scores from a posterior and a gold sample of pairs.
+
+Angelopoulos et al. (2023), "Prediction-powered inference": a model predicts every unit, a
+labelled sample measures the model's error (the *rectifier*), and the prediction plus the
+estimated rectifier is an unbiased estimate with a CLT confidence interval, however wrong the
+model is. Oosterhuis et al. (2024) apply it to IR metrics with gold on whole queries. Here gold
+lies on a sample of (topic, doc) pairs, so the rectifier is per pair:
+
+- the estimand: run r's mean over the topics it answered, θ_r = (1/n_r) Σ_t m_rt(y);
+- the prediction: the posterior mean P_r = (1/n_r) Σ_t E_q[m_rt(Y)] (the draws' mean);
+- a pair p of topic t contributes d_rp = h_rtp(y_p) / n_r with h_rtp(c) = E_q[m_rt | Y_p = c]
+  − E_q[m_rt], the first-order (Hájek) projection of the measure on the pair's label under the
+  posterior q (tasks independent). Σ_p d_rp is the prediction's error up to interactions between
+  pairs; it is exact for measures linear in the labels (P@k, DCG@k, R@k with R known);
+- gold on a simple random sample G of n of the N judged pairs: D̂_r = (N/n) Σ_{p∈G} d_rp,
+  θ̂_r = P_r + D̂_r, standard error N √((1 − n/N) s²_r / n), s²_r the sample variance of d_rp over
+  G (finite population correction: the pairs are a finite set), interval θ̂_r ± z·se.
+
+The paired difference of two runs takes d_ap − d_bp. E_q[m | Y_p = c] is averaged over
+``PPI_DRAWS`` posterior draws in which only pair p's label is set to c (common random numbers,
+so the difference of two classes is not swamped by the draws' noise); a fixed posterior has one
+"draw", its labels. The guarantee needs the gold pairs to be a random sample of the judged pairs
+and a posterior that did not see their labels (a fit without gold, or one whose gold was held
+out); gold on one class only or fewer than two gold pairs cannot estimate the rectifier's
+variance: ``PPINeedsGold``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from statistics import NormalDist
+
+import numpy as np
+
+PPI_DRAWS = 200  # posterior draws behind each E_q[m | Y_p = c]
+LEVEL = 0.95
+_CHUNK_ROWS = 4000  # label rows scored at once (rows x judged tasks int8, scores M x rows x R)
+
+
+class PPINeedsGold(ValueError):
+    """PPI asked for without gold on at least two judged pairs of both classes."""
+
+    def __init__(self, counts: dict[str, int]) -> None:
+        self.counts = counts
+        super().__init__(
+            "prediction-powered intervals need gold labels on at least 2 judged pairs, "
+            f"relevant and non-relevant: {counts['gold_pairs']} gold pair(s) among the "
+            f"{counts['judged_pairs']} judged ({counts['relevant']} relevant, "
+            f"{counts['non_relevant']} non-relevant)")
+
+
+def gold_classes(classes: np.ndarray, relevant_index: int, topics: np.ndarray, docs: np.ndarray,
+                 gold: Mapping[tuple[str, str], int], relevant_from: int) -> np.ndarray:
+    """(J,) the class index of each task's gold label, -1 without gold. A binary posterior takes
+    gold ≥ ``relevant_from`` as class 1; a graded one the largest class ≤ the gold value."""
+    out = np.full(len(topics), -1, dtype=np.int64)
+    binary = classes.tolist() == [0, 1]
+    for i, key in enumerate(zip(topics.tolist(), docs.tolist(), strict=True)):
+        value = gold.get(key)
+        if value is None:
+            continue
+        if binary:
+            out[i] = int(value >= relevant_from)
+        else:
+            out[i] = max(int(np.searchsorted(classes, value, side="right")) - 1, 0)
+    return out
+
+
+def check_gold(gold_class: np.ndarray, relevant_index: int) -> dict[str, int]:
+    """The counts behind a PPI; ``PPINeedsGold`` when they cannot carry one."""
+    known = gold_class >= 0
+    relevant = int(np.count_nonzero(gold_class[known] >= relevant_index))
+    counts = {"judged_pairs": int(len(gold_class)), "gold_pairs": int(known.sum()),
+              "relevant": relevant, "non_relevant": int(known.sum()) - relevant}
+    if counts["gold_pairs"] < 2 or counts["relevant"] == 0 or counts["non_relevant"] == 0:
+        raise PPINeedsGold(counts)
+    return counts
+
+
+def projections(score, base: np.ndarray, proba: np.ndarray, gold_cols: np.ndarray,
+                gold_class: np.ndarray, n_measures: int, n_runs: int) -> np.ndarray:
+    """(M, G, R) h(y_p) = E[m | Y_p = y_p] − E[m] for each gold pair p of one topic.
+
+    ``score(labels)`` gives (M, rows, R) scores of the topic's located runs for rows of class
+    labels; ``base`` (S, J) the posterior draws whose column p is overwritten by each class in
+    turn; ``proba`` (J, C) the topic's posterior; ``gold_cols`` the gold pairs' columns and
+    ``gold_class`` their gold classes. E[m] is Σ_c q_p(c) E[m | Y_p = c] over the same draws,
+    so h averages exactly to 0 under q."""
+    n_draws, n_classes = base.shape[0], proba.shape[1]
+    out = np.empty((n_measures, len(gold_cols), n_runs))
+    per_pair = n_classes * n_draws
+    step = max(1, _CHUNK_ROWS // per_pair)
+    for start in range(0, len(gold_cols), step):
+        cols = gold_cols[start:start + step]
+        labels = np.repeat(base[None, None], len(cols), axis=0)
+        labels = np.repeat(labels, n_classes, axis=1)  # (g, C, S, J)
+        for k, col in enumerate(cols):
+            labels[k, :, :, col] = np.arange(n_classes, dtype=labels.dtype)[:, None]
+        scored = score(labels.reshape(-1, base.shape[1]))  # (M, g*C*S, R)
+        cond = scored.reshape(n_measures, len(cols), n_classes, n_draws, n_runs).mean(axis=3)
+        weights = proba[cols]  # (g, C)
+        expected = np.einsum("mgcr,gc->mgr", cond, weights)
+        picked = cond[:, np.arange(len(cols)), gold_class[start:start + step], :]
+        out[:, start:start + len(cols), :] = picked - expected
+    return out
+
+
+@dataclass(frozen=True)
+class Interval:
+    estimate: np.ndarray
+    se: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+
+
+def interval(prediction: np.ndarray, contributions: np.ndarray, n_pairs: int,
+             bounds: tuple[float, float] = (-np.inf, np.inf), level: float = LEVEL) -> Interval:
+    """θ̂ = prediction + (N/n) Σ d and its CLT interval; ``contributions`` (..., n) are the d of
+    the n gold pairs (last axis), ``n_pairs`` N the judged pairs they were sampled from. The
+    estimate and the interval are clipped to ``bounds``, the measure's range (the true score
+    lies in it, so clipping never loses coverage)."""
+    n = contributions.shape[-1]
+    scale = n_pairs / n
+    estimate = prediction + scale * contributions.sum(axis=-1)
+    variance = contributions.var(axis=-1, ddof=1) if n > 1 else np.zeros(prediction.shape)
+    se = n_pairs * np.sqrt(max(1.0 - n / n_pairs, 0.0) * variance / n)
+    z = NormalDist().inv_cdf(0.5 + level / 2)
+    lo, hi = bounds
+    return Interval(estimate=np.clip(estimate, lo, hi), se=se,
+                    low=np.clip(estimate - z * se, lo, hi), high=np.clip(estimate + z * se, lo, hi))
