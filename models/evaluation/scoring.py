@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from models.evaluation.measures import Measure
-from models.evaluation.ppi import PPI_DRAWS, interval, projections
+from models.evaluation.ppi import PPI_DRAWS, interval, projections, recalibrate
 from models.evaluation.uncertainty import Posterior, draw_classes, kendall_tau, summarise
 from models.evaluation.uncertainty import win_probabilities as _win_probabilities
 
@@ -41,8 +41,10 @@ class RunScores:
     fixed: bool = True  # the qrels are certain: every draw would equal the value
     qrels_topics: int = 0  # topics with judgments, answered by a run or not
     # PPI (``models.evaluation.ppi``): per measure (R, G) each gold pair's rectifier d_rp of
-    # each run's mean over topics, and N, the judged pairs the G gold pairs were sampled from.
+    # each run's mean over topics, (R, T) the prediction E_q[m] of the recalibrated posterior,
+    # and N, the judged pairs the G gold pairs were sampled from.
     ppi: dict[str, np.ndarray] | None = None
+    ppi_prediction: dict[str, np.ndarray] | None = None
     ppi_pairs: int = 0
 
     def answered(self) -> np.ndarray:
@@ -171,6 +173,10 @@ def evaluate_runs(posterior: Posterior, runs: Mapping[str, Mapping[str, Sequence
     gold_index = np.cumsum(gold_class >= 0) - 1 if use_ppi else None
     n_gold = int(np.count_nonzero(gold_class >= 0)) if use_ppi else 0
     ppi = ({m.name: np.zeros((len(run_names), n_gold)) for m in measures} if use_ppi else None)
+    prediction = ({m.name: np.full((len(run_names), len(topics)), np.nan) for m in measures}
+                  if use_ppi else None)
+    ppi_proba = (recalibrate(posterior.proba, gold_class, posterior.relevant_index)
+                 if use_ppi and stochastic else posterior.proba)
 
     for ti, t in enumerate(topics):
         rows = by_topic[t]
@@ -190,16 +196,21 @@ def evaluate_runs(posterior: Posterior, runs: Mapping[str, Mapping[str, Sequence
             scored = topic.score(labels, batch, measures)
             for mi, m in enumerate(measures):
                 draws[m.name][:, order, ti] = scored[mi]
-        if ppi is not None:
-            base = labels[:PPI_DRAWS] if draws is not None else most_probable[rows][None, :]
-            _add_projections(ppi, topic, batch, order, measures, base, posterior.proba[rows],
+        if ppi is not None and prediction is not None and gold_class is not None:
+            base = (draw_classes(ppi_proba[rows], PPI_DRAWS,
+                                 np.random.default_rng([int(seed or 0), topic_seed_index[t], 1]))
+                    if stochastic else most_probable[rows][None, :])
+            scored = topic.score(base, batch, measures)
+            for mi, m in enumerate(measures):
+                prediction[m.name][order, ti] = scored[mi].mean(axis=0)
+            _add_projections(ppi, topic, batch, order, measures, base, ppi_proba[rows],
                              gold_class[rows], gold_index[rows])
         if progress is not None:
             progress((ti + 1) / len(topics), f"topic {ti + 1}/{len(topics)}")
     scores = RunScores(runs=run_names, topics=topics, measures=list(measures), value=value,
                        draws=draws, n_draws=n_draws, seed=seed, unjudged_topics=unjudged,
                        fixed=posterior.deterministic, qrels_topics=len(all_topics), ppi=ppi,
-                       ppi_pairs=posterior.n_tasks)
+                       ppi_prediction=prediction, ppi_pairs=posterior.n_tasks)
     if ppi is not None:  # a pair's share of a run's mean over the n_r topics it answered
         n_topics = scores.answered().sum(axis=1)
         for m in measures:
@@ -261,8 +272,9 @@ def _summaries(scores: RunScores, m: Measure) -> tuple[dict[str, np.ndarray],
         topic = summarise(scores.draws[m.name].astype(np.float64), axis=0)
         whole = summarise(scores.mean_draws(m.name), axis=0)
     topic, whole = _with_estimate(topic, "posterior"), _with_estimate(whole, "posterior")
-    if scores.ppi is not None:
-        ppi = interval(whole["mean"], scores.ppi[m.name], scores.ppi_pairs, (0.0, _top(m)))
+    if scores.ppi is not None and scores.ppi_prediction is not None:
+        predicted = _nanmean(scores.ppi_prediction[m.name], axis=1)
+        ppi = interval(predicted, scores.ppi[m.name], scores.ppi_pairs, (0.0, _top(m)))
         whole.update(estimate=ppi.estimate, low=ppi.low, high=ppi.high,
                      interval_kind=np.full(ppi.estimate.shape, "ppi", dtype=object))
     return topic, whole
@@ -281,9 +293,11 @@ def _pair_rows(scores: RunScores, m: Measure) -> list[dict[str, Any]]:
     wins = _win_probabilities(mean_draws, higher_is_better=m.higher_is_better)
     diffs = mean_draws[:, :, None] - mean_draws[:, None, :]  # (S, R, R)
     summary = _with_estimate(summarise(diffs, axis=0), "posterior")
-    if scores.ppi is not None:
+    if scores.ppi is not None and scores.ppi_prediction is not None:
         rect = scores.ppi[m.name]
-        ppi = interval(summary["mean"], rect[:, None, :] - rect[None, :, :], scores.ppi_pairs,
+        predicted = _nanmean(scores.ppi_prediction[m.name], axis=1)
+        ppi = interval(predicted[:, None] - predicted[None, :], rect[:, None, :] - rect[None, :, :],
+                       scores.ppi_pairs,
                        (-_top(m), _top(m)))
         summary.update(estimate=ppi.estimate, low=ppi.low, high=ppi.high,
                        interval_kind=np.full(ppi.estimate.shape, "ppi", dtype=object))
