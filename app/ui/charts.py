@@ -294,8 +294,9 @@ def history_lines(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 def intervals(rows: list[dict[str, Any]], *, title: str, x: str, y: str) -> dict[str, Any] | None:
     """One point per row (``label``) at ``value`` (the score on the most probable qrels, or the
-    estimate) and, where the row has them, the mean over the draws with its 95 % interval
-    (``low``..``high``) as an error bar."""
+    estimate) and, where the row has them, the estimate (``estimate``: the posterior mean or
+    the prediction-powered one; else ``mean``) with its 95 % interval (``low``..``high``) as an
+    error bar."""
     rows = [r for r in rows if _r(r.get("value")) is not None]
     if not rows:
         return None
@@ -303,11 +304,13 @@ def intervals(rows: list[dict[str, Any]], *, title: str, x: str, y: str) -> dict
     data: list[dict[str, Any]] = []
     spread = [r for r in rows if _r(r.get("low")) is not None and _r(r.get("high")) is not None]
     if spread:
-        centre = [float(r["mean"]) if _r(r.get("mean")) is not None else float(r["value"])
-                  for r in spread]
+        centre = [float(next(r[k] for k in ("estimate", "mean", "value")
+                             if _r(r.get(k)) is not None)) for r in spread]
         high = [float(r["high"]) - c for r, c in zip(spread, centre, strict=True)]
         low = [c - float(r["low"]) for r, c in zip(spread, centre, strict=True)]
-        data.append({"type": "scatter", "mode": "markers", "name": "mean, 95 % interval",
+        kind = "prediction-powered" if spread[0].get("interval_kind") == "ppi" else "posterior"
+        data.append({"type": "scatter", "mode": "markers",
+                     "name": f"estimate, 95 % interval ({kind})",
                      "x": [str(r["label"]) for r in spread], "y": [_r(c) for c in centre],
                      "error_y": {"type": "data", "symmetric": False,
                                  "array": [_r(v) for v in high],

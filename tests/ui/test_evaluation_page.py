@@ -1,7 +1,7 @@
 """The evaluation page says what its numbers are: which topics each run's mean is over (and no
 best run among runs over different topics), no draws or intervals for fixed qrels, each
-measure's direction, and why the score on the most probable qrels can lie outside its own
-interval. Its numbers are the API's (``report``, ``results``, ``rankings``)."""
+measure's direction, and an estimate that lies inside its own interval (posterior or
+prediction-powered). Its numbers are the API's (``report``, ``results``, ``rankings``)."""
 
 from __future__ import annotations
 
@@ -86,7 +86,6 @@ def test_partial_runs_and_gold_qrels(client) -> None:
     assert "[" not in cell(page, "scores")
     legend = element(page, "cell-legend")
     assert "Fixed qrels" in legend and "no draws" in legend and "95 %" not in legend
-    assert "interval-note" not in page
     # ... nor in the collection's list of evaluations (its draws column showed the 100 asked)
     listed = {r[0]: r for r in rows(client.get("/ui/collections/ev").text, "evaluations")}
     assert listed[f"#{done['id']}"][4] == "0"
@@ -117,14 +116,15 @@ def test_draws_are_explained_and_gold_form_draws_nothing(client) -> None:
     assert "topic-warning" not in page  # both runs answer the four topics
     assert element(page, "best-run").startswith(
         next(r for r in api["rankings"] if r["measure"] == "P@10")["runs"][0])
-    # 4. Why the score on the most probable qrels may lie outside its own interval, and how
-    # often it does here.
-    note = element(page, "interval-note")
-    assert "most probable qrels" in note and "outside" in note
-    p10 = [r for r in api["results"] if r["measure"] == "P@10"]
-    outside = sum(not r["low"] <= r["value"] <= r["high"] for r in p10)
-    assert f"{outside} of 2 runs" in note
+    # 4. The estimate beside the score on the most probable qrels lies in its interval: no
+    # paragraph explaining why it would not.
+    assert "interval-note" not in page
+    legend = element(page, "cell-legend")
+    assert "most probable qrels" in legend and "the estimate and its 95 % interval" in legend
+    for r in api["results"]:
+        assert r["interval_kind"] == "posterior" and r["low"] <= r["estimate"] <= r["high"]
     assert "[" in cell(page, "scores")
+    assert figures(page)["intervals"]["data"][0]["name"] == "estimate, 95 % interval (posterior)"
     assert {"wins", "intervals"} <= set(figures(page))
 
     # The form: draws are ignored for gold (fixed qrels: every draw would be the same).

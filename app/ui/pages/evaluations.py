@@ -53,6 +53,8 @@ async def start_evaluation(request: Request, session: SessionDep, runner: Runner
         fields: dict[str, Any] = {
             "aggregation": source, "runs": words(form.get("runs")) or None,
             "samples": samples, "seed": whole_number(form, "seed", 0)}
+        if str(form.get("interval") or "") == "ppi" and source != "gold":
+            fields["interval"] = "ppi"
         if words(form.get("measures")):  # empty: the API's default measures
             fields["measures"] = words(form.get("measures"))
         try:
@@ -184,8 +186,7 @@ def _evaluation_context(evaluation: Any, measure: str | None) -> dict[str, Any]:
     table: dict[str, dict[str, Any]] = {}
     for r in results:
         table.setdefault(r["run"], {})[r["measure"]] = r
-    spread = [r for r in rows if r.get("low") is not None and r.get("value") is not None]
-    outside = sum(not r["low"] <= r["value"] <= r["high"] for r in spread)
+    kind = next((r.get("interval_kind") for r in rows), None) or "posterior"
     # the y axis says the direction and the unit: a short title, which wraps on a phone
     axis = ", ".join([str(measure)] + ([direction["unit"]] if direction["unit"] else []))
     if direction["arrow"]:
@@ -201,7 +202,7 @@ def _evaluation_context(evaluation: Any, measure: str | None) -> dict[str, Any]:
         "rows": rows, "table": [(run, table.get(run, {})) for run in order],
         "has_draws": has_draws, "draws": draws, "coverage": coverage,
         "directions": directions, "direction": direction,
-        "outside": {"count": outside, "of": len(spread)},
+        "interval_kind": kind, "ppi": (report.get("interval") == "ppi"),
         "figures": figures(intervals=intervals, wins=wins_chart),
     }
 
