@@ -94,14 +94,14 @@ def recalibrate(proba: np.ndarray, gold_class: np.ndarray, relevant_index: int) 
     x, y = np.stack([np.ones(int(known.sum())), z[known]], axis=1), gold_class[known] >= 1
     w = np.array([0.0, 1.0])
     for _ in range(25):
-        p = 1 / (1 + np.exp(-(x @ w)))
+        p = 1 / (1 + np.exp(-np.clip(x @ w, -30, 30)))
         grad = x.T @ (y - p) - (w - [0.0, 1.0])
         hess = (x * (p * (1 - p))[:, None]).T @ x + np.eye(2)
         step = np.linalg.solve(hess, grad)
         w = w + step
         if np.max(np.abs(step)) < 1e-8:
             break
-    p_rel = 1 / (1 + np.exp(-(w[0] + w[1] * z)))
+    p_rel = 1 / (1 + np.exp(-np.clip(w[0] + w[1] * z, -30, 30)))
     return np.stack([1 - p_rel, p_rel], axis=1)
 
 
