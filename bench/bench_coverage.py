@@ -3,8 +3,10 @@
 Synthetic collections with known truth (``models.synthetic``, Algorithm 10; documents spread over
 20 topics by doc number mod 20) and 6 runs ranking each topic by truth + Gaussian noise of sd
 0.3, 0.6, 0.9, 1.2, 1.6, 2.5 (the setting of issue #34). Per seed and method (fitted without
-gold): the run scores on the true labels, the posterior intervals (the draws), and the
-prediction-powered ones from a random ``--gold-share`` of the pairs labelled with the truth.
+gold): the run scores on the true labels, the posterior intervals (independent per-task draws),
+the posterior intervals whose draws also draw the annotators' confusion matrices
+(``posterior+theta``, ``models.evaluation.parameters``), and the prediction-powered ones from a
+random ``--gold-share`` of the pairs labelled with the truth.
 Prints, per method, measure and interval kind, the share of (seed, run) intervals that hold the
 true mean over topics and their mean width; ``--json`` writes the rows.
 
@@ -67,6 +69,7 @@ def fit(method: str, data, runs, seed: int) -> np.ndarray:  # type: ignore[no-un
 
 def one_seed(method: str, n_tasks: int, seed: int, args: argparse.Namespace) -> list[dict]:
     from models.evaluation.measures import parse_measures
+    from models.evaluation.parameters import AnnotatorDraws
     from models.evaluation.scoring import evaluate_runs, report
     from models.evaluation.uncertainty import Posterior
 
@@ -81,10 +84,13 @@ def one_seed(method: str, n_tasks: int, seed: int, args: argparse.Namespace) -> 
                          runs, measures, samples=0)
     rng = np.random.default_rng([seed, 7])
     gold = np.where(rng.random(len(truth)) < args.gold_share, truth, -1)
+    theta = AnnotatorDraws.draw(proba, data.task, data.annotator, data.label, 2, args.samples,
+                                np.random.default_rng([seed, 11]))
     out = []
-    for kind, gold_class in (("posterior", None), ("ppi", gold)):
+    for kind, gold_class, params in (("posterior", None, None), ("posterior+theta", None, theta),
+                                     ("ppi", gold, None)):
         scores = evaluate_runs(post, runs, measures, samples=args.samples, seed=seed,
-                               gold_class=gold_class)
+                               gold_class=gold_class, parameters=params)
         for row in report(scores)["results"]:
             if row["topic"] != "all":
                 continue
@@ -125,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{method}\t{measure}\t{kind}\t{len(sel)}\t{np.mean([r['holds'] for r in sel]):.3f}"
               f"\t{width:.3f}\t{np.mean([r['holds_estimate'] for r in sel]):.3f}")
     for method in args.methods:
-        for kind in ("posterior", "ppi"):
+        for kind in ("posterior", "posterior+theta", "ppi"):
             sel = [r for r in rows if r["method"] == method and r["kind"] == kind]
             print(f"{method}\tall\t{kind}\t{len(sel)}\t{np.mean([r['holds'] for r in sel]):.3f}")
     if args.json:

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from models.evaluation.measures import Measure
+from models.evaluation.parameters import AnnotatorDraws, draw_tilted
 from models.evaluation.ppi import PPI_DRAWS, interval, projections, recalibrate
 from models.evaluation.uncertainty import Posterior, draw_classes, kendall_tau, summarise
 from models.evaluation.uncertainty import win_probabilities as _win_probabilities
@@ -138,12 +139,15 @@ class _Topic:
 def evaluate_runs(posterior: Posterior, runs: Mapping[str, Mapping[str, Sequence[str]]],
                   measures: Sequence[Measure], *, samples: int = 1000, seed: int | None = 0,
                   progress: Progress | None = None,
-                  gold_class: np.ndarray | None = None) -> RunScores:
+                  gold_class: np.ndarray | None = None,
+                  parameters: AnnotatorDraws | None = None) -> RunScores:
     """Score every run on every judged topic it answered, for the most probable qrels and for
     ``samples`` draws from the posterior (none when it is deterministic or samples is 0).
     ``gold_class`` ((J,) class index per posterior task, -1 without gold; ``ppi.gold_classes``)
     adds what a prediction-powered interval needs (``ppi``: it needs draws of an uncertain
-    posterior).
+    posterior). ``parameters`` (``parameters.AnnotatorDraws`` with ``samples`` draws) makes
+    draw s tilt every task's posterior by the same draw of the annotators' parameters, so an
+    annotator's errors move together across topics.
 
     ``runs`` maps a run name to {topic: [doc, ...] best first} (``app.formats.runs.TrecRun``).
     The draws of a topic come from ``default_rng([seed, i])``, i the topic's index among the
@@ -158,6 +162,8 @@ def evaluate_runs(posterior: Posterior, runs: Mapping[str, Mapping[str, Sequence
                 for name, run in runs.items()}
     stochastic = samples > 0 and not posterior.deterministic
     n_draws = samples if stochastic else 0
+    if parameters is not None and stochastic and parameters.samples != n_draws:
+        raise ValueError(f"{parameters.samples} parameter draws for {n_draws} draws of the qrels")
 
     value = {m.name: np.full((len(run_names), len(topics)), np.nan) for m in measures}
     draws = ({m.name: np.full((n_draws, len(run_names), len(topics)), np.nan)
@@ -192,7 +198,10 @@ def evaluate_runs(posterior: Posterior, runs: Mapping[str, Mapping[str, Sequence
             value[m.name][order, ti] = scored[mi, 0]
         if draws is not None:
             rng = np.random.default_rng([int(seed or 0), topic_seed_index[t]])
-            labels = draw_classes(posterior.proba[rows], n_draws, rng)
+            if parameters is not None:
+                labels = draw_tilted(parameters.topic_proba(rows, posterior.proba[rows]), rng)
+            else:
+                labels = draw_classes(posterior.proba[rows], n_draws, rng)
             scored = topic.score(labels, batch, measures)
             for mi, m in enumerate(measures):
                 draws[m.name][:, order, ti] = scored[mi]

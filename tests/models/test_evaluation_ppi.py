@@ -109,3 +109,38 @@ def test_ppi_covers_the_true_score_where_the_posterior_does_not() -> None:
     ppi, posterior = np.mean(held["ppi"]), np.mean(held["posterior"])
     assert ppi >= 0.85, (ppi, posterior)  # nominal .95 over 64 intervals (measured: .97)
     assert posterior <= 0.5, (ppi, posterior)  # the bias the rectifier corrects is real
+
+
+def test_annotator_parameter_draws_move_an_annotators_tasks_together() -> None:
+    """Three annotators judge all 400 tasks (20 topics): drawing their confusion matrices
+    shifts every task they judged at once, so the spread of a run's mean over topics grows
+    beyond that of independent per-task draws; with θ pinned (huge counts) the tilt vanishes."""
+    from models.evaluation.parameters import AnnotatorDraws
+
+    rng = np.random.default_rng(0)
+    n = 400
+    truth = rng.random(n) < 0.4
+    task = np.repeat(np.arange(n), 3)
+    annotator = np.tile(np.arange(3), n)
+    label = np.where(rng.random(3 * n) < 0.8, truth[task], ~truth[task]).astype(np.int64)
+    votes = np.bincount(task, weights=label, minlength=n)
+    q = np.clip(votes / 3, 0.05, 0.95)
+    topics = np.array([f"t{i % 20:02d}" for i in range(n)], dtype=object)
+    docs = np.array([f"d{i:03d}" for i in range(n)], dtype=object)
+    post = Posterior.binary(topics, docs, q)
+    runs = {"r": {t: list(docs[topics == t]) for t in np.unique(topics)}}
+    measures = parse_measures(["P@10"])
+    theta = AnnotatorDraws.draw(post.proba, task, annotator, label, 2, 1000,
+                                np.random.default_rng(1))
+    plain = evaluate_runs(post, runs, measures, samples=1000, seed=2).mean_draws("P@10")
+    tied = evaluate_runs(post, runs, measures, samples=1000, seed=2,
+                         parameters=theta).mean_draws("P@10")
+    # θ from 400 judgments each is tight (sd ≈ .02): the spread grows by about a sixth
+    assert tied.std() > 1.08 * plain.std(), (tied.std(), plain.std())
+    assert abs(tied.mean() - plain.mean()) < 0.05
+
+    pinned = AnnotatorDraws.draw(post.proba, task, annotator, label, 2, 5,
+                                 np.random.default_rng(1))
+    pinned = AnnotatorDraws(pinned.task, pinned.annotator, pinned.label,
+                            np.zeros_like(pinned.log_ratio))
+    assert np.allclose(pinned.topic_proba(np.arange(n), post.proba), post.proba[None])
