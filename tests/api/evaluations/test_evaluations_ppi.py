@@ -9,9 +9,14 @@ from pathlib import Path
 import pytest
 
 from app.cli import main as cli
+from tests.api.evaluations.test_evaluations import (
+    evaluate,
+    judgments_and_gold,
+    run_text,
+    setup_collection,
+)
 from tests.api.helpers import API, TSV, create_collection
 from tests.api.jobs import wait_for
-from tests.api.evaluations.test_evaluations import evaluate, judgments_and_gold, run_text, setup_collection
 
 MEASURES = ["P@10", "AP", "nDCG@10"]
 
