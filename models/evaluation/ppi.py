@@ -106,16 +106,15 @@ def recalibrate(proba: np.ndarray, gold_class: np.ndarray, relevant_index: int) 
 
 
 def projections(score, base: np.ndarray, proba: np.ndarray, gold_cols: np.ndarray,
-                gold_class: np.ndarray, n_measures: int, n_runs: int) -> np.ndarray:
-    """(M, G, R) h(y_p) = E[m | Y_p = y_p] − E[m] for each gold pair p of one topic.
+                n_measures: int, n_runs: int) -> np.ndarray:
+    """(M, G, C, R) h_p(c) = E[m | Y_p = c] − E[m] for each gold pair p of one topic and class c.
 
     ``score(labels)`` gives (M, rows, R) scores of the topic's located runs for rows of class
     labels; ``base`` (S, J) the posterior draws whose column p is overwritten by each class in
-    turn; ``proba`` (J, C) the topic's posterior; ``gold_cols`` the gold pairs' columns and
-    ``gold_class`` their gold classes. E[m] is Σ_c q_p(c) E[m | Y_p = c] over the same draws,
-    so h averages exactly to 0 under q."""
+    turn; ``proba`` (J, C) the topic's posterior; ``gold_cols`` the gold pairs' columns.
+    E[m] is Σ_c q_p(c) E[m | Y_p = c] over the same draws, so h averages exactly to 0 under q."""
     n_draws, n_classes = base.shape[0], proba.shape[1]
-    out = np.empty((n_measures, len(gold_cols), n_runs))
+    out = np.empty((n_measures, len(gold_cols), n_classes, n_runs))
     per_pair = n_classes * n_draws
     step = max(1, _CHUNK_ROWS // per_pair)
     for start in range(0, len(gold_cols), step):
@@ -126,10 +125,8 @@ def projections(score, base: np.ndarray, proba: np.ndarray, gold_cols: np.ndarra
             labels[k, :, :, col] = np.arange(n_classes, dtype=labels.dtype)[:, None]
         scored = score(labels.reshape(-1, base.shape[1]))  # (M, g*C*S, R)
         cond = scored.reshape(n_measures, len(cols), n_classes, n_draws, n_runs).mean(axis=3)
-        weights = proba[cols]  # (g, C)
-        expected = np.einsum("mgcr,gc->mgr", cond, weights)
-        picked = cond[:, np.arange(len(cols)), gold_class[start:start + step], :]
-        out[:, start:start + len(cols), :] = picked - expected
+        expected = np.einsum("mgcr,gc->mgr", cond, proba[cols])
+        out[:, start:start + len(cols)] = cond - expected[:, :, None, :]
     return out
 
 
@@ -142,15 +139,23 @@ class Interval:
 
 
 def interval(prediction: np.ndarray, contributions: np.ndarray, n_pairs: int,
-             bounds: tuple[float, float] = (-np.inf, np.inf), level: float = LEVEL) -> Interval:
+             bounds: tuple[float, float] = (-np.inf, np.inf), level: float = LEVEL,
+             model_variance: np.ndarray | None = None) -> Interval:
     """θ̂ = prediction + (N/n) Σ d and its CLT interval; ``contributions`` (..., n) are the d of
     the n gold pairs (last axis), ``n_pairs`` N the judged pairs they were sampled from. The
     estimate and the interval are clipped to ``bounds``, the measure's range (the true score
-    lies in it, so clipping never loses coverage)."""
+    lies in it, so clipping never loses coverage). ``model_variance`` (..., n): each gold pair's
+    variance of d under the posterior, Σ_c q_p(c) d_p(c)²; their mean floors the sample variance.
+    A measure's error often rests on a few pairs (P@10: the top 10 of each topic), of which the
+    sample holds fewer still; when it happens to hold no error, the sample variance is 0 and
+    the CLT interval a point (the Wald interval's failure for a rare event), while the
+    posterior still expects errors there."""
     n = contributions.shape[-1]
     scale = n_pairs / n
     estimate = prediction + scale * contributions.sum(axis=-1)
     variance = contributions.var(axis=-1, ddof=1) if n > 1 else np.zeros(prediction.shape)
+    if model_variance is not None:  # a floor where the sample saw too few errors
+        variance = np.maximum(variance, model_variance.mean(axis=-1))
     se = n_pairs * np.sqrt(max(1.0 - n / n_pairs, 0.0) * variance / n)
     z = NormalDist().inv_cdf(0.5 + level / 2)
     lo, hi = bounds

@@ -46,6 +46,10 @@ class RunScores:
     # and N, the judged pairs the G gold pairs were sampled from.
     ppi: dict[str, np.ndarray] | None = None
     ppi_prediction: dict[str, np.ndarray] | None = None
+    # (R, G, C) each gold pair's d_rp(c) for every class c, and (G, C) its recalibrated q_p(c):
+    # the rectifier's variance under the posterior (``ppi.interval``'s floor).
+    ppi_all: dict[str, np.ndarray] | None = None
+    ppi_q: np.ndarray | None = None
     ppi_pairs: int = 0
 
     def answered(self) -> np.ndarray:
@@ -178,7 +182,9 @@ def evaluate_runs(posterior: Posterior, runs: Mapping[str, Mapping[str, Sequence
         raise ValueError("prediction-powered intervals need draws of the posterior (samples > 0)")
     gold_index = np.cumsum(gold_class >= 0) - 1 if use_ppi else None
     n_gold = int(np.count_nonzero(gold_class >= 0)) if use_ppi else 0
-    ppi = ({m.name: np.zeros((len(run_names), n_gold)) for m in measures} if use_ppi else None)
+    n_classes = len(posterior.classes)
+    ppi = ({m.name: np.zeros((len(run_names), n_gold, n_classes)) for m in measures}
+           if use_ppi else None)
     prediction = ({m.name: np.full((len(run_names), len(topics)), np.nan) for m in measures}
                   if use_ppi else None)
     ppi_proba = (recalibrate(posterior.proba, gold_class, posterior.relevant_index)
@@ -213,31 +219,36 @@ def evaluate_runs(posterior: Posterior, runs: Mapping[str, Mapping[str, Sequence
             for mi, m in enumerate(measures):
                 prediction[m.name][order, ti] = scored[mi].mean(axis=0)
             _add_projections(ppi, topic, batch, order, measures, base, ppi_proba[rows],
-                             gold_class[rows], gold_index[rows])
+                             gold_class[rows] >= 0, gold_index[rows])
         if progress is not None:
             progress((ti + 1) / len(topics), f"topic {ti + 1}/{len(topics)}")
     scores = RunScores(runs=run_names, topics=topics, measures=list(measures), value=value,
                        draws=draws, n_draws=n_draws, seed=seed, unjudged_topics=unjudged,
                        fixed=posterior.deterministic, qrels_topics=len(all_topics), ppi=ppi,
                        ppi_prediction=prediction, ppi_pairs=posterior.n_tasks)
-    if ppi is not None:  # a pair's share of a run's mean over the n_r topics it answered
-        n_topics = scores.answered().sum(axis=1)
+    if ppi is not None and gold_class is not None:  # a pair's share of a run's mean
+        n_topics = np.maximum(scores.answered().sum(axis=1), 1)  # over the topics it answered
+        known = gold_class >= 0
         for m in measures:
-            ppi[m.name] /= np.maximum(n_topics, 1)[:, None]
+            ppi[m.name] /= n_topics[:, None, None]
+        scores.ppi_all, scores.ppi_q = ppi, ppi_proba[known]
+        scores.ppi = {name: h[:, np.arange(n_gold), gold_class[known]]
+                      for name, h in ppi.items()}
     return scores
 
 
 def _add_projections(ppi: dict[str, np.ndarray], topic: _Topic, batch: list, order: list[int],
                      measures: Sequence[Measure], base: np.ndarray, proba: np.ndarray,
-                     gold_class: np.ndarray, gold_index: np.ndarray) -> None:
-    """Each gold pair's projection h (``ppi.projections``) into ``ppi[m][run, gold index]``."""
-    cols = np.flatnonzero(gold_class >= 0)
+                     has_gold: np.ndarray, gold_index: np.ndarray) -> None:
+    """Each gold pair's projections h(c) (``ppi.projections``) into
+    ``ppi[m][run, gold index, c]``."""
+    cols = np.flatnonzero(has_gold)
     if not len(cols):
         return
     h = projections(lambda labels: topic.score(labels, batch, measures), base.astype(np.int8),
-                    proba, cols, gold_class[cols], len(measures), len(order))
+                    proba, cols, len(measures), len(order))  # (M, g, C, r)
     for mi, m in enumerate(measures):
-        ppi[m.name][np.ix_(order, gold_index[cols])] = h[mi].T
+        ppi[m.name][np.ix_(order, gold_index[cols])] = h[mi].transpose(2, 0, 1)
 
 
 def win_matrix(scores: RunScores, measure: Measure) -> np.ndarray:
@@ -283,10 +294,26 @@ def _summaries(scores: RunScores, m: Measure) -> tuple[dict[str, np.ndarray],
     topic, whole = _with_estimate(topic, "posterior"), _with_estimate(whole, "posterior")
     if scores.ppi is not None and scores.ppi_prediction is not None:
         predicted = _nanmean(scores.ppi_prediction[m.name], axis=1)
-        ppi = interval(predicted, scores.ppi[m.name], scores.ppi_pairs, (0.0, _top(m)))
+        ppi = interval(predicted, scores.ppi[m.name], scores.ppi_pairs, (0.0, _top(m)),
+                       model_variance=_model_variance(scores, m.name))
         whole.update(estimate=ppi.estimate, low=ppi.low, high=ppi.high,
                      interval_kind=np.full(ppi.estimate.shape, "ppi", dtype=object))
     return topic, whole
+
+
+def _model_variance(scores: RunScores, measure: str, paired: bool = False) -> np.ndarray | None:
+    """(R, G), or (R, R, G) for the differences a − b: each gold pair's variance of its
+    rectifier under the recalibrated posterior, Σ_c q_p(c) d_p(c)²."""
+    if scores.ppi_all is None or scores.ppi_q is None:
+        return None
+    h, q = scores.ppi_all[measure], scores.ppi_q
+    if not paired:
+        return np.einsum("rgc,gc->rg", h * h, q)
+    out = np.empty((h.shape[0], h.shape[0], h.shape[1]))
+    for a in range(h.shape[0]):
+        diff = h[a][None] - h
+        out[a] = np.einsum("rgc,gc->rg", diff * diff, q)
+    return out
 
 
 def _top(m: Measure) -> float:
@@ -306,8 +333,8 @@ def _pair_rows(scores: RunScores, m: Measure) -> list[dict[str, Any]]:
         rect = scores.ppi[m.name]
         predicted = _nanmean(scores.ppi_prediction[m.name], axis=1)
         ppi = interval(predicted[:, None] - predicted[None, :], rect[:, None, :] - rect[None, :, :],
-                       scores.ppi_pairs,
-                       (-_top(m), _top(m)))
+                       scores.ppi_pairs, (-_top(m), _top(m)),
+                       model_variance=_model_variance(scores, m.name, paired=True))
         summary.update(estimate=ppi.estimate, low=ppi.low, high=ppi.high,
                        interval_kind=np.full(ppi.estimate.shape, "ppi", dtype=object))
     rows = []
