@@ -72,3 +72,23 @@ def test_a_tasks_file_splits_lines_only_at_line_ends() -> None:
     with pytest.raises(FileFormatError) as empty:
         posterior_from_tasks("")
     assert empty.value.code == "empty_file"
+
+
+def test_ppi_on_fixed_qrels_corrected_by_a_human_sample(tmp_path: Path) -> None:
+    """An LLM judge's qrels on every pair plus human labels on a sample (issue #38): the
+    prediction is the score on the LLM's qrels, the rectifier the change each human label makes.
+    One topic, LLM d1..d4 = 1, 0, 1, 0; humans d1 = 0, d2 = 1 (n = 2 of N = 4); P@2 of d1, d2,
+    d3, d4: 0.5 on the LLM's qrels, d = (−.5, +.5), estimate .5 + (4/2)·0 = .5, s² = .5,
+    se = 4 √(.5 · .5 / 2) = 1.41: the interval is the whole range [0, 1]."""
+    (tmp_path / "llm.qrels").write_text("q 0 d1 1\nq 0 d2 0\nq 0 d3 1\nq 0 d4 0\n")
+    (tmp_path / "human.qrels").write_text("q 0 d1 0\nq 0 d2 1\n")
+    (tmp_path / "r.run").write_text("".join(f"q Q0 d{i} {i} {9 - i} r\n" for i in range(1, 5)))
+    out = tmp_path / "out.json"
+    assert cli(["evaluate", "--qrels", str(tmp_path / "llm.qrels"), "--gold",
+                str(tmp_path / "human.qrels"), "--runs", str(tmp_path / "r.run"), "--measures",
+                "P@2", "--interval", "ppi", "--output", str(out), "--quiet"]) == 0
+    rows = {r["topic"]: r for r in json.loads(out.read_text())["results"]}
+    assert rows["all"]["value"] == 0.5 and rows["all"]["interval_kind"] == "ppi"
+    assert rows["all"]["estimate"] == pytest.approx(0.5)
+    assert (rows["all"]["low"], rows["all"]["high"]) == (0.0, 1.0)
+    assert rows["q"]["interval_kind"] == "posterior" and rows["q"]["low"] == 0.5
