@@ -89,6 +89,13 @@ def test_ppi_needs_gold(client, tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert (error["gold_pairs"], error["relevant"], error["non_relevant"]) == (2, 2, 0)
     assert client.get(url).json()["count"] == 0  # nothing created
 
+    # A fit that clamped the gold predicts the gold pairs by their labels: no error to measure.
+    clamped = client.post(f"{API}/collections/nogold/aggregations",
+                          json={"method": "ds", "params": {"use_gold": True}}).json()
+    assert wait_for(client, clamped["id"])["status"] == "succeeded"
+    response = client.post(url, json={**body, "aggregation": clamped["id"]})
+    assert response.status_code == 422 and response.json()["code"] == "ppi_gold_used_in_fit"
+
     response = client.post(url, json={**body, "samples": 0})
     assert response.status_code == 422 and response.json()["code"] == "invalid_body"
 
