@@ -177,18 +177,10 @@ def evaluate_runs(posterior: Posterior, runs: Mapping[str, Mapping[str, Sequence
         rows = np.flatnonzero(posterior.topics == t)
         by_topic[t] = rows[np.argsort(posterior.docs[rows], kind="stable")]
     most_probable = posterior.most_probable()
-    use_ppi = gold_class is not None
-    if use_ppi and not stochastic and not posterior.deterministic:
+    if gold_class is not None and not stochastic and not posterior.deterministic:
         raise ValueError("prediction-powered intervals need draws of the posterior (samples > 0)")
-    gold_index = np.cumsum(gold_class >= 0) - 1 if use_ppi else None
-    n_gold = int(np.count_nonzero(gold_class >= 0)) if use_ppi else 0
-    n_classes = len(posterior.classes)
-    ppi = ({m.name: np.zeros((len(run_names), n_gold, n_classes)) for m in measures}
-           if use_ppi else None)
-    prediction = ({m.name: np.full((len(run_names), len(topics)), np.nan) for m in measures}
-                  if use_ppi else None)
-    ppi_proba = (recalibrate(posterior.proba, gold_class, posterior.relevant_index)
-                 if use_ppi and stochastic else posterior.proba)
+    ppi = (_PPIParts(posterior, gold_class, measures, len(run_names), len(topics), stochastic)
+           if gold_class is not None else None)
 
     for ti, t in enumerate(topics):
         rows = by_topic[t]
@@ -211,44 +203,61 @@ def evaluate_runs(posterior: Posterior, runs: Mapping[str, Mapping[str, Sequence
             scored = topic.score(labels, batch, measures)
             for mi, m in enumerate(measures):
                 draws[m.name][:, order, ti] = scored[mi]
-        if ppi is not None and prediction is not None and gold_class is not None:
-            base = (draw_classes(ppi_proba[rows], PPI_DRAWS,
-                                 np.random.default_rng([int(seed or 0), topic_seed_index[t], 1]))
-                    if stochastic else most_probable[rows][None, :])
-            scored = topic.score(base, batch, measures)
-            for mi, m in enumerate(measures):
-                prediction[m.name][order, ti] = scored[mi].mean(axis=0)
-            _add_projections(ppi, topic, batch, order, measures, base, ppi_proba[rows],
-                             gold_class[rows] >= 0, gold_index[rows])
+        if ppi is not None:
+            ppi.add_topic(topic, batch, order, ti, rows, most_probable,
+                          np.random.default_rng([int(seed or 0), topic_seed_index[t], 1]))
         if progress is not None:
             progress((ti + 1) / len(topics), f"topic {ti + 1}/{len(topics)}")
     scores = RunScores(runs=run_names, topics=topics, measures=list(measures), value=value,
                        draws=draws, n_draws=n_draws, seed=seed, unjudged_topics=unjudged,
-                       fixed=posterior.deterministic, qrels_topics=len(all_topics), ppi=ppi,
-                       ppi_prediction=prediction, ppi_pairs=posterior.n_tasks)
-    if ppi is not None and gold_class is not None:  # a pair's share of a run's mean
-        n_topics = np.maximum(scores.answered().sum(axis=1), 1)  # over the topics it answered
-        known = gold_class >= 0
-        for m in measures:
-            ppi[m.name] /= n_topics[:, None, None]
-        scores.ppi_all, scores.ppi_q = ppi, ppi_proba[known]
-        scores.ppi = {name: h[:, np.arange(n_gold), gold_class[known]]
-                      for name, h in ppi.items()}
+                       fixed=posterior.deterministic, qrels_topics=len(all_topics))
+    if ppi is not None:
+        ppi.finish(scores)
     return scores
 
 
-def _add_projections(ppi: dict[str, np.ndarray], topic: _Topic, batch: list, order: list[int],
-                     measures: Sequence[Measure], base: np.ndarray, proba: np.ndarray,
-                     has_gold: np.ndarray, gold_index: np.ndarray) -> None:
-    """Each gold pair's projections h(c) (``ppi.projections``) into
-    ``ppi[m][run, gold index, c]``."""
-    cols = np.flatnonzero(has_gold)
-    if not len(cols):
-        return
-    h = projections(lambda labels: topic.score(labels, batch, measures), base.astype(np.int8),
-                    proba, cols, len(measures), len(order))  # (M, g, C, r)
-    for mi, m in enumerate(measures):
-        ppi[m.name][np.ix_(order, gold_index[cols])] = h[mi].transpose(2, 0, 1)
+class _PPIParts:
+    """What a prediction-powered interval needs, gathered topic by topic: the recalibrated
+    posterior's prediction per (run, topic) and each gold pair's projections h(c)."""
+
+    def __init__(self, posterior: Posterior, gold_class: np.ndarray,
+                 measures: Sequence[Measure], n_runs: int, n_topics: int,
+                 stochastic: bool) -> None:
+        self.gold_class, self.measures, self.stochastic = gold_class, measures, stochastic
+        self.n_pairs = posterior.n_tasks
+        self.gold_index = np.cumsum(gold_class >= 0) - 1
+        n_gold = int(np.count_nonzero(gold_class >= 0))
+        self.h = {m.name: np.zeros((n_runs, n_gold, len(posterior.classes))) for m in measures}
+        self.prediction = {m.name: np.full((n_runs, n_topics), np.nan) for m in measures}
+        self.proba = (recalibrate(posterior.proba, gold_class, posterior.relevant_index)
+                      if stochastic else posterior.proba)
+
+    def add_topic(self, topic: _Topic, batch: list, order: list[int], ti: int, rows: np.ndarray,
+                  most_probable: np.ndarray, rng: np.random.Generator) -> None:
+        measures = self.measures
+        base = (draw_classes(self.proba[rows], PPI_DRAWS, rng) if self.stochastic
+                else most_probable[rows][None, :].astype(np.int8))
+        scored = topic.score(base, batch, measures)
+        for mi, m in enumerate(measures):
+            self.prediction[m.name][order, ti] = scored[mi].mean(axis=0)
+        cols = np.flatnonzero(self.gold_class[rows] >= 0)
+        if not len(cols):
+            return
+        h = projections(lambda labels: topic.score(labels, batch, measures), base,
+                        self.proba[rows], cols, len(measures), len(order))  # (M, g, C, r)
+        for mi, m in enumerate(measures):
+            self.h[m.name][np.ix_(order, self.gold_index[rows][cols])] = h[mi].transpose(2, 0, 1)
+
+    def finish(self, scores: RunScores) -> None:
+        """Each pair's share of a run's mean over the n_r topics it answered, into ``scores``."""
+        n_topics = np.maximum(scores.answered().sum(axis=1), 1)
+        known = self.gold_class >= 0
+        picked = np.arange(int(known.sum()))
+        for name in self.h:
+            self.h[name] /= n_topics[:, None, None]
+        scores.ppi_all, scores.ppi_q, scores.ppi_pairs = self.h, self.proba[known], self.n_pairs
+        scores.ppi_prediction = self.prediction
+        scores.ppi = {name: h[:, picked, self.gold_class[known]] for name, h in self.h.items()}
 
 
 def win_matrix(scores: RunScores, measure: Measure) -> np.ndarray:
