@@ -31,6 +31,7 @@ from app.features.router import builds_router as feature_builds_router
 from app.features.router import router as features_router
 from app.jobs.maintenance import Maintenance
 from app.jobs.runner import make_runner
+from app.judges.router import router as judges_router
 from app.judgments.router import router as judgments_router
 from app.sampling.inputs import NextInputs
 from app.sampling.router import aggregation_router as sampling_aggregation_router
@@ -120,6 +121,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(aggregations_router, prefix=API_PREFIX)
     app.include_router(collections_router, prefix=API_PREFIX)
     app.include_router(judgments_router, prefix=API_PREFIX)
+    app.include_router(judges_router, prefix=API_PREFIX)
     app.include_router(features_router, prefix=API_PREFIX)
     app.include_router(feature_builds_router, prefix=API_PREFIX)
     app.include_router(corpus_router, prefix=API_PREFIX)

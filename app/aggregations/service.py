@@ -67,7 +67,8 @@ def create_aggregation(session: Session, *, runner: JobRunner, collection: Colle
 
     lock_collection(session, collection_id=collection.id)
     watermark = current_watermark(session, collection_id=collection.id)
-    usable_where = [Judgment.collection_id == collection.id, Judgment.id <= watermark]
+    usable_where = [Judgment.collection_id == collection.id, Judgment.id <= watermark,
+                    Judgment.label.is_not(None)]
     if collection.ignore:
         usable_where.append(Judgment.label.not_in(collection.ignore))
     usable = session.scalar(select(func.count()).select_from(Judgment).where(*usable_where))
@@ -264,7 +265,7 @@ def annotator_history(session: Session, *, collection: Collection,
         raise NotFound(f"no annotator {annotator!r} in collection {collection.name!r}",
                        code="annotator_not_found")
     judgments = session.scalar(select(func.count()).select_from(Judgment).where(
-        Judgment.annotator_id == annotator_id)) or 0
+        Judgment.annotator_id == annotator_id, Judgment.label.is_not(None))) or 0
     rows = session.execute(
         select(Aggregation.id.label("aggregation_id"), Aggregation.method, Aggregation.graded,
                Aggregation.created_at, AggregationAnnotator.competence,
@@ -452,7 +453,8 @@ def task_detail(session: Session, *, aggregation: Aggregation, task_id: int) -> 
         .outerjoin(AggregationAnnotator,
                    (AggregationAnnotator.annotator_id == Judgment.annotator_id)
                    & (AggregationAnnotator.aggregation_id == aggregation.id))
-        .where(Judgment.task_id == task_id, Judgment.id <= aggregation.watermark)
+        .where(Judgment.task_id == task_id, Judgment.id <= aggregation.watermark,
+               Judgment.label.is_not(None))
         .order_by(Judgment.id)).mappings().all()
     return {
         "task_id": task.id, "topic": topic.external_id if topic else None,
@@ -491,6 +493,8 @@ def annotator_confusion(session: Session, *, collection: Collection, annotator: 
     for judgment_id, task_id, label in session.execute(query):
         if task_id not in latest or judgment_id > latest[task_id][0]:
             latest[task_id] = (judgment_id, label)
+    # a withdrawal (label NULL) as the latest: the annotator no longer labels the task
+    latest = {t: v for t, v in latest.items() if v[1] is not None}
     tasks = list(latest)
     gold_of: dict[int, int] = {}
     fitted: dict[int, int] = {}

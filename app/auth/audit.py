@@ -14,7 +14,7 @@ from app.core.errors import InvalidInput
 
 Action = Literal["collection_created", "judgments_added", "gold_set", "gold_replaced",
                  "fit_started", "fit_cancelled", "feature_build_cancelled", "key_created",
-                 "key_revoked"]
+                 "key_revoked", "judge_stored", "judge_removed"]
 ACTIONS: tuple[str, ...] = get_args(Action)
 
 

@@ -101,7 +101,8 @@ def collection_counts(session: Session, *, collection: Collection,
         documents=_count(session, Document, cid),
         tasks=_count(session, Task, cid),
         annotators=_count(session, Annotator, cid),
-        judgments=_count(session, Judgment, cid) if judgments is None else judgments,
+        judgments=(_count(session, Judgment, cid, Judgment.label.is_not(None))
+                   if judgments is None else judgments),
         tasks_with_gold=_count(session, Task, cid, Task.gold.in_(scale)),
         tasks_with_unjudgeable_gold=_count(session, Task, cid, Task.gold.in_(collection.ignore))
         if collection.ignore else 0,
@@ -149,8 +150,9 @@ class JudgmentTally:
         with self.lock:
             if upto is None or upto <= self.latest:
                 return
+            # withdrawals (label NULL) are not judgments: the tally counts what was received
             where = (Judgment.collection_id == self.collection_id, Judgment.id > self.latest,
-                     Judgment.id <= upto)
+                     Judgment.id <= upto, Judgment.label.is_not(None))
             for counter, column in ((self.per_task, Judgment.task_id),
                                     (self.per_annotator, Judgment.annotator_id),
                                     (self.labels, Judgment.label)):

@@ -1,7 +1,9 @@
 """A collection's judgments as integer columns (task id, annotator id, label, in arrival order),
 the names behind the ids, and a process's cache of both.
 
-Judgments are append-only (a repeated one is a new row; nothing deletes one) and a collection's
+Judgments are append-only (a repeated one is a new row; nothing deletes one; a withdrawal, label
+NULL, is a row too: read as ``WITHDRAWN``, it removes the earlier judgments of its task and
+annotator from what readers see) and a collection's
 writers are serialised (``lock_collection``), so the judgments with id ≤ a watermark never change:
 columns read up to watermark w stay right, and a later read up to w′ needs only the ids in
 (w, w′]. Task and annotator names never change either. Reading integers and naming each task and
@@ -38,21 +40,43 @@ def current_watermark(session: Session, *, collection_id: int) -> int:
     ) or 0
 
 
+# A withdrawal's label as the columns read it: outside any 32-bit label.
+WITHDRAWN = -(2 ** 62)
+
+
+def apply_withdrawals(task: np.ndarray, annotator: np.ndarray,
+                      label: np.ndarray) -> np.ndarray:
+    """Which rows (in arrival order) still count: per (task, annotator) the judgments after its
+    latest withdrawal (``label == WITHDRAWN``); withdrawals themselves never count."""
+    withdrawn = label == WITHDRAWN
+    if not withdrawn.any():
+        return np.ones(label.shape[0], dtype=bool)
+    _, pair = np.unique(np.stack([task, annotator], axis=1), axis=0, return_inverse=True)
+    pair = pair.reshape(-1)
+    cut = np.full(int(pair.max()) + 1, -1, dtype=np.int64)
+    np.maximum.at(cut, pair[withdrawn], np.flatnonzero(withdrawn))
+    return np.arange(label.shape[0]) > cut[pair]
+
+
 @dataclass(frozen=True)
 class JudgmentColumns:
-    """Every judgment of a collection up to ``watermark``, in arrival order, and its annotators."""
+    """Every judgment of a collection up to ``watermark`` that still counts (withdrawals
+    applied), in arrival order, and its annotators. ``log``: the rows as stored, withdrawals
+    included, when there are any (a later read goes on from them)."""
 
     watermark: int
     task_id: np.ndarray  # (n_judgments,) int64
     annotator_id: np.ndarray
     label: np.ndarray  # the label values as stored
     annotators: dict[int, str]  # annotator id -> external id
+    log: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
 
 def _columns(session: Session, collection_id: int, *, after: int,
              upto: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     result = session.connection().execute(
-        select(Judgment.task_id, Judgment.annotator_id, Judgment.label)
+        select(Judgment.task_id, Judgment.annotator_id,
+               func.coalesce(Judgment.label, WITHDRAWN))
         .where(Judgment.collection_id == collection_id, Judgment.id > after,
                Judgment.id <= upto)
         .order_by(Judgment.id))
@@ -77,14 +101,20 @@ def read_judgments(session: Session, collection: Collection, *,
         since = None
     new = _columns(session, collection.id, after=since.watermark if since else 0,
                    upto=watermark)
-    old = (since.task_id, since.annotator_id, since.label) if since else None
+    old = None if since is None else (
+        since.log or (since.task_id, since.annotator_id, since.label))
     task, annotator, label = new if old is None else (
         np.concatenate((a, b)) for a, b in zip(old, new, strict=True))
     annotators = dict(session.execute(
         select(Annotator.id, Annotator.external_id)
         .where(Annotator.collection_id == collection.id)).all())
-    return JudgmentColumns(watermark=watermark, task_id=task, annotator_id=annotator,
-                           label=label, annotators=annotators)
+    counts = apply_withdrawals(task, annotator, label)
+    if counts.all():
+        return JudgmentColumns(watermark=watermark, task_id=task, annotator_id=annotator,
+                               label=label, annotators=annotators)
+    return JudgmentColumns(watermark=watermark, task_id=task[counts],
+                           annotator_id=annotator[counts], label=label[counts],
+                           annotators=annotators, log=(task, annotator, label))
 
 
 def task_names(session: Session, *, collection_id: int) -> dict[int, tuple[str, str]]:

@@ -58,7 +58,9 @@ class JudgmentPublic(BaseModel):
     topic: str
     doc: str
     annotator: str
-    label: int
+    label: int | None = Field(description=(
+        "null: a withdrawal (the judge's file was replaced or removed): this and the earlier "
+        "judgments of the task by this annotator no longer count"))
     batch_id: int
     received_at: datetime
 

@@ -39,13 +39,20 @@ class Document(Base):
     text: Mapped[str | None] = mapped_column(Text)
 
 
+ANNOTATOR_KINDS = ("crowd", "llm", "expert")
+
+
 class Annotator(Base):
+    """A crowd worker, an LLM judge or an expert; ``kind`` is set when the annotator is first
+    stored (judgments: crowd; a judge file: its ``kind``) and never changes."""
+
     __tablename__ = "annotators"
     __table_args__ = (UniqueConstraint("collection_id", "external_id"),)
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     collection_id: Mapped[int] = mapped_column(ForeignKey("collections.id", ondelete="CASCADE"))
     external_id: Mapped[str] = mapped_column(String(200))
+    kind: Mapped[str] = mapped_column(String(10), default="crowd", server_default="crowd")
 
 
 class Task(Base):
@@ -78,6 +85,10 @@ class Batch(Base):
 class Judgment(Base):
     """Append-only: a repeated (task, annotator) judgment is a new row, never an update.
 
+    A row whose ``label`` is NULL is a withdrawal (a judge file replaced or removed): it and every
+    earlier judgment of its (task, annotator) no longer count; later ones do
+    (``app.judgments.columns.apply_withdrawals``).
+
     No foreign-key constraints: this is the hot append path, and PostgreSQL checks each foreign
     key per row with a FOR KEY SHARE row lock (4 s per 100,000 rows here, more than the COPY
     itself). The ingest transaction resolves every reference under the collection's lock, and
@@ -95,7 +106,7 @@ class Judgment(Base):
     collection_id: Mapped[int] = mapped_column(Integer)
     task_id: Mapped[int] = mapped_column(BigId)
     annotator_id: Mapped[int] = mapped_column(BigId)
-    label: Mapped[int] = mapped_column(Integer)
+    label: Mapped[int | None] = mapped_column(Integer)  # NULL: a withdrawal
     batch_id: Mapped[int] = mapped_column(BigId)
     received_at: Mapped[datetime] = mapped_column(DateTime(timezone=True),
                                                   default=utc_now, server_default=func.now())
