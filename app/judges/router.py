@@ -6,10 +6,11 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Request
+from fastapi import APIRouter, Path, Query, Request
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
+from app.aggregations.service import aggregation_not_found, get_aggregation
 from app.api.deps import SessionDep, judgments_arrived
 from app.api.uploads import read_upload
 from app.auth import audit
@@ -19,8 +20,14 @@ from app.auth.principal import Principal
 from app.collections.deps import CollectionDep
 from app.collections.tables import Collection
 from app.formats.qrels import parse_qrels_with_lines
-from app.judges import service
-from app.judges.schemas import JudgeKind, JudgePublic, JudgesPublic, JudgeStored
+from app.judges import agreement, service
+from app.judges.schemas import (
+    AgreementPublic,
+    JudgeKind,
+    JudgePublic,
+    JudgesPublic,
+    JudgeStored,
+)
 
 router = APIRouter(prefix="/collections/{c}", tags=["judges"])
 JUDGE_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._+-]*$"
@@ -71,6 +78,29 @@ def list_judges(session: SessionDep, collection: CollectionDep) -> JudgesPublic:
     """The judges (annotators stored by a judge file that label pairs now), by name."""
     data = service.list_judges(session, collection=collection)
     return JudgesPublic.model_validate({"data": data, "count": len(data)})
+
+
+@router.get("/judges/agreement", response_model=AgreementPublic,
+            dependencies=[require_scope("read")])
+def judges_agreement(
+    session: SessionDep, collection: CollectionDep,
+    aggregation: Annotated[int | None, Query(
+        ge=1, le=2**63 - 1, description="a succeeded fit of the collection: the aggregate")] = None,
+    min_tasks: Annotated[int, Query(ge=1, le=1_000_000, description=(
+        "annotators that are not judges are listed from this many tasks"))] = 20,
+    measure: Annotated[str, Query(max_length=50, description=(
+        "the measure the runs are ranked by on each judge's qrels"))] = agreement.DEFAULT_MEASURE,
+) -> dict[str, Any]:
+    """Judging the judges: each judge (and annotator with ``min_tasks`` tasks) against the gold
+    and the aggregate (exact, Cohen's κ, quadratic κ, leniency, confusion), Krippendorff's α,
+    the judges' pairwise agreement and, with runs, Kendall's τ of the run rankings."""
+    fit = None
+    if aggregation is not None:
+        fit = get_aggregation(session, aggregation_id=aggregation)
+        if fit.collection_id != collection.id:
+            raise aggregation_not_found(aggregation)
+    return agreement.judge_agreement(session, collection=collection, aggregation=fit,
+                                     min_tasks=min_tasks, measure=measure)
 
 
 @router.delete("/judges/{name}", response_model=JudgeStored,

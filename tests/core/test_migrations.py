@@ -69,3 +69,50 @@ def test_postgres_up_down_up() -> None:
         _roundtrip(url)
     finally:
         drop_postgres_database(url)
+
+
+def _withdrawals_applied_on_downgrade(url: str) -> None:
+    """0010 -> 0009: the older schema has no withdrawals (label NULL): each one and the earlier
+    judgments of its task and annotator are deleted, later ones stay (what fits read)."""
+    from sqlalchemy import text
+
+    upgrade_database(url)
+    engine = create_engine(url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(text("INSERT INTO collections (id, name, labels, relevant_from, ignore, "
+                              "created_at) VALUES (1, 'c', '[0, 1]', 1, '[]', CURRENT_TIMESTAMP)"))
+            conn.execute(text("INSERT INTO batches (id, collection_id, source, n_judgments, "
+                              "received_at) VALUES (1, 1, 'judge', 0, CURRENT_TIMESTAMP)"))
+            for ident, task, annotator, label in [(1, 1, 1, 1), (2, 2, 1, 0), (3, 1, 1, None),
+                                                  (4, 1, 2, 1), (5, 2, 1, None), (6, 2, 1, 1)]:
+                conn.execute(text(
+                    "INSERT INTO judgments (id, collection_id, task_id, annotator_id, label, "
+                    "batch_id, received_at) VALUES (:i, 1, :t, :a, :y, 1, CURRENT_TIMESTAMP)"),
+                    {"i": ident, "t": task, "a": annotator, "y": label})
+        downgrade_database(url, "0009")
+        with engine.connect() as conn:
+            left = conn.execute(text("SELECT id, label FROM judgments ORDER BY id")).all()
+        assert [tuple(r) for r in left] == [(4, 1), (6, 1)]
+        upgrade_database(url)
+        columns = {c["name"]: c for c in inspect(engine).get_columns("annotators")}
+        assert "kind" in columns
+    finally:
+        engine.dispose()
+    downgrade_database(url, "base")
+
+
+def test_sqlite_downgrade_applies_withdrawals(tmp_path) -> None:
+    _withdrawals_applied_on_downgrade(f"sqlite:///{tmp_path / 'w.db'}")
+
+
+@pytest.mark.postgres
+def test_postgres_downgrade_applies_withdrawals() -> None:
+    base = make_url(POSTGRES_URL)
+    url = base.set(database=f"{base.database}_withdrawals").render_as_string(hide_password=False)
+    drop_postgres_database(url)
+    create_postgres_database(url)
+    try:
+        _withdrawals_applied_on_downgrade(url)
+    finally:
+        drop_postgres_database(url)
