@@ -52,15 +52,18 @@ class Ordering:
     rows: list[dict[str, Any]]
     encoded: list[bytes]  # rows[i] as JSON
 
-    def select(self, *, min_judgments: int, q: str | None) -> Sequence[int]:
+    def select(self, *, min_judgments: int, q: str | None,
+               kind: str | None = None) -> Sequence[int]:
         """Indexes of the rows that pass the filters, in order (all when there are none: a
-        range, so an unfiltered page costs its 50 rows, not a list of 10,000 indexes)."""
-        if not min_judgments and not q:
+        range, so an unfiltered page costs its 50 rows, not a list of 10,000 indexes). An
+        annotator's kind never changes, so it may be filtered from the cached rows."""
+        if not min_judgments and not q and not kind:
             return range(len(self.rows))
         needle = (q or "").lower()
         return [i for i, r in enumerate(self.rows)
                 if r["n_judgments"] >= min_judgments
-                and (not needle or needle in r["annotator"].lower())]
+                and (not needle or needle in r["annotator"].lower())
+                and (not kind or r["kind"] == kind)]
 
 
 def settle() -> None:
@@ -168,13 +171,13 @@ class Page:
 
 
 def page(listing: Ordering, *, sort: str, min_judgments: int, q: str | None, limit: int,
-         offset: int) -> Page:
-    selected = listing.select(min_judgments=min_judgments, q=q)
+         offset: int, kind: str | None = None) -> Page:
+    selected = listing.select(min_judgments=min_judgments, q=q, kind=kind)
     chosen = selected[offset:offset + limit]
     body = b'{"data":[' + b",".join(listing.encoded[i] for i in chosen) + \
         b'],"count":' + str(len(selected)).encode() + b"}"
     tag = hashlib.blake2b(
         f"{listing.aggregation_id}|{listing.version}|{sort}|{min_judgments}|{q or ''}|"
-        f"{limit}|{offset}".encode(), digest_size=12).hexdigest()
+        f"{kind or ''}|{limit}|{offset}".encode(), digest_size=12).hexdigest()
     return Page(body=body, etag=f'"{tag}"', data=[listing.rows[i] for i in chosen],
                 count=len(selected))

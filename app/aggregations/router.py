@@ -196,6 +196,8 @@ async def annotators(request: Request,
                      min_judgments: Annotated[int, Query(ge=0, le=MAX_INT)] = 0,
                      q: Annotated[str | None, Query(max_length=200,
                                                     description="annotator id contains")] = None,
+                     kind: Annotated[Literal["crowd", "llm", "expert"] | None, Query(
+                         description="only annotators of this kind")] = None,
                      limit: Limit = 100, offset: Offset = 0) -> Response:
     """Sort by competence, noise_variance, bias, n_judgments, gold_accuracy or annotator
     ('-' for descending). A succeeded fit's results never change: pages come from an ordering
@@ -206,7 +208,8 @@ async def annotators(request: Request,
     cache = get_listing_cache(request)
     principal = get_principal(request)
     args = {"cache": cache, "aggregation_id": a, "visible": principal.can_see, "sort": sort,
-            "min_judgments": min_judgments, "q": q, "limit": limit, "offset": offset}
+            "min_judgments": min_judgments, "q": q, "limit": limit, "offset": offset,
+            "kind": kind}
     result = service.cached_annotator_page(**args)
     if result is None:
         result = await run_in_threadpool(_annotator_page, request.app.state.settings, args)

@@ -111,6 +111,7 @@ class AnnotatorResult(BaseModel):
     model_config = ConfigDict(from_attributes=True)
 
     annotator: str
+    kind: str = Field(description="crowd, llm or expert (a judge file's kind)")
     competence: float | None
     noise_variance: float | None
     bias: float | None
@@ -168,6 +169,7 @@ class AnnotatorAcrossAggregations(BaseModel):
 
 class AnnotatorHistory(BaseModel):
     annotator: str
+    kind: str = Field(description="crowd, llm or expert (a judge file's kind)")
     judgments: int
     data: list[AnnotatorAcrossAggregations]
 

@@ -228,8 +228,9 @@ def task_results(session: Session, *, aggregation: Aggregation, topic: str | Non
 
 def annotator_results(session: Session, *, aggregation: Aggregation, sort: str,
                       min_judgments: int, limit: int | None, offset: int, q: str | None = None,
-                      ) -> tuple[list[dict[str, Any]], int]:
-    """A page of annotator results (``limit=None``: every row); ``q``: annotator id contains."""
+                      kind: str | None = None) -> tuple[list[dict[str, Any]], int]:
+    """A page of annotator results (``limit=None``: every row); ``q``: annotator id contains;
+    ``kind``: crowd, llm or expert only."""
     require_succeeded(aggregation)
     where: tuple[Any, ...] = (AggregationAnnotator.aggregation_id == aggregation.id,
                               AggregationAnnotator.n_judgments >= min_judgments)
@@ -237,11 +238,16 @@ def annotator_results(session: Session, *, aggregation: Aggregation, sort: str,
         where = (*where, AggregationAnnotator.annotator_id.in_(
             select(Annotator.id).where(Annotator.collection_id == aggregation.collection_id,
                                        Annotator.external_id.icontains(q, autoescape=True))))
+    if kind:
+        where = (*where, AggregationAnnotator.annotator_id.in_(
+            select(Annotator.id).where(Annotator.collection_id == aggregation.collection_id,
+                                       Annotator.kind == kind)))
     # One result row per annotator: count without the join.
     total = session.scalar(select(func.count()).select_from(AggregationAnnotator)
                            .where(*where)) or 0
     query = (
-        select(Annotator.external_id.label("annotator"), AggregationAnnotator.competence,
+        select(Annotator.external_id.label("annotator"), Annotator.kind,
+               AggregationAnnotator.competence,
                AggregationAnnotator.noise_variance, AggregationAnnotator.bias,
                AggregationAnnotator.n_judgments, AggregationAnnotator.n_gold,
                AggregationAnnotator.gold_accuracy, AggregationAnnotator.extra)
@@ -259,11 +265,12 @@ def annotator_results(session: Session, *, aggregation: Aggregation, sort: str,
 def annotator_history(session: Session, *, collection: Collection,
                       annotator: str) -> dict[str, Any]:
     """One annotator across every succeeded aggregation of the collection."""
-    annotator_id = session.scalar(select(Annotator.id).where(
-        Annotator.collection_id == collection.id, Annotator.external_id == annotator))
-    if annotator_id is None:
+    found = session.execute(select(Annotator.id, Annotator.kind).where(
+        Annotator.collection_id == collection.id, Annotator.external_id == annotator)).first()
+    if found is None:
         raise NotFound(f"no annotator {annotator!r} in collection {collection.name!r}",
                        code="annotator_not_found")
+    annotator_id, kind = found
     judgments = session.scalar(select(func.count()).select_from(Judgment).where(
         Judgment.annotator_id == annotator_id, Judgment.label.is_not(None))) or 0
     rows = session.execute(
@@ -283,7 +290,7 @@ def annotator_history(session: Session, *, collection: Collection,
              "spread": (r["extra"] or {}).get("spread"),
              "gold_relevance_accuracy": (r["extra"] or {}).get("gold_relevance_accuracy")
              if r["graded"] else r["gold_accuracy"]} for r in rows]
-    return {"annotator": annotator, "judgments": judgments, "data": data}
+    return {"annotator": annotator, "kind": kind, "judgments": judgments, "data": data}
 
 
 def gold_statuses(session: Session, *, collection: Collection, fits: Sequence[Aggregation],
@@ -358,7 +365,7 @@ def sort_key(sort: str, columns: dict[str, Any] | None = None) -> str:
 
 def annotator_page(session: Session, *, cache: Any, aggregation_id: int,
                    visible: Callable[[int], bool], sort: str, min_judgments: int,
-                   q: str | None, limit: int, offset: int) -> Any:
+                   q: str | None, limit: int, offset: int, kind: str | None = None) -> Any:
     """A page of the annotator listing (``listing.Page``): the rows, order and count of
     ``annotator_results``, sliced from the fit's cached ordering (``listing.ListingCache``).
 
@@ -372,7 +379,8 @@ def annotator_page(session: Session, *, cache: Any, aggregation_id: int,
             raise aggregation_not_found(aggregation_id)
         require_succeeded(aggregation)
         hit = cache.ordering(session, aggregation=aggregation, sort=key, read=annotator_results)
-    return page(hit, sort=key, min_judgments=min_judgments, q=q, limit=limit, offset=offset)
+    return page(hit, sort=key, min_judgments=min_judgments, q=q, limit=limit, offset=offset,
+                kind=kind)
 
 
 def _cached_ordering(cache: Any, aggregation_id: int, visible: Callable[[int], bool],
@@ -385,13 +393,14 @@ def _cached_ordering(cache: Any, aggregation_id: int, visible: Callable[[int], b
 
 def cached_annotator_page(*, cache: Any, aggregation_id: int, visible: Callable[[int], bool],
                           sort: str, min_judgments: int, q: str | None, limit: int,
-                          offset: int) -> Any:
+                          offset: int, kind: str | None = None) -> Any:
     """``annotator_page`` when its ordering is cached (no database needed), else None."""
     key = sort_key(sort)
     hit = _cached_ordering(cache, aggregation_id, visible, key)
     if hit is None:
         return None
-    return page(hit, sort=key, min_judgments=min_judgments, q=q, limit=limit, offset=offset)
+    return page(hit, sort=key, min_judgments=min_judgments, q=q, limit=limit, offset=offset,
+                kind=kind)
 
 
 def task_summary(session: Session, *, aggregation: Aggregation) -> dict[str, Any]:

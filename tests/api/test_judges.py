@@ -181,3 +181,22 @@ def test_withdrawals_apply_to_the_latest_only() -> None:
     # task 1 / annotator 7: rows 0, 1 and the withdrawal go, the later 0 counts
     assert apply_withdrawals(task, annotator, label).tolist() == [
         False, False, True, False, True, True]
+
+
+def test_kind_in_the_annotator_listings_and_their_filter(llm) -> None:
+    from tests.api.jobs import wait_for
+
+    assert put(llm, "gpt-4o", FIRST).status_code == 200
+    fit = llm.post(f"{API}/collections/llm/aggregations", json={"method": "mv"}).json()
+    assert wait_for(llm, fit["id"])["status"] == "succeeded"
+    listing = f"{API}/aggregations/{fit['id']}/annotators"
+    rows = llm.get(listing).json()["data"]
+    assert {r["annotator"]: r["kind"] for r in rows} == {"gpt-4o": "llm", "w1": "crowd"}
+    for kind, names in (("llm", ["gpt-4o"]), ("crowd", ["w1"]), ("expert", [])):
+        body = llm.get(listing, params={"kind": kind}).json()  # cached ordering, filtered
+        assert [r["annotator"] for r in body["data"]] == names and body["count"] == len(names)
+    assert llm.get(listing, params={"kind": "robot"}).status_code == 422
+    history = llm.get(f"{API}/collections/llm/annotators/gpt-4o").json()
+    assert history["kind"] == "llm" and history["judgments"] == 4
+    page = llm.get("/ui/collections/llm/annotators/gpt-4o")
+    assert page.status_code == 200 and "LLM judge" in page.text

@@ -64,7 +64,7 @@
   function annotatorTable() {
     var root = document.getElementById("annotator-table");
     if (!root) { return; }
-    var state = {sort: "-competence", offset: 0, limit: 50, q: "", min: 0, count: 0};
+    var state = {sort: "-competence", offset: 0, limit: 50, q: "", min: 0, kind: "", count: 0};
     var tbody = root.querySelector("tbody");
     var base = "/ui/collections/" + encodeURIComponent(root.dataset.collection) + "/annotators/";
     var timer = null;
@@ -77,6 +77,7 @@
       var params = new URLSearchParams({sort: state.sort, limit: state.limit, offset: state.offset,
                                         min_judgments: state.min});
       if (state.q) { params.set("q", state.q); }
+      if (state.kind) { params.set("kind", state.kind); }
       root.dataset.loading = "true";
       fetch("/api/v1/aggregations/" + root.dataset.aggregation + "/annotators?" + params,
             {headers: {accept: "application/json"}})
@@ -94,7 +95,7 @@
             var empty = document.createElement("tr"), cell = document.createElement("td");
             cell.colSpan = 7; cell.className = "muted empty";
             cell.textContent = state.count ? "No annotators on this page." :
-              (state.q || state.min ? "No annotator matches this filter." : "No annotators.");
+              (state.q || state.min || state.kind ? "No annotator matches this filter." : "No annotators.");
             empty.appendChild(cell); tbody.appendChild(empty);
           }
           body.data.forEach(function (r) {
@@ -102,7 +103,12 @@
             var link = document.createElement("a");
             link.href = base + encodeURIComponent(r.annotator) + "?aggregation=" + root.dataset.aggregation;
             link.textContent = r.annotator;
-            var first = document.createElement("td"); first.appendChild(link); tr.appendChild(first);
+            var first = document.createElement("td"); first.appendChild(link);
+            if (r.kind && r.kind !== "crowd") {  // an LLM judge or an expert (a judge file)
+              var tag = document.createElement("span"); tag.className = "muted kind";
+              tag.textContent = " " + r.kind; first.appendChild(tag);
+            }
+            tr.appendChild(first);
             [fmt(r.competence), fmt(r.n_judgments, 0), fmt(r.gold_accuracy), fmt(r.n_gold, 0),
              fmt(r.bias), fmt(last(r))].forEach(function (text) {
               var td = document.createElement("td"); td.className = "num"; td.textContent = text;
@@ -146,11 +152,13 @@
       timer = window.setTimeout(function () {
         state.q = document.getElementById("annotator-q").value.trim();
         state.min = Math.max(0, parseInt(document.getElementById("annotator-min").value, 10) || 0);
+        state.kind = document.getElementById("annotator-kind").value;
         state.offset = 0; load();
       }, 250);
     }
     document.getElementById("annotator-q").addEventListener("input", filtersChanged);
     document.getElementById("annotator-min").addEventListener("input", filtersChanged);
+    document.getElementById("annotator-kind").addEventListener("change", filtersChanged);
     load();
   }
 
