@@ -322,3 +322,21 @@ def intervals(rows: list[dict[str, Any]], *, title: str, x: str, y: str) -> dict
     return {"data": data,
             "layout": _layout(title, x, y, xaxis={"title": {"text": x}, "type": "category"},
                               legend=LEGEND_BELOW)}
+
+
+def judge_leaderboard(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Quadratic κ of each judge (or annotator) against the gold and the aggregate, in the
+    leaderboard's order (``app.judges.agreement``)."""
+    names = [r["name"] for r in rows]
+    data = []
+    for side, label, colour in (("vs_gold", "against gold", "#3b6ea8"),
+                                ("vs_aggregate", "against the aggregate", "#d9822b")):
+        values = [_r((r[side] or {}).get("quadratic_kappa")) for r in rows]
+        if any(v is not None for v in values):
+            data.append({"type": "bar", "name": label, "x": names, "y": values,
+                         "marker": {"color": colour}})
+    if not data:
+        return None
+    return {"data": data, "layout": _layout(
+        "Quadratic κ per judge", "judge", "quadratic κ", barmode="group", legend=LEGEND_BELOW,
+        xaxis={"title": {"text": "judge"}, "type": "category"})}

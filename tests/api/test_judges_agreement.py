@@ -108,3 +108,16 @@ def test_against_an_aggregate(judged) -> None:
     missing = judged.get(f"{API}/collections/j/judges/agreement",
                          params={"aggregation": 999})
     assert missing.status_code == 404 and missing.json()["code"] == "aggregation_not_found"
+
+
+def test_the_dashboard_page_shows_the_same_figures(judged) -> None:
+    for name, docs in RUNS.items():
+        run = "".join(f"t Q0 {d} {i + 1} {10 - i} {name}\n" for i, d in enumerate(docs))
+        assert judged.put(f"{API}/collections/j/runs/{name}", content=run).status_code == 200
+    body = judged.get(f"{API}/collections/j/judges/agreement").json()
+    page = judged.get("/ui/collections/j/judges")
+    assert page.status_code == 200, page.text
+    assert f'id="alpha">{body["krippendorff_alpha"]:.3f}' in page.text
+    assert 'data-figure="pairwise"' in page.text and '"leaderboard"' in page.text
+    assert 'id="rankings"' in page.text and "τ top 10 vs gold" in page.text
+    assert judged.get("/ui/collections/j/judges", params={"aggregation": 999}).status_code == 404

@@ -1,7 +1,7 @@
 """The dashboard's pages and forms, one module per domain: collections (home, a collection's
 page, the new-collection form), judgments (judgment and gold files), runs, aggregations (a fit:
 start, cancel, results, a task), rejudging (the tasks to judge next), annotators (an annotator,
-the comparison of fits), evaluations, samplings and admin (API keys, the audit log). How a page
+the comparison of fits), evaluations, samplings, admin (API keys, the audit log) and judges (judging the judges). How a page
 is rendered is in render.py, how a form's fields are read in fields.py.
 
 Every page declares its scope and loads collection-owned rows through the API's load-or-404
@@ -19,6 +19,7 @@ from app.ui.pages import (
     annotators,
     collections,
     evaluations,
+    judges,
     judgments,
     rejudging,
     runs,
@@ -27,5 +28,5 @@ from app.ui.pages import (
 
 router = APIRouter()
 for _module in (collections, judgments, runs, aggregations, rejudging, annotators, evaluations,
-                samplings, admin):
+                samplings, admin, judges):
     router.include_router(_module.router)
