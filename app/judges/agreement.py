@@ -19,9 +19,9 @@ from app.aggregations.tables import Aggregation, AggregationTask
 from app.collections.tables import Collection
 from app.core.errors import InvalidInput
 from app.corpus.service import load_runs
-from app.judges.service import JUDGE_SOURCE
+from app.judges.service import judge_names
 from app.judgments.columns import read_judgments, task_names
-from app.judgments.tables import Annotator, Batch, Judgment, Task
+from app.judgments.tables import Annotator, Task
 from models.agreement import Labels, latest_labels, report, run_rankings
 from models.evaluation.measures import UnknownMeasure, parse_measure
 
@@ -30,12 +30,10 @@ DEFAULT_MEASURE = "nDCG@10"
 
 def _judge_ids(session: Session, *, collection: Collection) -> set[int]:
     """Annotators stored by a judge file, and every annotator not of kind crowd."""
-    sent = select(Batch.id).where(Batch.collection_id == collection.id,
-                                  Batch.source == JUDGE_SOURCE)
-    by_file = select(Judgment.annotator_id).where(Judgment.batch_id.in_(sent))
     return set(session.scalars(select(Annotator.id).where(
         Annotator.collection_id == collection.id,
-        Annotator.id.in_(by_file) | (Annotator.kind != "crowd"))))
+        Annotator.external_id.in_(judge_names(collection_id=collection.id))
+        | (Annotator.kind != "crowd"))))
 
 
 def _gold(session: Session, collection: Collection) -> Labels | None:

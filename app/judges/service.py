@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
-from sqlalchemy import func, select
+from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
 from app.collections.service import lock_collection
@@ -149,25 +149,28 @@ def delete_judge(session: Session, *, collection: Collection, name: str) -> Judg
                        withdrawn=len(before), new_tasks=0, replaced=True)
 
 
+def judge_names(*, collection_id: int) -> Select[tuple[str | None]]:
+    """The names of the annotators a judge file stored (a judge batch keeps the judge's name
+    as its ``filename``): a read of the batches, not of the judgments."""
+    return select(Batch.filename).where(Batch.collection_id == collection_id,
+                                        Batch.source == JUDGE_SOURCE).distinct()
+
+
 def list_judges(session: Session, *, collection: Collection) -> list[dict[str, Any]]:
     """The collection's judges (annotators that a judge file stored, with judgments that count
     now), by name: kind, pairs labelled, grades given, when the file last came."""
-    sent = select(Batch.id).where(Batch.collection_id == collection.id,
-                                  Batch.source == JUDGE_SOURCE)
     judges = session.execute(
         select(Annotator.id, Annotator.external_id, Annotator.kind)
         .where(Annotator.collection_id == collection.id,
-               Annotator.id.in_(select(Judgment.annotator_id).where(
-                   Judgment.batch_id.in_(sent)).distinct()))
+               Annotator.external_id.in_(judge_names(collection_id=collection.id)))
         .order_by(Annotator.external_id)).all()
     if not judges:
         return []
     pairs = current_pairs(session, annotator_ids=[j.id for j in judges])
-    updated: dict[int, datetime] = dict(session.execute(  # type: ignore[arg-type]
-        select(Judgment.annotator_id, func.max(Batch.received_at))
-        .join(Batch, Batch.id == Judgment.batch_id)
-        .where(Judgment.annotator_id.in_([j.id for j in judges]))
-        .group_by(Judgment.annotator_id)).all())
+    updated: dict[str, datetime] = dict(session.execute(  # type: ignore[arg-type]
+        select(Batch.filename, func.max(Batch.received_at))
+        .where(Batch.collection_id == collection.id, Batch.source == JUDGE_SOURCE)
+        .group_by(Batch.filename)).all())
     ignored = set(collection.ignore)
     out = []
     for j in judges:
@@ -177,5 +180,5 @@ def list_judges(session: Session, *, collection: Collection) -> list[dict[str, A
         grades = {int(v): labels.count(v) for v in sorted(set(labels)) if v not in ignored}
         out.append({"name": j.external_id, "kind": j.kind, "judgments": len(labels),
                     "could_not_judge": sum(1 for v in labels if v in ignored),
-                    "grades": grades, "updated_at": updated.get(j.id)})
+                    "grades": grades, "updated_at": updated.get(j.external_id)})
     return out
