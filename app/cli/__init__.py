@@ -28,12 +28,12 @@ def build_parser() -> argparse.ArgumentParser:
         prog="crowdqrels",
         description="Crowd relevance judgments into qrels. The service: serve, worker, migrate; "
                     "API keys: keys; offline, on files: aggregate, next, simulate, evaluate, "
-                    "synth. `crowdqrels COMMAND --help` for each.")
+                    "synth, agreement. `crowdqrels COMMAND --help` for each.")
     sub = parser.add_subparsers(dest="command", required=True)
     # main() reports an option a command does not have under that command's usage
     parser.set_defaults(commands=sub.choices)
 
-    from app.cli import aggregate, evaluate, next_tasks, service, simulate, synth
+    from app.cli import aggregate, agreement, evaluate, next_tasks, service, simulate, synth
 
     service.add_commands(sub)
     aggregate.add_command(sub)
@@ -44,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_command(sub)
     simulate.add_command(sub)
     next_tasks.add_command(sub)
+    agreement.add_command(sub)
     return parser
 
 

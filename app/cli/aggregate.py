@@ -11,7 +11,13 @@ from typing import TYPE_CHECKING, Any
 from app.cli.console import ProgressBar, quiet_tensorflow
 from app.cli.errors import UsageError
 from app.cli.loading import file_error, load_judgment_file, read_input
-from app.cli.options import add_scale_options, int_at_least, parse_params, seed_arg
+from app.cli.options import (
+    add_judge_option,
+    add_scale_options,
+    int_at_least,
+    parse_params,
+    seed_arg,
+)
 from app.cli.outputs import check_outputs, write_outputs
 from app.cli.tables import annotator_table, task_table, tsv_text
 
@@ -47,6 +53,9 @@ def score_labels(labels: np.ndarray, proba: np.ndarray, gold: np.ndarray, *,
 def _aggregate(args: argparse.Namespace) -> int:
     """Every option and output path is checked before the file is read; the outputs are written
     (atomically) only once the fit and the held-out scores have succeeded."""
+    if args.input is None and not args.judge:
+        raise UsageError("give a judgment file (INPUT), judge files (--judge NAME=QRELS), "
+                         "or both")
     if args.quiet:
         quiet_tensorflow(args.method)
     try:
@@ -236,7 +245,10 @@ def add_command(subparsers: argparse._SubParsersAction) -> None:  # type: ignore
         description="Fit an aggregation model on a judgment file (TSV/CSV with a header; the TREC "
                     "RF10 and crowd-kit column names are accepted) and write qrels and tables.",
     )
-    aggregate.add_argument("input", help="judgment file (- for standard input)")
+    aggregate.add_argument("input", nargs="?",
+                           help="judgment file (- for standard input); may be left out when "
+                                "--judge files are given")
+    add_judge_option(aggregate)
     aggregate.add_argument("--method", required=True, choices=METHODS)
     aggregate.add_argument("--params", help="model parameters as a JSON object")
     aggregate.add_argument("--gold", help="expert qrels (TREC format); default: the file's gold "

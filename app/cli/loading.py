@@ -168,16 +168,25 @@ def load_judgment_file(args: argparse.Namespace, *, graded: bool = False,
             raise UsageError(f"--relevant-from {args.relevant_from} must be above the lowest "
                              f"label and at most the highest (--labels "
                              f"{' '.join(map(str, scale))})")
-    raw = read_input(args.input)
+    raw = read_input(args.input) if args.input is not None else None
+    judges = [(name, path, read_input(path, "--judge"))
+              for name, path in getattr(args, "judge", None) or ()]
     gold = read_input(gold_path, "--gold") if gold_path else None
     feature_bytes = read_input(features, "--features") if features else None
     current = args.input
     try:
-        rows = parse_judgments(raw)
+        rows = parse_judgments(raw) if raw is not None else None
+        if judges:  # --judge NAME=QRELS: each judge's qrels lines, after the file's rows
+            from app.judges.cli import judge_rows, with_judges
+
+            rows = with_judges(rows, judge_rows(judges, allowed=None if labels is None
+                                                else {*labels, *ignore}))
+        assert rows is not None  # the commands need INPUT or --judge
         if rows.ignored_columns and not quiet:
             print(f"note: {args.input}: columns not read: {', '.join(rows.ignored_columns)}",
                   file=sys.stderr)
-        for warning in check_scale(rows, labels=labels, ignore=ignore, path=args.input,
+        for warning in check_scale(rows, labels=labels, ignore=ignore,
+                                   path=args.input or "--judge",
                                    gold_qrels=gold, gold_path=gold_path):
             print(f"warning: {warning}", file=sys.stderr)
         if graded and labels is None and len({v for v in rows.labels if v not in ignore}) < 2:

@@ -58,6 +58,27 @@ def add_scale_options(parser: argparse.ArgumentParser, *, ignore_help: str = "")
                         metavar="V",
                         help="label values meaning 'could not judge' (default -2)" + ignore_help)
 
+def judge_spec(text: str) -> tuple[str, str]:
+    """``--judge NAME=QRELS``: the judge's name (an annotator id) and its qrels file's path."""
+    from app.formats.ids import BadId, clean_ids
+
+    name, sep, path = text.partition("=")
+    if not sep or not name.strip() or not path:
+        raise argparse.ArgumentTypeError(f"expected NAME=QRELS, got {text!r}")
+    try:
+        return clean_ids([name], kind="annotator")[0], path
+    except BadId as bad:
+        raise argparse.ArgumentTypeError(f"judge name {name!r} {bad.reason}") from None
+
+
+def add_judge_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--judge", type=judge_spec, action="append", default=[],
+                        metavar="NAME=QRELS",
+                        help="a judge's TREC qrels (topic 0 doc grade), e.g. an LLM judge's: "
+                             "each line a judgment by annotator NAME (repeatable; NAME must not "
+                             "be an annotator of INPUT)")
+
+
 def parse_params(text: str | None) -> dict[str, Any]:
     """A command's ``--params``: a JSON object (none: {}); ValueError saying what is wrong."""
     try:

@@ -8,29 +8,16 @@ line named; the command turns them into its usage error.
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from app.formats.errors import FileFormatError
-from app.formats.ids import BadId, clean_ids
 from app.formats.judgments_file import JudgmentRows
 from app.formats.qrels import parse_qrels_with_lines
 from models.agreement import Labels, report, run_rankings
 from models.data import UNKNOWN, AnnotationData
-
-
-def judge_spec(text: str) -> tuple[str, str]:
-    """``NAME=QRELS`` (argparse type): the judge's name and its qrels file's path."""
-    name, sep, path = text.partition("=")
-    if not sep or not name.strip() or not path:
-        raise argparse.ArgumentTypeError(f"expected NAME=QRELS, got {text!r}")
-    try:
-        return clean_ids([name], kind="annotator")[0], path
-    except BadId as bad:
-        raise argparse.ArgumentTypeError(f"judge name {name!r} {bad.reason}") from None
 
 
 def judge_rows(files: Sequence[tuple[str, str, bytes]], *,
