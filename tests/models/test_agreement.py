@@ -101,3 +101,20 @@ def test_latest_labels_and_report_listing() -> None:
     fewer = report(t, r, y, names=["judge", "worker"], kinds=["llm", "crowd"],
                    judges=[True, False], scale=SCALE, gold=gold, aggregate=None, min_tasks=4)
     assert [row["name"] for row in fewer["raters"]] == ["judge"]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_kappas_equal_scikit_learns(seed: int) -> None:
+    from sklearn.metrics import cohen_kappa_score
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(5, 200))
+    grades = rng.integers(0, 4, size=n)
+    other = np.clip(grades + rng.integers(-2, 3, size=n), 0, 3)
+    if seed == 0:
+        other[:] = 2  # a constant rater
+    found = agreement(Labels(np.arange(n), grades), Labels(np.arange(n), other), scale=SCALE)
+    for key, weights in (("kappa", None), ("quadratic_kappa", "quadratic")):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            expected = cohen_kappa_score(grades, other, labels=SCALE, weights=weights)
+        assert found[key] == pytest.approx(expected, abs=1e-12)
