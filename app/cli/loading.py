@@ -177,11 +177,9 @@ def load_judgment_file(args: argparse.Namespace, *, graded: bool = False,
     try:
         rows = parse_judgments(raw) if raw is not None else None
         if judges:  # --judge NAME=QRELS: each judge's qrels lines, after the file's rows
-            from app.judges.cli import judge_rows, with_judges
+            from app.judges.cli import rows_with_judges
 
-            rows = with_judges(rows, judge_rows(judges, allowed=None if labels is None
-                                                else {*labels, *ignore}))
-        assert rows is not None  # the commands need INPUT or --judge
+            rows = rows_with_judges(rows, judges, labels=labels, ignore=ignore)
         if rows.ignored_columns and not quiet:
             print(f"note: {args.input}: columns not read: {', '.join(rows.ignored_columns)}",
                   file=sys.stderr)

@@ -67,6 +67,14 @@ def with_judges(rows: JudgmentRows | None, judges: JudgmentRows) -> JudgmentRows
                         ignored_columns=rows.ignored_columns)
 
 
+def rows_with_judges(rows: JudgmentRows | None, judges: Sequence[tuple[str, str, bytes]], *,
+                     labels: Sequence[int] | None, ignore: Sequence[int]) -> JudgmentRows:
+    """``with_judges`` of the judge files, their grades checked against ``labels`` (and the
+    ignore values) when the scale is given."""
+    allowed = None if labels is None else {*labels, *ignore}
+    return with_judges(rows, judge_rows(judges, allowed=allowed))
+
+
 def offline_report(data: AnnotationData, *, judges: Sequence[str], fit_labels: np.ndarray | None,
                    runs: Mapping[str, Mapping[str, Sequence[str]]] | None, measure: str,
                    relevant_from: int, min_tasks: int) -> dict[str, Any]:
