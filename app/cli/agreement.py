@@ -1,5 +1,5 @@
 """``crowdqrels agreement``: judging the judges on files, without a server (the report of the
-API's ``GET /collections/{c}/judges/agreement``; ``app.judges.cli.offline_report``)."""
+API's ``GET /collections/{c}/judge-agreement``; ``app.judges.cli.offline_report``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Judging the judges: the one query behind ``GET /collections/{c}/judges/agreement``, the
+"""Judging the judges: the one query behind ``GET /collections/{c}/judge-agreement``, the
 dashboard's judges page (and, on files, ``crowdqrels agreement``: ``app.judges.cli``).
 
 Reads the judgments that count now (withdrawals applied), each annotator's latest label per task

@@ -1,5 +1,5 @@
 """Judges: ``PUT/GET/DELETE /collections/{c}/judges[/{name}]`` (TREC qrels files, one per judge)
-and ``GET /collections/{c}/judges/agreement`` (judging the judges)."""
+and ``GET /collections/{c}/judge-agreement`` (judging the judges)."""
 
 from __future__ import annotations
 
@@ -80,7 +80,7 @@ def list_judges(session: SessionDep, collection: CollectionDep) -> JudgesPublic:
     return JudgesPublic.model_validate({"data": data, "count": len(data)})
 
 
-@router.get("/judges/agreement", response_model=AgreementPublic,
+@router.get("/judge-agreement", response_model=AgreementPublic,
             dependencies=[require_scope("read")])
 def judges_agreement(
     session: SessionDep, collection: CollectionDep,

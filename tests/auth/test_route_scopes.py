@@ -43,7 +43,7 @@ SCOPES = {
     ("DELETE", f"{API}/collections/{{c}}/runs/{{name}}"): "admin",
     ("PUT", f"{API}/collections/{{c}}/judges/{{name}}"): "ingest",
     ("GET", f"{API}/collections/{{c}}/judges"): "read",
-    ("GET", f"{API}/collections/{{c}}/judges/agreement"): "read",
+    ("GET", f"{API}/collections/{{c}}/judge-agreement"): "read",
     ("DELETE", f"{API}/collections/{{c}}/judges/{{name}}"): "admin",
     ("POST", f"{API}/collections/{{c}}/aggregations"): "admin",
     ("GET", f"{API}/collections/{{c}}/aggregations"): "read",

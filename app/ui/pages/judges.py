@@ -1,5 +1,5 @@
 """The dashboard's judges page: ``/ui/collections/{c}/judges`` (judging the judges), from the
-service the API's ``GET /collections/{c}/judges/agreement`` answers with."""
+service the API's ``GET /collections/{c}/judge-agreement`` answers with."""
 
 from __future__ import annotations
 

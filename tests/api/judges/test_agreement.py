@@ -1,4 +1,4 @@
-"""GET /collections/{c}/judges/agreement: every figure checked against scikit-learn,
+"""GET /collections/{c}/judge-agreement: every figure checked against scikit-learn,
 Krippendorff's package, SciPy or a hand computation on a collection built by hand."""
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def judged(client):  # type: ignore[no-untyped-def]
 
 
 def test_each_judge_against_gold(judged) -> None:
-    body = judged.get(f"{API}/collections/j/judges/agreement").json()
+    body = judged.get(f"{API}/collections/j/judge-agreement").json()
     rows = {r["name"]: r for r in body["raters"]}
     assert list(rows) == ["exact", "lenient"]  # best first; w1 has 3 tasks < 20
     lenient = rows["lenient"]["vs_gold"]
@@ -65,7 +65,7 @@ def test_each_judge_against_gold(judged) -> None:
 
 
 def test_workers_with_enough_tasks_are_listed(judged) -> None:
-    body = judged.get(f"{API}/collections/j/judges/agreement", params={"min_tasks": 3}).json()
+    body = judged.get(f"{API}/collections/j/judge-agreement", params={"min_tasks": 3}).json()
     worker = {r["name"]: r for r in body["raters"]}["w1"]
     assert (worker["kind"], worker["judge"], worker["tasks"]) == ("crowd", False, 3)
     assert worker["vs_gold"]["exact"] == pytest.approx(2 / 3)
@@ -76,7 +76,7 @@ def test_run_rankings_on_each_judges_qrels(judged) -> None:
     for name, docs in RUNS.items():
         run = "".join(f"t Q0 {d} {i + 1} {10 - i} {name}\n" for i, d in enumerate(docs))
         assert judged.put(f"{API}/collections/j/runs/{name}", content=run).status_code == 200
-    body = judged.get(f"{API}/collections/j/judges/agreement",
+    body = judged.get(f"{API}/collections/j/judge-agreement",
                       params={"measure": "P@2"}).json()["rankings"]
     assert body["measure"] == "P@2" and body["runs"] == list(RUNS)
     assert body["scores"]["gold"] == pytest.approx(P2_GOLD)
@@ -84,7 +84,7 @@ def test_run_rankings_on_each_judges_qrels(judged) -> None:
     assert body["tau"]["exact"]["gold"]["tau"] == pytest.approx(1.0)
     assert body["tau"]["lenient"]["gold"]["tau"] == pytest.approx(
         kendalltau(P2_LENIENT, P2_GOLD).statistic)
-    bad = judged.get(f"{API}/collections/j/judges/agreement", params={"measure": "P@x"})
+    bad = judged.get(f"{API}/collections/j/judge-agreement", params={"measure": "P@x"})
     assert bad.status_code == 422 and bad.json()["code"] == "unknown_measure"
 
 
@@ -96,7 +96,7 @@ def test_against_an_aggregate(judged) -> None:
     assert wait_for(judged, fit["id"])["status"] == "succeeded"
     labels = {r["doc"]: r["label"] for r in judged.get(
         f"{API}/aggregations/{fit['id']}/qrels", params={"format": "json"}).json()["data"]}
-    body = judged.get(f"{API}/collections/j/judges/agreement",
+    body = judged.get(f"{API}/collections/j/judge-agreement",
                       params={"aggregation": fit["id"]}).json()
     assert body["aggregation_id"] == fit["id"]
     lenient = {r["name"]: r for r in body["raters"]}["lenient"]["vs_aggregate"]
@@ -105,7 +105,7 @@ def test_against_an_aggregate(judged) -> None:
                                                      np.array(fitted)))
     assert lenient["quadratic_kappa"] == pytest.approx(cohen_kappa_score(
         JUDGES["lenient"], fitted, labels=[0, 1, 2, 3], weights="quadratic"))
-    missing = judged.get(f"{API}/collections/j/judges/agreement",
+    missing = judged.get(f"{API}/collections/j/judge-agreement",
                          params={"aggregation": 999})
     assert missing.status_code == 404 and missing.json()["code"] == "aggregation_not_found"
 
@@ -114,7 +114,7 @@ def test_the_dashboard_page_shows_the_same_figures(judged) -> None:
     for name, docs in RUNS.items():
         run = "".join(f"t Q0 {d} {i + 1} {10 - i} {name}\n" for i, d in enumerate(docs))
         assert judged.put(f"{API}/collections/j/runs/{name}", content=run).status_code == 200
-    body = judged.get(f"{API}/collections/j/judges/agreement").json()
+    body = judged.get(f"{API}/collections/j/judge-agreement").json()
     page = judged.get("/ui/collections/j/judges")
     assert page.status_code == 200, page.text
     assert f'id="alpha">{body["krippendorff_alpha"]:.3f}' in page.text
