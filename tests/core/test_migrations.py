@@ -72,7 +72,7 @@ def test_postgres_up_down_up() -> None:
 
 
 def _withdrawals_applied_on_downgrade(url: str) -> None:
-    """0010 -> 0009: the older schema has no withdrawals (label NULL): each one and the earlier
+    """0011 -> 0010: the older schema has no withdrawals (label NULL): each one and the earlier
     judgments of its task and annotator are deleted, later ones stay (what fits read)."""
     from sqlalchemy import text
 
@@ -90,7 +90,7 @@ def _withdrawals_applied_on_downgrade(url: str) -> None:
                     "INSERT INTO judgments (id, collection_id, task_id, annotator_id, label, "
                     "batch_id, received_at) VALUES (:i, 1, :t, :a, :y, 1, CURRENT_TIMESTAMP)"),
                     {"i": ident, "t": task, "a": annotator, "y": label})
-        downgrade_database(url, "0009")
+        downgrade_database(url, "0010")
         with engine.connect() as conn:
             left = conn.execute(text("SELECT id, label FROM judgments ORDER BY id")).all()
         assert [tuple(r) for r in left] == [(4, 1), (6, 1)]

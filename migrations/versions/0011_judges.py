@@ -9,8 +9,8 @@ Downgrade: the older schema has no withdrawals, so they are applied for good (ea
 every earlier judgment of its task and annotator are deleted: what fits saw stays what they see)
 before the label is made NOT NULL again; the kind column goes.
 
-Revision ID: 0010
-Revises: 0009
+Revision ID: 0011
+Revises: 0010
 Create Date: 2026-11-27
 """
 
@@ -19,8 +19,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0010"
-down_revision = "0009"
+revision = "0011"
+down_revision = "0010"
 branch_labels = None
 depends_on = None
 
