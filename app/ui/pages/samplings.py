@@ -19,7 +19,7 @@ from app.collections.deps import CollectionDep
 from app.collections.tables import Collection
 from app.core.errors import Conflict
 from app.sampling import service as sampling_service
-from app.sampling.router import InputsDep, SamplingDep, get_next_inputs
+from app.sampling.deps import InputsDep, SamplingDep, get_next_inputs
 from app.sampling.schemas import RoundRequest, SamplingCreate, StoppingTarget, StopRule
 from app.ui import charts
 from app.ui.forms import (
