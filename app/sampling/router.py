@@ -14,7 +14,9 @@ from app.api.openapi import text_responses
 from app.auth.deps import require_scope
 from app.auth.idempotency import IdempotencyDep
 from app.collections.deps import CollectionDep
-from app.sampling import service
+from app.sampling import estimates as sampling_estimates
+from app.sampling import export, service
+from app.sampling import rounds as sampling_rounds
 from app.sampling.deps import InputsDep, SamplingDep, get_next_inputs
 from app.sampling.rejudging import next_tasks, next_tasks_tsv
 from app.sampling.schemas import (
@@ -105,7 +107,7 @@ def draw_round(session: SessionDep, idempotency: IdempotencyDep, sampling: Sampl
     ``Idempotency-Key`` a retry returns the same round instead of drawing another."""
 
     def work() -> RoundPublic:
-        return RoundPublic.model_validate(service.draw_round(
+        return RoundPublic.model_validate(sampling_rounds.draw_round(
             session, sampling=sampling, force=params.force, stop_rule=params.stop,
             target_recall=params.target_recall, inputs=inputs))
 
@@ -123,12 +125,12 @@ def list_rounds(session: SessionDep, sampling: SamplingDep, inputs: InputsDep,
     other than "could not judge", the pairs the estimates use). ``format=tsv``: one pair per
     line (round, topic, doc, inclusion, selection, source_run, judged 1/0), to send a round to
     a crowd platform."""
-    rounds = service.list_rounds(session, sampling=sampling, number=number, inputs=inputs)
+    rounds = sampling_rounds.list_rounds(session, sampling=sampling, number=number, inputs=inputs)
     if format == "tsv":
         name = f"sampling-{sampling.id}-" + ("rounds" if number is None else "latest-round"
                                              if number == -1 else f"round-{number}")
         return PlainTextResponse(
-            service.rounds_tsv(rounds), media_type="text/tab-separated-values",
+            export.rounds_tsv(rounds), media_type="text/tab-separated-values",
             headers={"content-disposition": f'attachment; filename="{name}.tsv"'})
     # Validated once and written as JSON here: tens of thousands of pairs, which FastAPI's
     # response_model would validate a second time before writing them.
@@ -145,6 +147,6 @@ def estimates(session: SessionDep, sampling: SamplingDep,
     number in the pool (R̂ ± sd), the estimated recall r / R̂, how many are still missing, and
     whether to stop at ``target_recall`` (optimistic: r / target ≥ R̂; conservative:
     r / target ≥ R̂ + sd; thesis chapter 3)."""
-    return Estimates.model_validate(service.estimates(session, sampling=sampling,
+    return Estimates.model_validate(sampling_estimates.estimates(session, sampling=sampling,
                                                       target_recall=query.target_recall,
                                                       inputs=inputs))
