@@ -205,3 +205,18 @@ def same_scores(stored: dict[str, Any] | None, rescored: dict[str, Any] | None) 
                     value, other, rel_tol=SAME_SCORE_TOL, abs_tol=SAME_SCORE_TOL):
                 return False
     return True
+
+
+def fit_gold(aggregation: Aggregation, status: GoldStatus | None) -> dict[str, Any] | None:
+    """The API's ``gold`` of a fit (``FitGold``): its record and ``status``; None unless the
+    fit succeeded and was checked."""
+    if status is None or aggregation.status != "succeeded":
+        return None
+    record = (aggregation.info or {}).get("gold") or {}
+    scored = record.get("scored", (aggregation.evaluation or {}).get("n_gold"))
+    return {
+        "labelled": record.get("labelled"), "scored": scored, "left_out": record.get("left_out"),
+        "could_not_judge": record.get("could_not_judge"), "digest": record.get("digest"),
+        "current": status.current, "rescorable": status.rescorable,
+        "current_evaluation": status.current_evaluation, "note": status.note,
+    }

@@ -2,13 +2,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import JSONResponse, PlainTextResponse
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
 from app.aggregations import downloads, service
-from app.aggregations.listing import CACHE_CONTROL, VARY, ListingCache
+from app.aggregations.deps import AggregationDep, get_listing_cache
+from app.aggregations.listing import CACHE_CONTROL, VARY
 from app.aggregations.schemas import (
     AggregationCreate,
     AggregationPublic,
@@ -19,61 +20,22 @@ from app.aggregations.schemas import (
     PredictRequest,
     PredictResponse,
     TaskResults,
+    public,
 )
 from app.aggregations.tables import Aggregation
 from app.api.deps import Limit, Offset, OptionalId, RunnerDep, SessionDep, SettingsDep, id_path
 from app.api.openapi import text_responses
-from app.auth import audit
 from app.auth.deps import PrincipalDep, get_principal, require_scope
 from app.auth.idempotency import IdempotencyDep
-from app.auth.principal import Principal
 from app.collections.deps import CollectionDep
 from app.collections.tables import Collection
 from app.core.config import Settings
 from app.core.db import get_sessionmaker
 from app.core.integers import MAX_INT
 from app.jobs.maintenance import fail_stale_jobs
-from app.jobs.progress import Progress
 
 collection_router = APIRouter(prefix="/collections/{c}", tags=["aggregations"])
 router = APIRouter(prefix="/aggregations", tags=["aggregations"])
-
-
-def load_aggregation(
-    session: SessionDep, principal: PrincipalDep,
-    a: Annotated[int, id_path("aggregation")],
-) -> Aggregation:
-    aggregation = service.get_aggregation(session, aggregation_id=a)
-    if not principal.can_see(aggregation.collection_id):
-        raise service.aggregation_not_found(a)
-    return aggregation
-
-
-AggregationDep = Annotated[Aggregation, Depends(load_aggregation)]
-
-
-def public(aggregation: Aggregation, gold: service.GoldStatus | None = None) -> AggregationPublic:
-    """A fit as the API shows it; ``gold``: its status against the current gold
-    (``service.gold_statuses``), without which ``gold`` and ``gold_current`` are null."""
-    info = aggregation.info or {}
-    return AggregationPublic(
-        id=aggregation.id, collection_id=aggregation.collection_id, method=aggregation.method,
-        params=aggregation.params, graded=aggregation.graded, seed=aggregation.seed,
-        status=aggregation.status,
-        progress=Progress.of(aggregation),
-        watermark=aggregation.watermark, n_judgments=aggregation.n_judgments,
-        created_at=aggregation.created_at, started_at=aggregation.started_at,
-        finished_at=aggregation.finished_at, timings=aggregation.timings,
-        objective_history=aggregation.objective_history, evaluation=aggregation.evaluation,
-        # the gold record is shown as ``gold``, with its state now
-        info=None if aggregation.info is None else {k: v for k, v in info.items() if k != "gold"},
-        classes=aggregation.classes, error=aggregation.error, fallback=info.get("fallback"),
-        warm_start=aggregation.warm_start_id,
-        cold_checked=(info.get("cold_checked") if aggregation.warm_start_id is not None
-                      and aggregation.status == "succeeded" else None),
-        gold_current=None if gold is None or aggregation.status != "succeeded" else gold.current,
-        gold=service.fit_gold(aggregation, gold),
-    )
 
 
 def checked(session: Session, request: Request, fits: list[Aggregation],
@@ -100,7 +62,7 @@ def create_aggregation(session: SessionDep, runner: RunnerDep, settings: Setting
     def work() -> AggregationPublic:
         aggregation = service.create_aggregation(session, runner=runner, collection=collection,
                                                  spec=body)
-        fit_started(session, principal, collection, aggregation)
+        service.fit_started(session, principal, collection, aggregation)
         return public(aggregation)
 
     return idempotency.run(session, body=body.model_dump_json(), status_code=202, work=work)
@@ -136,25 +98,8 @@ def get_aggregation(request: Request, session: SessionDep,
 def cancel_aggregation(session: SessionDep, runner: RunnerDep, principal: PrincipalDep,
                        aggregation: AggregationDep) -> AggregationPublic:
     cancelled = service.cancel_aggregation(session, runner=runner, aggregation=aggregation)
-    fit_cancelled(session, principal, cancelled)
+    service.fit_cancelled(session, principal, cancelled)
     return public(cancelled)
-
-
-def fit_started(session: Session, principal: Principal, collection: Collection,
-                aggregation: Aggregation) -> None:
-    """The audit event of a fit started (the API and the dashboard's fit form)."""
-    audit.record(session, principal=principal, action="fit_started", collection=collection,
-                 target_id=aggregation.id, counts={
-                     "method": aggregation.method, "watermark": aggregation.watermark,
-                     **({} if aggregation.warm_start_id is None
-                        else {"warm_start": aggregation.warm_start_id})})
-
-
-def fit_cancelled(session: Session, principal: Principal, aggregation: Aggregation) -> None:
-    """The audit event of a fit cancelled (the API and the dashboard's cancel button)."""
-    audit.record(session, principal=principal, action="fit_cancelled",
-                 collection=session.get(Collection, aggregation.collection_id),
-                 target_id=aggregation.id)
 
 
 @router.get("/{a}/qrels", response_model=None, dependencies=[require_scope("read")],
@@ -178,14 +123,6 @@ def qrels(session: SessionDep, aggregation: AggregationDep,
             "content-disposition": f'attachment; filename="aggregation-{aggregation.id}.tsv"'})
     return PlainTextResponse(downloads.trec(rows, threshold, classes, grade), headers={
         "content-disposition": f'attachment; filename="aggregation-{aggregation.id}.qrels"'})
-
-
-def get_listing_cache(request: Request) -> ListingCache:
-    """The application's cache of succeeded fits' orderings (one per app, so per database;
-    made by ``create_app``)."""
-    return request.app.state.listing_cache  # type: ignore[no-any-return]
-
-
 
 
 @router.get("/{a}/annotators", response_model=AnnotatorResults,

@@ -1,12 +1,43 @@
 from __future__ import annotations
 
+import json
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.aggregations.gold import fit_gold
 from app.core.integers import MAX_INT, MAX_SEED
 from app.jobs.progress import Progress
+
+if TYPE_CHECKING:
+    from app.aggregations.gold import GoldStatus
+    from app.aggregations.tables import Aggregation
+
+
+class ParamsNotJson(ValueError):
+    """A fit's params text that is not a JSON object; ``line``: where the JSON broke."""
+
+    def __init__(self, message: str, line: int | None = None) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+def parse_params(text: str | None) -> dict[str, Any]:
+    """A fit's params written as JSON text (the dashboard's fit form; a command's ``--params``):
+    a JSON object, empty text ``{}``; else ParamsNotJson saying what is wrong. Their values are
+    checked by AggregationCreate and the method, as for the API's body."""
+    text = (text or "").strip() or "{}"
+    try:
+        params = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ParamsNotJson(f"not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})",
+                            exc.lineno) from None
+    except RecursionError:
+        raise ParamsNotJson("not JSON (nested too deeply)") from None
+    if not isinstance(params, dict):
+        raise ParamsNotJson("a JSON object, e.g. {\"n_restarts\": 10}")
+    return params
 
 
 class AggregationCreate(BaseModel):
@@ -224,3 +255,27 @@ class PredictResponse(BaseModel):
         default=None,
         description="per task, whether the fit had an offset for its topic; null for a fit "
                     "without topic offsets")
+
+
+def public(aggregation: Aggregation, gold: GoldStatus | None = None) -> AggregationPublic:
+    """A fit as the API shows it; ``gold``: its status against the current gold
+    (``service.gold_statuses``), without which ``gold`` and ``gold_current`` are null."""
+    info = aggregation.info or {}
+    return AggregationPublic(
+        id=aggregation.id, collection_id=aggregation.collection_id, method=aggregation.method,
+        params=aggregation.params, graded=aggregation.graded, seed=aggregation.seed,
+        status=aggregation.status,
+        progress=Progress.of(aggregation),
+        watermark=aggregation.watermark, n_judgments=aggregation.n_judgments,
+        created_at=aggregation.created_at, started_at=aggregation.started_at,
+        finished_at=aggregation.finished_at, timings=aggregation.timings,
+        objective_history=aggregation.objective_history, evaluation=aggregation.evaluation,
+        # the gold record is shown as ``gold``, with its state now
+        info=None if aggregation.info is None else {k: v for k, v in info.items() if k != "gold"},
+        classes=aggregation.classes, error=aggregation.error, fallback=info.get("fallback"),
+        warm_start=aggregation.warm_start_id,
+        cold_checked=(info.get("cold_checked") if aggregation.warm_start_id is not None
+                      and aggregation.status == "succeeded" else None),
+        gold_current=None if gold is None or aggregation.status != "succeeded" else gold.current,
+        gold=fit_gold(aggregation, gold),
+    )

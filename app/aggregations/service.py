@@ -19,6 +19,8 @@ from app.aggregations.tables import (
     AggregationTask,
 )
 from app.aggregations.warm import check_warm_start
+from app.auth import audit
+from app.auth.principal import Principal
 from app.collections.service import lock_collection
 from app.collections.tables import Collection
 from app.core.errors import Conflict, InvalidInput, NotFound
@@ -298,21 +300,6 @@ def gold_statuses(session: Session, *, collection: Collection, fits: Sequence[Ag
     """Each succeeded fit of ``fits`` against the collection's current gold (``gold.check_fits``;
     ``cache``: the app's ListingCache, so a gold change is checked once per fit)."""
     return check_fits(session, collection=collection, fits=fits, cache=cache)
-
-
-def fit_gold(aggregation: Aggregation, status: GoldStatus | None) -> dict[str, Any] | None:
-    """The API's ``gold`` of a fit (``FitGold``): its record and ``status``; None unless the
-    fit succeeded and was checked."""
-    if status is None or aggregation.status != "succeeded":
-        return None
-    record = (aggregation.info or {}).get("gold") or {}
-    scored = record.get("scored", (aggregation.evaluation or {}).get("n_gold"))
-    return {
-        "labelled": record.get("labelled"), "scored": scored, "left_out": record.get("left_out"),
-        "could_not_judge": record.get("could_not_judge"), "digest": record.get("digest"),
-        "current": status.current, "rescorable": status.rescorable,
-        "current_evaluation": status.current_evaluation, "note": status.note,
-    }
 
 
 def comparison(session: Session, *, collection: Collection,
@@ -632,3 +619,20 @@ def reference_aggregation(session: Session, *, collection: Collection,
     return session.scalar(select(Aggregation).where(
         Aggregation.collection_id == collection.id, Aggregation.status == "succeeded")
         .order_by(Aggregation.id.desc()).limit(1))
+
+
+def fit_started(session: Session, principal: Principal, collection: Collection,
+                aggregation: Aggregation) -> None:
+    """The audit event of a fit started (the API and the dashboard's fit form)."""
+    audit.record(session, principal=principal, action="fit_started", collection=collection,
+                 target_id=aggregation.id, counts={
+                     "method": aggregation.method, "watermark": aggregation.watermark,
+                     **({} if aggregation.warm_start_id is None
+                        else {"warm_start": aggregation.warm_start_id})})
+
+
+def fit_cancelled(session: Session, principal: Principal, aggregation: Aggregation) -> None:
+    """The audit event of a fit cancelled (the API and the dashboard's cancel button)."""
+    audit.record(session, principal=principal, action="fit_cancelled",
+                 collection=session.get(Collection, aggregation.collection_id),
+                 target_id=aggregation.id)

@@ -67,3 +67,13 @@ def get_key_verifier(request: Request) -> KeyVerifier | None:
 
 
 KeyVerifierDep = Annotated[KeyVerifier | None, Depends(get_key_verifier)]
+
+
+def _unrestricted(principal: PrincipalDep) -> None:
+    # A key limited to some collections must not mint a key for all of them.
+    if not principal.manages_keys():
+        raise Forbidden("managing keys needs an admin key that is not limited to collections",
+                        code="insufficient_scope", required="admin")
+
+
+KEY_ADMIN = [require_scope("admin"), Depends(_unrestricted)]

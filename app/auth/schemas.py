@@ -1,9 +1,10 @@
 from __future__ import annotations
 
+import re
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field
 
 from app.auth.principal import Scope
 
@@ -60,3 +61,17 @@ class AuditEventPublic(BaseModel):
 class AuditEventsPublic(BaseModel):
     data: list[AuditEventPublic]
     count: int
+
+
+def rfc3339(value: object) -> object:
+    # A date-time in the schema: not a bare number (which pydantic would read as Unix time).
+    if isinstance(value, str) and not _DATE_TIME.match(value):
+        raise ValueError("expected an RFC 3339 date-time, e.g. 2026-11-23T10:00:00Z")
+    return value
+
+
+_DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}")
+
+
+# ``since`` and ``until`` as the API reads them (for the dashboard's audit page).
+Instant = Annotated[AwareDatetime, BeforeValidator(rfc3339)]

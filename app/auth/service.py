@@ -9,6 +9,7 @@ this process's verifier cache, so it stops working at once. Nothing here knows H
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from sqlalchemy.orm import Session
@@ -16,12 +17,15 @@ from sqlalchemy.orm import Session
 from app.auth import audit, keys
 from app.auth.principal import Principal
 from app.auth.schemas import (
+    AuditEventPublic,
+    AuditEventsPublic,
     KeyCreate,
     KeyCreated,
     KeyPublic,
     KeysPublic,
 )
 from app.auth.tables import ApiKey
+from app.collections import service as collections_service
 
 if TYPE_CHECKING:
     from app.auth.keys import KeyVerifier
@@ -72,3 +76,20 @@ def revoke_key(session: Session, *, principal: Principal, name: str,
                      counts={"name": row.name})
     return key_public(session, [row])[0], changed
 
+
+def audit_events(session: Session, *, principal: Principal, collection: str | None,
+                 since: datetime | None, until: datetime | None, action: str | None,
+                 limit: int, offset: int) -> AuditEventsPublic:
+    """The audit log as GET /audit answers it (also the dashboard's audit page): ``collection``
+    (id or name) must be one the caller may see, else 404 as if it did not exist."""
+    collection_id = None
+    if collection is not None:
+        row = collections_service.get_collection(session, key=collection)
+        if not principal.can_see(row.id):
+            raise collections_service.collection_not_found(collection)
+        collection_id = row.id
+    rows, total = audit.list_events(session, principal=principal, collection_id=collection_id,
+                                    since=since, until=until, action=action, limit=limit,
+                                    offset=offset)
+    return AuditEventsPublic(data=[AuditEventPublic.model_validate(r) for r in rows],
+                             count=total)

@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import Depends, Path
 
 from app.api.deps import SessionDep
-from app.auth.deps import PrincipalDep
+from app.auth.deps import Forbidden, PrincipalDep, require_scope
 from app.collections import service as collections_service
 from app.collections.tables import Collection
 
@@ -25,3 +25,13 @@ def load_collection(
 
 
 CollectionDep = Annotated[Collection, Depends(load_collection)]
+
+
+def _every_collection(principal: PrincipalDep) -> None:
+    if not principal.creates_collections():
+        raise Forbidden("creating a collection needs an admin key that is not limited to "
+                        "collections", code="insufficient_scope", required="admin")
+
+
+# Creating a collection (this router and the dashboard's form): admin scope, on every collection.
+CREATE = [require_scope("admin"), Depends(_every_collection)]

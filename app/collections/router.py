@@ -2,48 +2,28 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query
-from sqlalchemy.orm import Session
+from fastapi import APIRouter, Query
 
 from app.api.deps import SessionDep
-from app.auth import audit
-from app.auth.deps import Forbidden, PrincipalDep, require_scope
-from app.auth.principal import Principal
+from app.auth.deps import PrincipalDep, require_scope
 from app.collections import service
-from app.collections.deps import CollectionDep
+from app.collections.deps import CREATE, CollectionDep
 from app.collections.schemas import (
     CollectionCreate,
     CollectionPublic,
     CollectionsPublic,
     CollectionStats,
 )
-from app.collections.tables import Collection
 from app.core.integers import MAX_INT
 
 router = APIRouter(prefix="/collections", tags=["collections"])
-
-
-def _every_collection(principal: PrincipalDep) -> None:
-    if not principal.creates_collections():
-        raise Forbidden("creating a collection needs an admin key that is not limited to "
-                        "collections", code="insufficient_scope", required="admin")
-
-
-# Creating a collection (this router and the dashboard's form): admin scope, on every collection.
-CREATE = [require_scope("admin"), Depends(_every_collection)]
-
-
-def collection_created(session: Session, principal: Principal, collection: Collection) -> None:
-    """The audit event of a new collection (the API's and the dashboard's form)."""
-    audit.record(session, principal=principal, action="collection_created",
-                 collection=collection)
 
 
 @router.post("", status_code=201, response_model=CollectionPublic, dependencies=CREATE)
 def create_collection(session: SessionDep, principal: PrincipalDep,
                       body: CollectionCreate) -> CollectionPublic:
     collection = service.create_collection(session, spec=body)
-    collection_created(session, principal, collection)
+    service.collection_created(session, principal, collection)
     public = CollectionPublic.model_validate(collection)
     public.counts = service.collection_counts(session, collection=collection)
     return public

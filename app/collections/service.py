@@ -10,6 +10,8 @@ from sqlalchemy import exists, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from app.auth import audit
+from app.auth.principal import Principal
 from app.collections.schemas import (
     CollectionCounts,
     CollectionCreate,
@@ -245,3 +247,9 @@ def collection_overview(session: Session, *, collection: Collection,
         judgments = advance_tally(session, collection=collection, cache=cache).judgments
     return {"counts": collection_counts(session, collection=collection, judgments=judgments),
             "last_judgment_at": last}
+
+
+def collection_created(session: Session, principal: Principal, collection: Collection) -> None:
+    """The audit event of a new collection (the API's and the dashboard's form)."""
+    audit.record(session, principal=principal, action="collection_created",
+                 collection=collection)

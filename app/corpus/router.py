@@ -1,11 +1,9 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime
 from functools import partial
 
 from fastapi import APIRouter, Path, Request
-from pydantic import BaseModel, ConfigDict
 from starlette.concurrency import run_in_threadpool
 
 from app.api.deps import SessionDep
@@ -14,41 +12,18 @@ from app.auth.deps import require_scope
 from app.collections.deps import CollectionDep
 from app.core.errors import InvalidInput
 from app.corpus import service
+from app.corpus.schemas import (
+    RUN_NAME_MAX_LENGTH,
+    RUN_NAME_PATTERN,
+    RunPublic,
+    RunsPublic,
+    RunStored,
+    TextsReport,
+)
 from app.formats.errors import FileFormatError
 from app.formats.texts import parse_texts, texts_from_json, unique_keys
 
 router = APIRouter(prefix="/collections/{c}", tags=["corpus"])
-RUN_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._+-]*$"  # a run's name (PUT .../runs/{name})
-RUN_NAME_MAX_LENGTH = 200
-
-
-class TextsReport(BaseModel):
-    texts: int
-    new: int
-
-
-class RunPublic(BaseModel):
-    model_config = ConfigDict(from_attributes=True)
-
-    name: str
-    n_lines: int
-    n_topics: int
-    max_depth: int
-    uploaded_at: datetime
-
-
-class RunStored(RunPublic):
-    """The answer to an upload: the run, and how many of its topics the collection does not
-    have at that moment (kept; an evaluation counts them per run)."""
-
-    unknown_topics: int
-
-
-class RunsPublic(BaseModel):
-    data: list[RunPublic]
-    count: int
-
-
 async def _texts(request: Request, *, kind: str) -> dict[str, str]:
     """{id: text} of the body; ``kind`` (``topic``, ``doc``) sets the ids' length limit."""
     upload = await read_upload(request, filename=None)

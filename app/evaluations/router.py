@@ -2,57 +2,33 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from app.aggregations import downloads
 from app.aggregations.service import aggregation_not_found
-from app.api.deps import Limit, Offset, RunnerDep, SessionDep, id_path
+from app.api.deps import Limit, Offset, RunnerDep, SessionDep
 from app.api.openapi import text_responses
-from app.auth.deps import PrincipalDep, require_scope
+from app.auth.deps import require_scope
 from app.auth.idempotency import IdempotencyDep
 from app.collections.deps import CollectionDep
 from app.core.errors import InvalidInput
 from app.core.integers import MAX_INT
 from app.evaluations import service
+from app.evaluations.deps import EvaluationDep
 from app.evaluations.schemas import (
     EvaluationCreate,
     EvaluationPublic,
     EvaluationsPublic,
     MeasuresFormat,
     QrelsFormat,
+    public,
 )
-from app.evaluations.tables import Evaluation
-from app.jobs.progress import Progress
 from models.evaluation.scoring import format_trec, format_tsv
 
 collection_router = APIRouter(prefix="/collections/{c}", tags=["evaluations"])
 router = APIRouter(prefix="/evaluations", tags=["evaluations"])
-
-
-def load_evaluation(session: SessionDep, principal: PrincipalDep,
-                    e: Annotated[int, id_path("evaluation")]) -> Evaluation:
-    evaluation = service.get_evaluation(session, evaluation_id=e)
-    if not principal.can_see(evaluation.collection_id):
-        raise service.evaluation_not_found(e)
-    return evaluation
-
-
-EvaluationDep = Annotated[Evaluation, Depends(load_evaluation)]
-
-
-def public(evaluation: Evaluation, *, with_results: bool = False) -> EvaluationPublic:
-    extra: dict[str, Any] = service.summary(evaluation) if with_results else {}
-    return EvaluationPublic(
-        id=evaluation.id, collection_id=evaluation.collection_id, aggregation=evaluation.source,
-        runs=evaluation.runs, measures=evaluation.measures, samples=evaluation.samples,
-        seed=evaluation.seed, interval=evaluation.interval or "posterior",
-        status=evaluation.status,
-        progress=Progress.of(evaluation),
-        created_at=evaluation.created_at, started_at=evaluation.started_at,
-        finished_at=evaluation.finished_at, timings=evaluation.timings, error=evaluation.error,
-        report=evaluation.report, **extra)
 
 
 @collection_router.post("/evaluations", status_code=202, response_model=EvaluationPublic,
@@ -120,7 +96,8 @@ def combined_qrels(session: SessionDep, collection: CollectionDep, mode: str,
 async def get_evaluation(evaluation: EvaluationDep) -> EvaluationPublic:
     """The evaluation, and when it has succeeded its means over topics with their intervals,
     P(a beats b) for every pair of runs and the rankings with Kendall's tau."""
-    return await run_in_threadpool(public, evaluation, with_results=True)
+    return await run_in_threadpool(
+        lambda: public(evaluation, results=service.summary(evaluation)))
 
 
 @router.get("/{e}/measures", response_model=None, dependencies=[require_scope("read")],

@@ -1,13 +1,16 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from app.core.integers import MAX_INT32, RowId
 from app.jobs.progress import Progress
 from models.evaluation.measures import DEFAULT_MEASURES
+
+if TYPE_CHECKING:
+    from app.evaluations.tables import Evaluation
 
 # An aggregation id or "gold"; union / intersection of two or more of them.
 SourceRef = RowId | Literal["gold"]
@@ -70,3 +73,18 @@ class EvaluationsPublic(BaseModel):
 
 QrelsFormat = Literal["trec", "tsv", "json"]
 MeasuresFormat = Literal["json", "tsv", "trec"]
+
+
+def public(evaluation: Evaluation, *,
+           results: dict[str, Any] | None = None) -> EvaluationPublic:
+    """An evaluation as the API shows it; ``results``: its summary (``service.summary``), shown
+    by GET /evaluations/{e} only."""
+    return EvaluationPublic(
+        id=evaluation.id, collection_id=evaluation.collection_id, aggregation=evaluation.source,
+        runs=evaluation.runs, measures=evaluation.measures, samples=evaluation.samples,
+        seed=evaluation.seed, interval=evaluation.interval or "posterior",
+        status=evaluation.status,
+        progress=Progress.of(evaluation),
+        created_at=evaluation.created_at, started_at=evaluation.started_at,
+        finished_at=evaluation.finished_at, timings=evaluation.timings, error=evaluation.error,
+        report=evaluation.report, **(results or {}))

@@ -1,20 +1,15 @@
 from __future__ import annotations
 
-from dataclasses import asdict
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request
-from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
 from app.api.deps import Limit, Offset, SessionDep, judgments_arrived
 from app.api.uploads import read_upload
-from app.auth import audit
 from app.auth.deps import PrincipalDep, require_scope
 from app.auth.idempotency import IdempotencyDep
-from app.auth.principal import Principal
 from app.collections.deps import CollectionDep
-from app.collections.tables import Collection
 from app.formats.ids import MAX_FILENAME_LENGTH
 from app.formats.judgments_file import parse_judgments
 from app.formats.qrels import parse_qrels_with_lines
@@ -34,30 +29,11 @@ def add_judgments(request: Request, session: SessionDep, principal: PrincipalDep
     def work() -> IngestPublic:
         rows = service.judgment_rows(body.judgments)
         report = service.ingest(session, collection=collection, rows=rows, source="json")
-        return audited(session, principal, collection, report)
+        return service.judgments_audited(session, principal, collection, report)
 
     response = idempotency.run(session, body=body.model_dump_json(), status_code=201, work=work)
     judgments_arrived(request, collection.id)
     return response
-
-
-def audited(session: Session, principal: Principal, collection: Collection,
-            report: service.IngestReport) -> IngestPublic:
-    """Judgments stored: the audit event (the API and the dashboard's upload form)."""
-    audit.record(session, principal=principal, action="judgments_added", collection=collection,
-                 target_id=report.batch_id, counts={
-                     "judgments": report.judgments, "new_tasks": report.new_tasks,
-                     "gold_labels": report.gold_labels})
-    return IngestPublic(**asdict(report))
-
-
-def gold_audited(session: Session, principal: Principal, collection: Collection,
-                 report: dict[str, Any], mode: str) -> GoldReport:
-    """Gold set or replaced: the audit event (the API and the dashboard's gold form)."""
-    audit.record(session, principal=principal,
-                 action="gold_replaced" if mode == "replace" else "gold_set",
-                 collection=collection, counts=dict(report))
-    return GoldReport(**report, mode=mode)
 
 
 @router.post(
@@ -84,7 +60,7 @@ async def add_judgments_file(request: Request, session: SessionDep, principal: P
         rows = parse_judgments(upload.content)
         report = service.ingest(session, collection=collection, rows=rows, source="file",
                                 filename=upload.filename)
-        return audited(session, principal, collection, report)
+        return service.judgments_audited(session, principal, collection, report)
 
     response = await run_in_threadpool(
         idempotency.run, session, body=f"{upload.filename}\0".encode() + upload.content,
@@ -121,7 +97,7 @@ async def put_gold(request: Request, session: SessionDep, principal: PrincipalDe
         qrels, lines = parse_qrels_with_lines(upload.content)
         report = service.set_gold(session, collection=collection, qrels=qrels, lines=lines,
                                   replace=mode == "replace")
-        return gold_audited(session, principal, collection, report, mode)
+        return service.gold_audited(session, principal, collection, report, mode)
 
     return await run_in_threadpool(idempotency.run, session, body=upload.content,
                                    status_code=200, work=work)

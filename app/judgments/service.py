@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from sqlalchemy import BigInteger, Integer, func, select, update
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 
+from app.auth import audit
+from app.auth.principal import Principal
 from app.collections.service import lock_collection
 from app.collections.tables import Collection
 from app.core.db import bulk_insert
@@ -17,7 +19,7 @@ from app.core.errors import InvalidInput
 from app.formats.ids import BadId, clean_ids
 from app.formats.judgments_file import JudgmentRows
 from app.judgments.ids import ensure_external_ids, ensure_task_keys, ensure_tasks
-from app.judgments.schemas import JudgmentIn
+from app.judgments.schemas import GoldReport, IngestPublic, JudgmentIn
 from app.judgments.tables import Annotator, Batch, Document, Judgment, Task, Topic
 
 
@@ -237,3 +239,22 @@ def list_judgments(
         for i, t, d, a, y, b, r in rows
     ]
     return data, total
+
+
+def judgments_audited(session: Session, principal: Principal, collection: Collection,
+            report: IngestReport) -> IngestPublic:
+    """Judgments stored: the audit event (the API and the dashboard's upload form)."""
+    audit.record(session, principal=principal, action="judgments_added", collection=collection,
+                 target_id=report.batch_id, counts={
+                     "judgments": report.judgments, "new_tasks": report.new_tasks,
+                     "gold_labels": report.gold_labels})
+    return IngestPublic(**asdict(report))
+
+
+def gold_audited(session: Session, principal: Principal, collection: Collection,
+                 report: dict[str, Any], mode: str) -> GoldReport:
+    """Gold set or replaced: the audit event (the API and the dashboard's gold form)."""
+    audit.record(session, principal=principal,
+                 action="gold_replaced" if mode == "replace" else "gold_set",
+                 collection=collection, counts=dict(report))
+    return GoldReport(**report, mode=mode)

@@ -5,22 +5,24 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import PlainTextResponse, Response
 
-from app.aggregations.router import AggregationDep
-from app.api.deps import Limit, Offset, SessionDep, id_path
+from app.aggregations.deps import AggregationDep
+from app.api.deps import Limit, Offset, SessionDep
 from app.api.openapi import text_responses
-from app.auth.deps import PrincipalDep, require_scope
+from app.auth.deps import require_scope
 from app.auth.idempotency import IdempotencyDep
 from app.collections.deps import CollectionDep
-from app.core.integers import MAX_SEED
-from app.sampling import service
-from app.sampling.inputs import NextInputs
+from app.sampling import estimates as sampling_estimates
+from app.sampling import export, service
+from app.sampling import rounds as sampling_rounds
+from app.sampling.deps import InputsDep, SamplingDep, get_next_inputs
 from app.sampling.rejudging import next_tasks, next_tasks_tsv
 from app.sampling.schemas import (
     Estimates,
     NextTasks,
+    NextTasksQuery,
     RoundPublic,
     RoundRequest,
     RoundsPublic,
@@ -29,47 +31,17 @@ from app.sampling.schemas import (
     SamplingsPublic,
     StoppingTarget,
 )
-from app.sampling.tables import Sampling
 
 aggregation_router = APIRouter(prefix="/aggregations", tags=["sampling"])
 collection_router = APIRouter(prefix="/collections/{c}", tags=["sampling"])
 router = APIRouter(prefix="/samplings", tags=["sampling"])
 
 
-def load_sampling(session: SessionDep, principal: PrincipalDep,
-                  s: Annotated[int, id_path("sampling")]) -> Sampling:
-    sampling = service.get_sampling(session, sampling_id=s)
-    if not principal.can_see(sampling.collection_id):
-        raise service.sampling_not_found(s)
-    return sampling
-
-
-SamplingDep = Annotated[Sampling, Depends(load_sampling)]
-
-
-def get_next_inputs(request: Request) -> NextInputs:
-    """The application's cache of what /next and the samplings read (made by ``create_app``)."""
-    return request.app.state.next_inputs  # type: ignore[no-any-return]
-
-
-InputsDep = Annotated[NextInputs, Depends(get_next_inputs)]
-
-
 @aggregation_router.get("/{a}/next", response_model=NextTasks,
                         dependencies=[require_scope("read")],
                         responses=text_responses("text/tab-separated-values"))
 def next_to_judge(request: Request, session: SessionDep, aggregation: AggregationDep,
-                  n: Annotated[int, Query(ge=1, le=10_000)] = 10,
-                  strategy: Literal["uncertainty", "expected-change", "random"] = "uncertainty",
-                  max_judgments: Annotated[int | None, Query(ge=1)] = None,
-                  annotators: Annotated[int, Query(ge=0, le=1000)] = 10,
-                  min_annotator_judgments: Annotated[int, Query(ge=0)] = 0,
-                  per_annotator: Annotated[int | None, Query(ge=1, le=10_000, description=(
-                      "at most this many of the listed tasks go to one annotator "
-                      "(assigned); none: each task to its best annotator"))] = None,
-                  seed: Annotated[int | None, Query(ge=0, le=MAX_SEED, description=(
-                      "random_state of the random strategy"))] = None,
-                  format: Literal["json", "tsv"] = "json") -> NextTasks | PlainTextResponse:
+                  query: Annotated[NextTasksQuery, Query()]) -> NextTasks | PlainTextResponse:
     """The ``n`` tasks whose next crowd label is expected to help most (``uncertainty``: highest
     posterior entropy; ``expected-change``: most likely to change the label; ``random``), only
     tasks with fewer than ``max_judgments`` judgments when given; for each, up to
@@ -79,12 +51,12 @@ def next_to_judge(request: Request, session: SessionDep, aggregation: Aggregatio
     ``per_annotator`` tasks each (the best annotators would otherwise get every task).
     ``format=tsv``: one task per line (rank, topic, doc, judgments, scores, the annotators to
     ask, the one assigned), for a crowd platform."""
-    result = next_tasks(session, aggregation=aggregation, n=n, strategy=strategy,
-                        max_judgments=max_judgments, n_annotators=annotators, seed=seed,
-                        inputs=get_next_inputs(request),
-                        min_annotator_judgments=min_annotator_judgments,
-                        per_annotator=per_annotator)
-    if format == "tsv":
+    result = next_tasks(session, aggregation=aggregation, n=query.n, strategy=query.strategy,
+                        max_judgments=query.max_judgments, n_annotators=query.annotators,
+                        seed=query.seed, inputs=get_next_inputs(request),
+                        min_annotator_judgments=query.min_annotator_judgments,
+                        per_annotator=query.per_annotator)
+    if query.format == "tsv":
         return PlainTextResponse(next_tasks_tsv(result), media_type="text/tab-separated-values",
                                  headers={"content-disposition": 'attachment; filename='
                                           f'"aggregation-{aggregation.id}-next.tsv"'})
@@ -135,7 +107,7 @@ def draw_round(session: SessionDep, idempotency: IdempotencyDep, sampling: Sampl
     ``Idempotency-Key`` a retry returns the same round instead of drawing another."""
 
     def work() -> RoundPublic:
-        return RoundPublic.model_validate(service.draw_round(
+        return RoundPublic.model_validate(sampling_rounds.draw_round(
             session, sampling=sampling, force=params.force, stop_rule=params.stop,
             target_recall=params.target_recall, inputs=inputs))
 
@@ -153,12 +125,12 @@ def list_rounds(session: SessionDep, sampling: SamplingDep, inputs: InputsDep,
     other than "could not judge", the pairs the estimates use). ``format=tsv``: one pair per
     line (round, topic, doc, inclusion, selection, source_run, judged 1/0), to send a round to
     a crowd platform."""
-    rounds = service.list_rounds(session, sampling=sampling, number=number, inputs=inputs)
+    rounds = sampling_rounds.list_rounds(session, sampling=sampling, number=number, inputs=inputs)
     if format == "tsv":
         name = f"sampling-{sampling.id}-" + ("rounds" if number is None else "latest-round"
                                              if number == -1 else f"round-{number}")
         return PlainTextResponse(
-            service.rounds_tsv(rounds), media_type="text/tab-separated-values",
+            export.rounds_tsv(rounds), media_type="text/tab-separated-values",
             headers={"content-disposition": f'attachment; filename="{name}.tsv"'})
     # Validated once and written as JSON here: tens of thousands of pairs, which FastAPI's
     # response_model would validate a second time before writing them.
@@ -175,6 +147,6 @@ def estimates(session: SessionDep, sampling: SamplingDep,
     number in the pool (R̂ ± sd), the estimated recall r / R̂, how many are still missing, and
     whether to stop at ``target_recall`` (optimistic: r / target ≥ R̂; conservative:
     r / target ≥ R̂ + sd; thesis chapter 3)."""
-    return Estimates.model_validate(service.estimates(session, sampling=sampling,
+    return Estimates.model_validate(sampling_estimates.estimates(session, sampling=sampling,
                                                       target_recall=query.target_recall,
                                                       inputs=inputs))

@@ -5,7 +5,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.core.integers import MAX_INT32
+from app.core.integers import MAX_INT32, MAX_SEED
 from models.sampling.sampler import STRATEGIES
 from models.sampling.stopping import STOP_RULES, TARGET_RECALL
 
@@ -178,6 +178,27 @@ class NextTask(BaseModel):
     assigned: str | None = Field(description="who this task goes to: its best annotator not "
                                  "yet asked with fewer than per_annotator tasks of this list "
                                  "(null: nobody)")
+
+
+class NextQuery(BaseModel):
+    """What GET /aggregations/{a}/next reads (its query) and the dashboard's page sends."""
+
+    n: int = Field(10, ge=1, le=10_000)
+    strategy: Literal["uncertainty", "expected-change", "random"] = "uncertainty"
+    max_judgments: int | None = Field(None, ge=1)
+    annotators: int = Field(10, ge=0, le=1000)
+    min_annotator_judgments: int = Field(0, ge=0)
+    per_annotator: int | None = Field(None, ge=1, le=10_000, description=(
+        "at most this many of the listed tasks go to one annotator (assigned); none: each task "
+        "to its best annotator"))
+    seed: int | None = Field(None, ge=0, le=MAX_SEED,
+                             description="random_state of the random strategy")
+
+
+class NextTasksQuery(NextQuery):
+    """The API's query: NextQuery and the answer's format."""
+
+    format: Literal["json", "tsv"] = "json"
 
 
 class NextTasks(BaseModel):

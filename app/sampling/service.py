@@ -1,4 +1,7 @@
-"""Samplings of documents from a collection's runs: create, draw rounds, estimate measures.
+"""Samplings of documents from a collection's runs: create, list, and the state every reading of
+one starts from (its pools, rounds, sampled pairs and the crowd labels). Drawing and listing
+rounds: ``app.sampling.rounds``; the estimates: ``app.sampling.estimates``; the rounds as a
+file: ``app.sampling.export``.
 
 The pool, the sampling state and the estimates are recomputed from what is stored (the runs,
 each round's selection probabilities and draws, the sampled pairs) and the crowd labels
@@ -18,16 +21,13 @@ the rounds report both (``judged``, ``labelled``).
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict
 from typing import Any
 
 import numpy as np
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session, defer
 
 from app.collections.tables import Collection
@@ -38,16 +38,8 @@ from app.judgments.columns import annotation_data, current_watermark, task_names
 from app.sampling.inputs import NextInputs
 from app.sampling.schemas import SamplingCreate
 from app.sampling.tables import SampledPair, Sampling, SamplingRound
-from models.sampling.design import TopicPool, build_pools, inclusion_first
-from models.sampling.sampler import SAMPLING, TopicState, estimate, plan_round
-from models.sampling.stopping import (
-    STOP_RULES,
-    TARGET_RECALL,
-    check_topic,
-    estimable,
-    found_relevant,
-    stopping_check,
-)
+from models.sampling.design import TopicPool, build_pools
+from models.sampling.sampler import TopicState
 
 LABEL_METHODS = ("mv", "ds", "mace")
 CUTOFFS = (5, 10, 20)
@@ -64,7 +56,7 @@ def get_sampling(session: Session, *, sampling_id: int) -> Sampling:
     return sampling
 
 
-def _scratch() -> NextInputs:
+def scratch() -> NextInputs:
     """For a call without the application's cache: what the call reads, kept for it alone (its
     judgments are read once however many parts of it need them)."""
     return NextInputs(max_fits=0, max_collections=1)
@@ -86,9 +78,9 @@ def _build_pools(session: Session, *, collection: Collection, names: Sequence[st
     return runs, pools, frozenset(t for r in names for t in stored[r])
 
 
-def _pools(session: Session, *, collection: Collection, runs: list[str] | None,
-           depth: int | None, inputs: NextInputs | None = None, sampled: bool = False
-           ) -> tuple[list[str], dict[str, TopicPool], tuple[Any, ...]]:
+def sampling_pools(session: Session, *, collection: Collection, runs: list[str] | None,
+                   depth: int | None, inputs: NextInputs | None = None, sampled: bool = False
+                   ) -> tuple[list[str], dict[str, TopicPool], tuple[Any, ...]]:
     """(run names, pools, key): the key names the stored runs the pools are built from.
     ``sampled``: the runs of an existing sampling, one of them deleted since is 409
     ``runs_changed`` (the sampling is there; its pool is not), not a 404."""
@@ -106,7 +98,7 @@ def _pools(session: Session, *, collection: Collection, runs: list[str] | None,
                        f"{collection.name!r}", code="run_not_found", runs=unknown)
     key = ("pools", collection.id, collection.created_at, depth,
            tuple((r, versions[r]) for r in names))
-    names_, pools, answered = (inputs or _scratch()).memo("pools", key, lambda: _build_pools(
+    names_, pools, answered = (inputs or scratch()).memo("pools", key, lambda: _build_pools(
         session, collection=collection, names=names, depth=depth))
     outside = sorted(answered - known_topics(session, collection=collection))
     if outside:
@@ -119,9 +111,9 @@ def _pools(session: Session, *, collection: Collection, runs: list[str] | None,
 def create_sampling(session: Session, *, collection: Collection, spec: SamplingCreate,
                     inputs: NextInputs | None = None) -> Sampling:
     """``inputs``: the application's cache of the runs' pools and the judgments."""
-    inputs = inputs or _scratch()
-    runs, pools, _ = _pools(session, collection=collection, runs=spec.runs, depth=spec.depth,
-                            inputs=inputs)
+    inputs = inputs or scratch()
+    runs, pools, _ = sampling_pools(session, collection=collection, runs=spec.runs,
+                                    depth=spec.depth, inputs=inputs)
     pool_size = sum(p.n_docs for p in pools.values())
     judged = judged_pairs(session, collection=collection, inputs=inputs)
     prejudged = [(t, d) for t, pool in pools.items() for d in pool.docs.tolist()
@@ -156,7 +148,7 @@ def judged_pairs(session: Session, *, collection: Collection, labelled: bool = F
     least one judgment outside the collection's ``ignore`` values ("could not judge"), i.e. the
     pairs the aggregation reads (``crowd_labels`` has a label for exactly these). From the
     judgment columns (``inputs``: read forward from the application's last read)."""
-    inputs = inputs or _scratch()
+    inputs = inputs or scratch()
     columns = inputs.judgments(session, collection)
     tasks = columns.task_id
     if labelled and collection.ignore:
@@ -166,8 +158,8 @@ def judged_pairs(session: Session, *, collection: Collection, labelled: bool = F
     return {names[t] for t in np.unique(tasks).tolist()}
 
 
-def _rounds(session: Session, sampling: Sampling, *, design: bool = True
-            ) -> list[SamplingRound]:
+def rounds_of(session: Session, sampling: Sampling, *, design: bool = True
+              ) -> list[SamplingRound]:
     """``design=False``: without the selection probabilities (a pool's worth of numbers per
     round), for a listing."""
     query = select(SamplingRound).where(SamplingRound.sampling_id == sampling.id)
@@ -176,19 +168,19 @@ def _rounds(session: Session, sampling: Sampling, *, design: bool = True
     return list(session.scalars(query.order_by(SamplingRound.number)))
 
 
-def _pairs(session: Session, sampling: Sampling, inputs: NextInputs | None = None
-           ) -> Sequence[Any]:
+def sampled_pairs(session: Session, sampling: Sampling, inputs: NextInputs | None = None
+                  ) -> Sequence[Any]:
     """The sampled pairs in the order drawn, as rows (``.round_id``, ``.topic``, ``.doc``,
     ...): tens of thousands of them, read without building ORM objects; with ``inputs`` read
     again only when pairs were added."""
-    key = ("pairs", sampling.id, sampling.created_at, _version(session, sampling)[2:])
-    return (inputs or _scratch()).memo("pairs", key, lambda: session.execute(select(
+    key = ("pairs", sampling.id, sampling.created_at, sampling_version(session, sampling)[2:])
+    return (inputs or scratch()).memo("pairs", key, lambda: session.execute(select(
         SampledPair.id, SampledPair.round_id, SampledPair.topic, SampledPair.doc,
         SampledPair.source_run, SampledPair.selection, SampledPair.inclusion,
     ).where(SampledPair.sampling_id == sampling.id).order_by(SampledPair.id)).all())
 
 
-def _version(session: Session, sampling: Sampling) -> tuple[int, int, int, int]:
+def sampling_version(session: Session, sampling: Sampling) -> tuple[int, int, int, int]:
     """(rounds, largest round id, pairs, largest pair id): rounds and pairs are only added, so
     these change whenever the sampling's state does."""
     rounds = session.execute(select(func.count(), func.max(SamplingRound.id)).where(
@@ -198,26 +190,26 @@ def _version(session: Session, sampling: Sampling) -> tuple[int, int, int, int]:
     return rounds[0], rounds[1] or 0, pairs[0], pairs[1] or 0
 
 
-def _state(session: Session, sampling: Sampling, inputs: NextInputs | None = None,
-           pooled: tuple[list[str], dict[str, TopicPool]] | None = None,
-           judged: set[tuple[str, str]] | None = None
-           ) -> tuple[list[str], dict[str, TopicPool], dict[str, TopicState], list[SamplingRound],
-                      Sequence[Any]]:
-    """``pooled``: the sampling's (runs, pools) when the caller has them (``_pools``).
+def sampling_state(session: Session, sampling: Sampling, inputs: NextInputs | None = None,
+                   pooled: tuple[list[str], dict[str, TopicPool]] | None = None,
+                   judged: set[tuple[str, str]] | None = None
+                   ) -> tuple[list[str], dict[str, TopicPool], dict[str, TopicState],
+                              list[SamplingRound], Sequence[Any]]:
+    """``pooled``: the sampling's (runs, pools) when the caller has them (``sampling_pools``).
     ``judged``: the collection's judged pairs; the latest rounds none of whose pairs is among
     them are left out (the estimates' design: ``_estimates``)."""
     if pooled is None:
         collection = session.get(Collection, sampling.collection_id)
         assert collection is not None
-        runs, pools, _ = _pools(session, collection=collection, runs=sampling.runs,
-                                depth=sampling.depth, inputs=inputs, sampled=True)
+        runs, pools, _ = sampling_pools(session, collection=collection, runs=sampling.runs,
+                                        depth=sampling.depth, inputs=inputs, sampled=True)
     else:
         runs, pools = pooled
     if sum(p.n_docs for p in pools.values()) != sampling.pool_size:
         raise _runs_changed(session, sampling)
     states = {t: TopicState() for t in pools}
-    rounds = _rounds(session, sampling)
-    pairs = _pairs(session, sampling, inputs)
+    rounds = rounds_of(session, sampling)
+    pairs = sampled_pairs(session, sampling, inputs)
     if judged is not None:
         rounds, pairs = _without_unjudged_rounds(rounds, pairs, judged)
     digests: dict[str, str] = {}
@@ -281,7 +273,7 @@ def _without_unjudged_rounds(rounds: list[SamplingRound], pairs: Sequence[Any],
 def _runs_changed(session: Session, sampling: Sampling) -> Conflict:
     """409 ``runs_changed`` naming (``runs``) the sampling's runs uploaded again since it was
     created: the pool differs, and a run replaced since is what changed it (a deleted one is
-    refused earlier, in ``_pools``)."""
+    refused earlier, in ``sampling_pools``)."""
     replaced = sorted(name for name, uploaded in session.execute(
         select(Run.name, Run.uploaded_at).where(Run.collection_id == sampling.collection_id,
                                                 Run.name.in_(sampling.runs)))
@@ -335,7 +327,7 @@ def crowd_labels(session: Session, *, collection: Collection, method: str,
                  inputs: NextInputs | None = None) -> dict[tuple[str, str], float]:
     """Binary relevance of every labelled (topic, doc) (``judged_pairs(labelled=True)``),
     aggregated now with ``method``; fitted once per judgment watermark with ``inputs``."""
-    inputs = inputs or _scratch()
+    inputs = inputs or scratch()
     watermark = current_watermark(session, collection_id=collection.id)
     if watermark == 0:
         return {}
@@ -345,8 +337,10 @@ def crowd_labels(session: Session, *, collection: Collection, method: str,
         session, collection=collection, method=method, inputs=inputs))
 
 
-def _known(pools: Mapping[str, TopicPool], labels: Mapping[tuple[str, str], float]
-           ) -> dict[str, dict[int, float]]:
+def known_labels(pools: Mapping[str, TopicPool], labels: Mapping[tuple[str, str], float]
+                 ) -> dict[str, dict[int, float]]:
+    """Each topic's crowd labels by the index of the document in its pool (pairs outside the
+    pools left out)."""
     by_topic: dict[str, tuple[list[str], list[float]]] = {t: ([], []) for t in pools}
     for (topic, doc), value in labels.items():
         if topic in by_topic:
@@ -359,207 +353,6 @@ def _known(pools: Mapping[str, TopicPool], labels: Mapping[tuple[str, str], floa
         out[topic] = {i: v for i, d, v in zip(at, docs, values, strict=True)
                       if pool.n_docs and pool.docs[i] == d}
     return out
-
-
-def topics_at_target(strategy: str, pools: Mapping[str, TopicPool],
-                     states: Mapping[str, TopicState], known: Mapping[str, Mapping[int, float]],
-                     *, rule: str, target_recall: float) -> list[str]:
-    """The topics whose ``rule`` says their judged sample has reached ``target_recall``."""
-    checks = {t: check_topic(strategy, pool, states[t], known[t], target_recall)
-              for t, pool in pools.items()}
-    return [t for t, check in checks.items() if check is not None and getattr(check, rule)]
-
-
-def _lock(session: Session, sampling: Sampling) -> None:
-    """Serialise the draws of one sampling to the end of the transaction. Two draws that read
-    the same state would number their rounds alike and draw the same pairs again (the inclusion
-    probabilities would then be wrong). A no-op UPDATE of the sampling's row takes its row lock
-    on PostgreSQL and the database's write lock on SQLite (whose reads take none); everything
-    the draw reads after it includes every round committed before."""
-    session.execute(update(Sampling).where(Sampling.id == sampling.id)
-                    .values(pool_size=Sampling.pool_size))
-
-
-def draw_round(session: Session, *, sampling: Sampling, force: bool = False,
-               stop_rule: str | None = None, target_recall: float = TARGET_RECALL,
-               inputs: NextInputs | None = None) -> dict[str, Any]:
-    """The next round. With ``stop_rule`` (thesis chapter 3: optimistic or conservative), the
-    topics whose judged sample has reached ``target_recall`` by that rule take no draws and
-    the budget goes to the others; 409 ``target_reached`` when no other topic is left.
-    ``inputs``: the application's cache of the runs' pools and the crowd labels."""
-    if stop_rule is not None and stop_rule not in STOP_RULES:
-        raise InvalidInput(f"stop must be one of {', '.join(STOP_RULES)}, not {stop_rule!r}",
-                           code="invalid_body")
-    _lock(session, sampling)
-    collection = session.get(Collection, sampling.collection_id)
-    assert collection is not None
-    inputs = inputs or _scratch()
-    runs, pools, states, rounds, pairs = _state(session, sampling, inputs)
-    labels = crowd_labels(session, collection=collection, method=sampling.method, inputs=inputs)
-    if rounds and not force:
-        # Judged as GET /rounds counts it: a "could not judge" value (the collection's ignore)
-        # is the crowd's answer too, and a round answered only with it is not unjudged.
-        judged = judged_pairs(session, collection=collection, inputs=inputs)
-        last = [p for p in pairs if p.round_id == rounds[-1].id]
-        missing = sum(1 for p in last if (p.topic, p.doc) not in judged)
-        if missing == len(last) and last:
-            raise Conflict(f"round {rounds[-1].number} has no judgments yet: {missing} of its "
-                           f"{len(last)} pairs are missing (force to draw anyway)",
-                           code="round_not_judged", missing=missing, round=rounds[-1].number)
-    remaining = sampling.pool_size - len(pairs)
-    if remaining == 0:
-        raise Conflict("every pooled pair has been sampled", code="pool_exhausted")
-    known = _known(pools, labels)
-    stopped = ([] if stop_rule is None else topics_at_target(
-        sampling.strategy, pools, states, known, rule=stop_rule, target_recall=target_recall))
-    open_topics = [t for t, pool in pools.items()
-                   if t not in stopped and len(set(states[t].docs)) < pool.n_docs]
-    if not open_topics:
-        raise Conflict(f"every topic with unsampled pairs is at a recall of {target_recall} by "
-                       f"the {stop_rule} rule (draw without stop to go on)",
-                       code="target_reached", stopped=len(stopped))
-    rng = np.random.default_rng([sampling.seed, len(rounds)])
-    picks = plan_round(strategy=sampling.strategy, pools=pools, states=states, labels=known,
-                       budget=sampling.budget_per_round, rng=rng, round_no=len(rounds),
-                       skip=set(stopped))
-    design = {}
-    if sampling.strategy in SAMPLING:
-        design = {t: {"p": [float(x) for x in states[t].p_rounds[-1]],
-                      "draws": states[t].draws[-1], "pool": pool_digest(pools[t])}
-                  for t in picks}
-        # Topics without picks this round take part with zero draws (no change to π).
-    drawn = sum(len(v) for v in picks.values())
-    row = SamplingRound(sampling_id=sampling.id, number=rounds[-1].number + 1 if rounds else 1,
-                        requested=sampling.budget_per_round, drawn=drawn,
-                        short=drawn < sampling.budget_per_round, forced=force, design=design,
-                        stop_rule=stop_rule,
-                        target_recall=target_recall if stop_rule is not None else None,
-                        stopped=stopped if stop_rule is not None else None)
-    session.add(row)
-    session.flush()
-    out_pairs = []
-    for topic, topic_picks in picks.items():
-        state = states[topic]
-        pi = (inclusion_first(state.p_rounds, state.draws) if sampling.strategy in SAMPLING
-              else np.ones(pools[topic].n_docs))
-        for pick in topic_picks:
-            pair = SampledPair(sampling_id=sampling.id, round_id=row.id, topic=topic,
-                               doc=str(pools[topic].docs[pick.doc]),
-                               source_run=runs[pick.source] if pick.source >= 0 else None,
-                               selection=pick.selection, inclusion=float(pi[pick.doc]))
-            session.add(pair)
-            out_pairs.append(pair)
-    session.commit()
-    # a pair can have been judged outside the sampling since it was created
-    return round_public(row, out_pairs, judged_pairs(session, collection=collection,
-                                                     inputs=inputs),
-                        judged_pairs(session, collection=collection, labelled=True,
-                                     inputs=inputs))
-
-
-def round_public(row: SamplingRound, pairs: Sequence[Any] | None,
-                 judged: set[tuple[str, str]] | None = None,
-                 labelled: set[tuple[str, str]] | None = None, *,
-                 counts: tuple[int, int] | None = None) -> dict[str, Any]:
-    """``judged``, ``labelled``: the collection's judged and labelled (topic, doc) pairs now
-    (``judged_pairs``; a pair drawn just now can have been judged outside the sampling).
-    ``counts``: (judged, labelled) of a round listed without its pairs (``pairs`` None)."""
-    judged = judged or set()
-    labelled = labelled or set()
-    n_judged, n_labelled = counts if counts is not None else (
-        sum(1 for p in pairs or () if (p.topic, p.doc) in judged),
-        sum(1 for p in pairs or () if (p.topic, p.doc) in labelled))
-    unusable = n_judged - n_labelled
-    return {
-        "id": row.id, "number": row.number, "requested": row.requested, "drawn": row.drawn,
-        "judged": n_judged, "labelled": n_labelled,
-        "short": row.short, "forced": row.forced, "created_at": row.created_at,
-        "note": "; ".join(n for n in (
-            "the pooled pairs judged before the sampling (in the sample with certainty)"
-            if row.number == 0 else None,
-            f"{unusable} of its judged pairs {'has' if unusable == 1 else 'have'} only "
-            "\"could not judge\" values (no label: not in the estimates)" if unusable else None,
-            f"{len(row.stopped)} topic{'' if len(row.stopped) == 1 else 's'} at a recall of "
-            f"{row.target_recall} ({row.stop_rule}) skipped" if row.stopped else None,
-            (f"short round: the pool had only {row.drawn} unsampled pairs left"
-             if not row.stopped else f"short round: {row.drawn} pairs from the other topics")
-            if row.short else None) if n) or None,
-        "stop_rule": row.stop_rule, "target_recall": row.target_recall,
-        "stopped": row.stopped,
-        "pairs": [{"topic": p.topic, "doc": p.doc, "selection": p.selection,
-                   "inclusion": p.inclusion, "source_run": p.source_run,
-                   "judged": (p.topic, p.doc) in judged} for p in pairs]
-        if pairs is not None else None,
-    }
-
-
-def _judged_by_round(session: Session, *, sampling: Sampling, collection: Collection,
-                     inputs: NextInputs
-                     ) -> tuple[dict[int, list[Any]], set[tuple[str, str]], set[tuple[str, str]]]:
-    """The sampled pairs per round id, and the collection's judged and labelled pairs now."""
-    judged = judged_pairs(session, collection=collection, inputs=inputs)
-    labelled = (judged_pairs(session, collection=collection, labelled=True, inputs=inputs)
-                if collection.ignore else judged)
-    by_round: dict[int, list[Any]] = defaultdict(list)
-    for pair in _pairs(session, sampling, inputs):
-        by_round[pair.round_id].append(pair)
-    return by_round, judged, labelled
-
-
-def _round_counts(session: Session, *, sampling: Sampling, collection: Collection,
-                  inputs: NextInputs) -> dict[int, tuple[int, int]]:
-    by_round, judged, labelled = _judged_by_round(session, sampling=sampling,
-                                                  collection=collection, inputs=inputs)
-    return {r: (sum(1 for p in pairs if (p.topic, p.doc) in judged),
-                sum(1 for p in pairs if (p.topic, p.doc) in labelled))
-            for r, pairs in by_round.items()}
-
-
-def list_rounds(session: Session, *, sampling: Sampling, number: int | None = None,
-                with_pairs: bool = True, inputs: NextInputs | None = None
-                ) -> list[dict[str, Any]]:
-    """Every round (or round ``number``; −1: the latest) with its pairs, each marked judged
-    when the collection has a judgment for it now; per round how many are judged and how many
-    labelled (the estimates' sample: see the module's docstring). ``with_pairs=False``: the
-    rounds' counts without their pairs (``pairs`` None), with ``inputs`` counted once per
-    state of the sampling and judgment watermark."""
-    rounds = _rounds(session, sampling, design=False)
-    if number is not None:
-        wanted = rounds[-1].number if number == -1 and rounds else number
-        rounds = [r for r in rounds if r.number == wanted]
-    if not rounds:
-        return []
-    collection = session.get(Collection, sampling.collection_id)
-    assert collection is not None
-    inputs = inputs or _scratch()
-    if not with_pairs:
-        key = ("round_counts", sampling.id, sampling.created_at, _version(session, sampling),
-               current_watermark(session, collection_id=collection.id),
-               tuple(collection.ignore or ()))
-        counts = inputs.memo("round_counts", key, lambda: _round_counts(
-            session, sampling=sampling, collection=collection, inputs=inputs))
-        return [round_public(r, None, counts=counts.get(r.id, (0, 0))) for r in rounds]
-    by_round, judged, labelled = _judged_by_round(session, sampling=sampling,
-                                                  collection=collection, inputs=inputs)
-    return [round_public(r, by_round[r.id], judged, labelled) for r in rounds]
-
-
-ROUND_TSV_COLUMNS = ("round", "topic", "doc", "inclusion", "selection", "source_run", "judged")
-
-
-def rounds_tsv(rounds: list[dict[str, Any]]) -> str:
-    """The rounds' pairs, one per line, for a crowd platform: the round, the pair, its
-    inclusion probability and selection probability, the run it was drawn from and whether it
-    is judged yet (1/0)."""
-    out = io.StringIO()
-    writer = csv.writer(out, delimiter="\t", lineterminator="\n")
-    writer.writerow(ROUND_TSV_COLUMNS)
-    for r in rounds:
-        for p in r["pairs"]:
-            writer.writerow((r["number"], p["topic"], p["doc"], f"{p['inclusion']:.6g}",
-                             f"{p['selection']:.6g}", p["source_run"] or "",
-                             int(p["judged"])))
-    return out.getvalue()
 
 
 def sampling_public(session: Session, sampling: Sampling) -> dict[str, Any]:
@@ -576,25 +369,6 @@ def sampling_public(session: Session, sampling: Sampling) -> dict[str, Any]:
             "n_sampled": n_pairs, "prejudged": prejudged, "created_at": sampling.created_at}
 
 
-def _num(x: float) -> float | None:
-    return None if not np.isfinite(x) else float(x)
-
-
-def _row(run: str | None, topic: str, measure: str, value: float, variance: float
-         ) -> dict[str, Any]:
-    """One estimate with its normal 95 % interval, value ± 1.96 √variance, clipped to the
-    measure's range: [0, 1] for precision, recall and AP, [0, ∞) for the number of relevant
-    documents (a normal interval around a P@5 of 0.83 would otherwise reach 1.19). An unbiased
-    Horvitz–Thompson estimate may itself fall outside the range; the interval then still holds
-    it."""
-    v, var = _num(value), _num(variance)
-    half = None if v is None or var is None else 1.96 * float(np.sqrt(var))
-    top = float("inf") if measure == "n_relevant" else 1.0
-    return {"run": run, "topic": topic, "measure": measure, "value": v, "variance": var,
-            "low": None if half is None or v is None else max(v - half, min(0.0, v)),
-            "high": None if half is None or v is None else min(v + half, max(top, v))}
-
-
 def list_samplings(session: Session, *, collection: Collection, limit: int | None = None,
                    offset: int = 0) -> list[dict[str, Any]]:
     """Oldest first; ``limit`` / ``offset``: a page of them (``count_samplings``: all)."""
@@ -606,116 +380,3 @@ def list_samplings(session: Session, *, collection: Collection, limit: int | Non
 def count_samplings(session: Session, *, collection: Collection) -> int:
     return session.scalar(select(func.count()).select_from(Sampling).where(
         Sampling.collection_id == collection.id)) or 0
-
-
-def estimates(session: Session, *, sampling: Sampling, target_recall: float = TARGET_RECALL,
-              inputs: NextInputs | None = None) -> dict[str, Any]:
-    """HT estimates per run and topic and overall (mean over topics; variance Σ var / T²), and
-    per topic and overall whether to stop judging at ``target_recall`` (thesis chapter 3:
-    ``models.sampling.stopping``). ``judged``: the sampled pairs with a label (the estimates'
-    sample). With ``inputs`` the estimates are computed once per state of the sampling (its
-    runs, rounds and pairs, the judgment watermark) and shared: callers never change them."""
-    collection = session.get(Collection, sampling.collection_id)
-    assert collection is not None
-    inputs = inputs or _scratch()
-    runs, pools, pools_key = _pools(session, collection=collection, runs=sampling.runs,
-                                    depth=sampling.depth, inputs=inputs, sampled=True)
-    version = _version(session, sampling)
-    key = ("estimates", sampling.id, sampling.created_at, pools_key, version,
-           current_watermark(session, collection_id=collection.id),
-           tuple(collection.ignore or ()), collection.relevant_from)
-    measured, topics = inputs.memo("estimates", key, lambda: _estimates(
-        session, sampling=sampling, collection=collection, pooled=(runs, pools),
-        pools_key=pools_key, inputs=inputs, version=version))
-    return {**measured, "stopping": _stopping(topics, target_recall)}
-
-
-def _estimates(session: Session, *, sampling: Sampling, collection: Collection,
-               pooled: tuple[list[str], dict[str, TopicPool]], pools_key: tuple[Any, ...],
-               inputs: NextInputs, version: tuple[int, int, int, int]
-               ) -> tuple[dict[str, Any], list[tuple[str, float, float, float, bool]]]:
-    """The estimates without the stopping checks, and per topic what they need: (topic, r,
-    R̂, var R̂, whether R̂ covers the whole pool: ``estimable``). A topic's estimates are a
-    function of its pool, the rounds that drew from it, its sampled docs and their labels:
-    those whose inputs did not change since the sampling's last estimates are taken from them
-    (a few new judgments touch a few topics)."""
-    runs, pools, states, rounds, pairs = _state(
-        session, sampling, inputs, pooled,
-        judged=judged_pairs(session, collection=collection, inputs=inputs))
-    labels = crowd_labels(session, collection=collection, method=sampling.method,
-                          inputs=inputs)
-    known = _known(pools, labels)
-    judged = sum(1 for p in pairs if (p.topic, p.doc) in labels)
-    n_rounds, _, n_sampled, _ = version  # every round and pair, the left-out ones too
-    per_topic: list[dict[str, Any]] = []
-    totals: dict[str, dict[str, list[tuple[float, float]]]] = {r: {} for r in runs}
-    topic_rel = []
-    topics = []
-    kept_key = ("topics", sampling.id, sampling.created_at, pools_key)
-    before = inputs.kept("topics", kept_key) or {}
-    now = {}
-    for topic, pool in pools.items():
-        state = states[topic]
-        if not state.docs:
-            continue
-        inputs_of = (tuple(r.id for r in rounds if topic in r.design), tuple(state.docs),
-                     tuple(sorted(state.certain)),
-                     tuple(known[topic].get(d, 0.0) for d in state.docs))
-        kept = before.get(topic)
-        if kept is not None and kept[0] == inputs_of:
-            est, found = kept[1]
-        else:
-            est = estimate(sampling.strategy, pool, state, known[topic], cutoffs=CUTOFFS)
-            found = found_relevant(state, known[topic])
-        now[topic] = (inputs_of, (est, found))
-        topic_rel.append((est.n_relevant.value, est.n_relevant.variance))
-        topics.append((topic, found, est.n_relevant.value, est.n_relevant.variance,
-                       estimable(sampling.strategy, pool, state)))
-        for k, run in enumerate(runs):
-            if pool.depth[k] == 0:
-                continue
-            r = est.runs[k]
-            measures = {f"P@{c}": r.precision[c] for c in CUTOFFS}
-            measures["recall"] = r.recall
-            measures["AP"] = r.ap
-            for name, e in measures.items():
-                per_topic.append(_row(run, topic, name, e.value, e.variance))
-                if np.isfinite(e.value):
-                    totals[run].setdefault(name, []).append((e.value, e.variance))
-        per_topic.append(_row(None, topic, "n_relevant", est.n_relevant.value,
-                              est.n_relevant.variance))
-    overall = []
-    for run, measures in totals.items():
-        for name, values in measures.items():
-            v = np.array(values)
-            overall.append(_row(run, "all", name, float(v[:, 0].mean()),
-                                float(v[:, 1].sum() / len(v) ** 2)))
-    if topic_rel:
-        rel = np.array(topic_rel)
-        overall.append(_row(None, "all", "n_relevant", float(rel[:, 0].sum()),
-                            float(rel[:, 1].sum())))
-    inputs.keep("topics", kept_key, now)
-    return {"sampling_id": sampling.id, "strategy": sampling.strategy, "rounds": n_rounds,
-            "sampled": n_sampled, "judged": judged,
-            "results": overall + per_topic, "count": len(overall) + len(per_topic)}, topics
-
-
-def _stopping(topics: list[tuple[str, float, float, float, bool]], target_recall: float
-              ) -> dict[str, Any]:
-    """Per topic and over all topics, whether to stop judging at ``target_recall`` (a topic
-    not ``estimable`` yet, and so the sum over topics, never stops)."""
-    stopping = [{"topic": topic, **asdict(stopping_check(found, value, variance,
-                                                         target_recall, estimable=ok))}
-                for topic, found, value, variance, ok in topics]
-    # over the topics: r and R̂ add up, and so do the variances (the topics are independent
-    # strata); a variance the design cannot estimate leaves the sum without one
-    variances = [s["sd"] ** 2 if s["sd"] is not None else None for s in stopping]
-    total = (asdict(stopping_check(
-        sum(s["found"] for s in stopping), sum(s["estimate"] for s in stopping),
-        None if None in variances else sum(v for v in variances if v is not None),
-        target_recall, estimable=all(ok for *_, ok in topics))) if stopping else None)
-    return {"target_recall": target_recall, "overall": total,
-            "topics_stopping": {
-                "optimistic": sum(s["optimistic"] for s in stopping),
-                "conservative": sum(s["conservative"] for s in stopping)},
-            "topics": stopping}

@@ -17,7 +17,7 @@ from app.collections.service import tally_key
 from app.collections.tables import Collection
 from app.core.db import get_sessionmaker
 from app.main import create_app
-from app.sampling import service as sampling_service
+from app.sampling import estimates as sampling_estimates
 from app.sampling.inputs import NextInputs
 from app.ui.warm import page_key
 from models.synthetic import generate
@@ -114,13 +114,13 @@ def test_a_fresh_process_warms_recent_samplings(client, settings, warm_settings,
     expected = client.get(f"{API}/samplings/{sid}/estimates").json()
 
     built: list[int] = []
-    real = sampling_service._estimates
+    real = sampling_estimates._estimates
 
     def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
         built.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(sampling_service, "_estimates", counting)
+    monkeypatch.setattr(sampling_estimates, "_estimates", counting)
     with TestClient(create_app(warm_settings)) as fresh:  # a restarted process
         assert len(built) == 1  # at start-up, before serving
         page = fresh.get(f"/ui/samplings/{sid}")

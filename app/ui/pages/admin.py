@@ -3,7 +3,7 @@
 They stand for GET/POST /keys, DELETE /keys/{name} and GET /audit, with the same dependencies
 (``KEY_ADMIN``: admin scope on every collection; the audit log: admin scope, a key limited to
 collections seeing their events only) and the same service functions and audit events
-(app.auth.service, app.auth.router.audit_events). The forms carry the CSRF token and a one-use
+(app.auth.service, audit_events among them). The forms carry the CSRF token and a one-use
 key (app.ui.forms): a form sent twice creates or revokes once.
 
 A new key's secret is shown once, on the page that answers the form; what is kept for a form
@@ -22,9 +22,8 @@ from pydantic import TypeAdapter, ValidationError
 
 from app.api.deps import SessionDep
 from app.auth import audit, service
-from app.auth.deps import KeyVerifierDep, PrincipalDep, require_scope
-from app.auth.router import KEY_ADMIN, Instant, audit_events
-from app.auth.schemas import KeyCreate, KeyCreated
+from app.auth.deps import KEY_ADMIN, KeyVerifierDep, PrincipalDep, require_scope
+from app.auth.schemas import Instant, KeyCreate, KeyCreated
 from app.core.errors import DomainError, InvalidInput
 from app.ui.forms import (
     FormDep,
@@ -172,7 +171,7 @@ def audit_page(request: Request, session: SessionDep, principal: PrincipalDep,
         "api": "/api/v1/audit?" + urlencode({**shown, "limit": PAGE_SIZE, "offset": offset})}
     status = 200
     try:
-        events = audit_events(session, principal=principal,
+        events = service.audit_events(session, principal=principal,
                               collection=shown.get("collection"), action=shown.get("action"),
                               since=_time(shown, "since"), until=_time(shown, "until"),
                               limit=PAGE_SIZE, offset=offset)

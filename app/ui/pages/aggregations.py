@@ -4,7 +4,6 @@ uncertainty, charts) and a task's page.
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Request
@@ -13,14 +12,8 @@ from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from app.aggregations import service as aggregations_service
-from app.aggregations.router import (
-    AggregationDep,
-    fit_cancelled,
-    fit_started,
-    get_listing_cache,
-    public,
-)
-from app.aggregations.schemas import AggregationCreate
+from app.aggregations.deps import AggregationDep, get_listing_cache
+from app.aggregations.schemas import AggregationCreate, ParamsNotJson, parse_params, public
 from app.aggregations.warm import refits_warm
 from app.api.deps import RunnerDep, SessionDep, id_path
 from app.auth.deps import PrincipalDep, require_scope
@@ -56,15 +49,10 @@ async def start_fit(request: Request, session: SessionDep, runner: RunnerDep,
     form = await request.form()
 
     async def prepare() -> Submission:
-        params_text = str(form.get("params") or "").strip() or "{}"
         try:
-            params = json.loads(params_text)
-        except json.JSONDecodeError as exc:
-            raise InvalidInput(f"parameters: not JSON ({exc.msg} at line {exc.lineno}, column "
-                               f"{exc.colno})", code="invalid_body", line=exc.lineno) from None
-        if not isinstance(params, dict):
-            raise InvalidInput("parameters: a JSON object, e.g. {\"n_restarts\": 10}",
-                               code="invalid_body")
+            params = parse_params(str(form.get("params") or ""))
+        except ParamsNotJson as exc:
+            raise InvalidInput(f"parameters: {exc}", code="invalid_body", line=exc.line) from None
         try:
             spec = AggregationCreate(method=str(form.get("method") or ""), params=params,
                                      graded=form.get("graded") in ("on", "true", "1"),
@@ -76,7 +64,7 @@ async def start_fit(request: Request, session: SessionDep, runner: RunnerDep,
         def work() -> str:
             aggregation = aggregations_service.create_aggregation(
                 session, runner=runner, collection=collection, spec=spec)
-            fit_started(session, principal, collection, aggregation)
+            aggregations_service.fit_started(session, principal, collection, aggregation)
             warm = "" if spec.warm_start is None else f", starting from fit #{spec.warm_start}"
             return collection_with(collection,
                                    f"fit #{aggregation.id} ({aggregation.method}) queued{warm}")
@@ -112,7 +100,7 @@ async def cancel_fit(request: Request, session: SessionDep, runner: RunnerDep, f
         def work() -> str:
             cancelled = aggregations_service.cancel_aggregation(session, runner=runner,
                                                                 aggregation=aggregation)
-            fit_cancelled(session, principal, cancelled)
+            aggregations_service.fit_cancelled(session, principal, cancelled)
             return collection_with(collection, f"fit #{aggregation_id} cancelled")
 
         return form_body(form), work

@@ -10,9 +10,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
 from app.aggregations import service as aggregations_service
-from app.aggregations.router import (
-    get_listing_cache,
-)
+from app.aggregations.deps import get_listing_cache
 from app.api.deps import OptionalId, SessionDep
 from app.auth.deps import require_scope
 from app.collections.deps import CollectionDep

@@ -15,23 +15,20 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import ValidationError
 
 from app.aggregations import service as aggregations_service
-from app.aggregations.router import (
-    get_listing_cache,
-    public,
-)
+from app.aggregations.deps import get_listing_cache
+from app.aggregations.schemas import public
 from app.api.deps import SessionDep
 from app.auth.deps import PrincipalDep, require_scope
 from app.auth.ui import HOME  # the dashboard's home, where signing in lands
 from app.collections import service as collections_service
+from app.collections.deps import CREATE as CREATE_COLLECTION
 from app.collections.deps import CollectionDep
-from app.collections.router import CREATE as CREATE_COLLECTION
-from app.collections.router import collection_created
 from app.collections.schemas import CollectionCreate
 from app.collections.tables import Collection
 from app.corpus import service as corpus_service
 from app.evaluations import service as evaluations_service
-from app.evaluations.router import public as evaluation_public
 from app.evaluations.schemas import EvaluationCreate
+from app.evaluations.schemas import public as evaluation_public
 from app.sampling import service as sampling_service
 from app.ui import charts
 from app.ui.forms import (
@@ -239,7 +236,7 @@ async def create_collection(request: Request, session: SessionDep, principal: Pr
 
         def work() -> str:
             collection = collections_service.create_collection(session, spec=spec)
-            collection_created(session, principal, collection)
+            collections_service.collection_created(session, principal, collection)
             ignored = f", ignored {collection.ignore}" if collection.ignore else ""
             return collection_with(collection,
                                    f"collection {collection.name} created (scale "

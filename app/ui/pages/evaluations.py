@@ -18,9 +18,9 @@ from app.auth.deps import require_scope
 from app.collections.deps import CollectionDep
 from app.collections.tables import Collection
 from app.evaluations import service as evaluations_service
-from app.evaluations.router import EvaluationDep
-from app.evaluations.router import public as evaluation_public
+from app.evaluations.deps import EvaluationDep
 from app.evaluations.schemas import EvaluationCreate
+from app.evaluations.schemas import public as evaluation_public
 from app.ui import charts
 from app.ui.forms import (
     FormIdempotencyDep,

@@ -18,8 +18,6 @@ from app.core.errors import InvalidInput
 from app.formats.judgments_file import parse_judgments
 from app.formats.qrels import parse_qrels_with_lines
 from app.judgments import service as judgments_service
-from app.judgments.router import audited as judgments_audited
-from app.judgments.router import gold_audited
 from app.ui.forms import (
     FormIdempotencyDep,
     Submission,
@@ -62,9 +60,10 @@ async def upload_judgments(request: Request, session: SessionDep, principal: Pri
         rows = await run_in_threadpool(parse_judgments, upload.content)
 
         def work() -> str:
-            report = judgments_audited(session, principal, collection, judgments_service.ingest(
-                session, collection=collection, rows=rows, source="file",
-                filename=upload.filename)).model_dump()
+            stored = judgments_service.ingest(session, collection=collection, rows=rows,
+                                              source="file", filename=upload.filename)
+            report = judgments_service.judgments_audited(session, principal, collection,
+                                                         stored).model_dump()
             return collection_with(
                 collection, f"stored {plural(report['judgments'], 'judgment')} "
                             f"({plural(report['new_tasks'], 'new task')}, "
@@ -102,7 +101,7 @@ async def upload_gold(request: Request, session: SessionDep, principal: Principa
         def work() -> str:
             report = judgments_service.set_gold(session, collection=collection, qrels=qrels,
                                                 lines=lines, replace=mode == "replace")
-            gold_audited(session, principal, collection, report, str(mode))
+            judgments_service.gold_audited(session, principal, collection, report, str(mode))
             cleared = (f"; {plural(report['cleared'], 'task')} no longer in the gold lost "
                        f"theirs" if report["cleared"] else "")
             return collection_with(collection,

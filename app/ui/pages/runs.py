@@ -14,7 +14,7 @@ from app.auth.deps import require_scope
 from app.collections.deps import CollectionDep
 from app.core.errors import InvalidInput
 from app.corpus import service as corpus_service
-from app.corpus.router import RUN_NAME_MAX_LENGTH, RUN_NAME_PATTERN
+from app.corpus.schemas import RUN_NAME_MAX_LENGTH, RUN_NAME_PATTERN
 from app.ui.forms import (
     FormIdempotencyDep,
     Submission,

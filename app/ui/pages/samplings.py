@@ -18,8 +18,10 @@ from app.auth.deps import require_scope
 from app.collections.deps import CollectionDep
 from app.collections.tables import Collection
 from app.core.errors import Conflict
+from app.sampling import estimates as sampling_estimates
+from app.sampling import rounds as sampling_rounds
 from app.sampling import service as sampling_service
-from app.sampling.router import InputsDep, SamplingDep, get_next_inputs
+from app.sampling.deps import InputsDep, SamplingDep, get_next_inputs
 from app.sampling.schemas import RoundRequest, SamplingCreate, StoppingTarget, StopRule
 from app.ui import charts
 from app.ui.forms import (
@@ -75,10 +77,10 @@ def _sampling_context(session: Any, sampling: Any, measure: str | None,
                       inputs: Any = None) -> dict[str, Any]:
     """``inputs``: the application's NextInputs (what the estimates are computed from, kept)."""
     collection = session.get(Collection, sampling.collection_id)
-    rounds = sampling_service.list_rounds(session, sampling=sampling, with_pairs=False,
+    rounds = sampling_rounds.list_rounds(session, sampling=sampling, with_pairs=False,
                                           inputs=inputs)
     try:
-        estimates = sampling_service.estimates(session, sampling=sampling,
+        estimates = sampling_estimates.estimates(session, sampling=sampling,
                                                target_recall=target_recall, inputs=inputs)
         stale = None
     except Conflict as exc:  # a run replaced or deleted since: the page without estimates
@@ -172,7 +174,7 @@ async def draw_round(request: Request, session: SessionDep, idempotency: FormIde
         sampling_id = sampling.id
 
         def work() -> str:
-            drawn = sampling_service.draw_round(session, sampling=sampling, force=params.force,
+            drawn = sampling_rounds.draw_round(session, sampling=sampling, force=params.force,
                                                 stop_rule=params.stop,
                                                 target_recall=params.target_recall)
             skipped = len(drawn["stopped"] or [])

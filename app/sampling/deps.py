@@ -1,0 +1,33 @@
+"""The sampling a request names, loaded once for the routers and the dashboard (404 when it does
+not exist or the caller's key may not see its collection), and the application's NextInputs."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from app.api.deps import SessionDep, id_path
+from app.auth.deps import PrincipalDep
+from app.sampling import service
+from app.sampling.inputs import NextInputs
+from app.sampling.tables import Sampling
+
+
+def load_sampling(session: SessionDep, principal: PrincipalDep,
+                  s: Annotated[int, id_path("sampling")]) -> Sampling:
+    sampling = service.get_sampling(session, sampling_id=s)
+    if not principal.can_see(sampling.collection_id):
+        raise service.sampling_not_found(s)
+    return sampling
+
+
+SamplingDep = Annotated[Sampling, Depends(load_sampling)]
+
+
+def get_next_inputs(request: Request) -> NextInputs:
+    """The application's cache of what /next and the samplings read (made by ``create_app``)."""
+    return request.app.state.next_inputs  # type: ignore[no-any-return]
+
+
+InputsDep = Annotated[NextInputs, Depends(get_next_inputs)]
