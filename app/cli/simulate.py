@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from models.sampling.simulate import CurvePoint
 
-STRATEGIES = ("uncertainty", "expected-change", "random")
 CURVE_COLUMNS = ["strategy", "seed", "round", "judgments", "share", "accuracy", "skipped",
                  "fit_seconds", "map_rmse"]
 
@@ -207,6 +206,7 @@ def add_command(subparsers: argparse._SubParsersAction) -> None:  # type: ignore
     )
     simulate.add_argument("input", help="judgment file with gold (TSV/CSV, as for aggregate)")
     from models.registry import METHOD_PATHS
+    from models.sampling.rejudge import STRATEGIES
 
     simulate.add_argument("--method", required=True, choices=sorted(METHOD_PATHS),
                           help="the refit model; ds and mace refit warm (from the previous "
