@@ -15,7 +15,6 @@ aggregation, its finish time and the query: a client that sends ``If-None-Match`
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import json
 import threading
@@ -28,6 +27,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from app.aggregations.tables import Aggregation
+from app.core.collector import settle
 
 # How the cache reads a fit's annotator rows: the service's ``annotator_results`` (rows, total).
 ReadRows = Callable[..., tuple[list[dict[str, Any]], int]]
@@ -61,20 +61,6 @@ class Ordering:
         return [i for i, r in enumerate(self.rows)
                 if r["n_judgments"] >= min_judgments
                 and (not needle or needle in r["annotator"].lower())]
-
-
-def settle() -> None:
-    """Take the objects alive now out of the cyclic garbage collector's full passes
-    (``gc.freeze``). The caches hold hundreds of thousands of long-lived objects (10,000 annotator
-    rows per ordering, a fit page's tables); a full collection walked them all, a 100–160 ms
-    pause for every request in flight (measured under wrk: the listing's p99 outliers). Frozen
-    objects are still freed by reference counting when dropped (cached rows hold no cycles);
-    ``release``, at the application's end, hands everything back to the collector."""
-    gc.freeze()
-
-
-def release() -> None:
-    gc.unfreeze()
 
 
 class ListingCache:

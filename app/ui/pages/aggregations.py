@@ -40,7 +40,7 @@ from app.ui.forms import (
 from app.ui.pages.collections import collection_path, collection_with, done, form_error
 from app.ui.pages.fields import CheckedForm, invalid_fields, whole_number
 from app.ui.pages.render import figures, render
-from app.ui.warm import (
+from app.ui.prefill import (
     page_key,
 )
 
