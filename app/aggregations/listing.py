@@ -78,7 +78,7 @@ class ListingCache:
     def memo(self, key: tuple[Any, ...], compute: Callable[[], Any]) -> Any:
         """``compute()`` once per key: for other immutable results of succeeded fits. A caller
         that asks while another thread computes the same key waits for that result (the
-        dashboard warmer and a page request never build the same thing twice)."""
+        dashboard prefill and a page request never build the same thing twice)."""
         with self._lock:
             if key in self._memo:
                 self._memo.move_to_end(key)

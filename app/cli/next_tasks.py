@@ -4,6 +4,13 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from app.formats.judgments_file import JudgmentRows
+    from models.data import AnnotationData
 
 
 def _next(args: argparse.Namespace) -> int:
@@ -46,21 +53,7 @@ def _next(args: argparse.Namespace) -> int:
     place[order] = np.arange(order.shape[0])
     proba = np.asarray(model.proba_)[order]
     p_relevant = fitted.p_relevant[order]
-    # every judgment of the file, as the service keeps them: a repeated one counts again, and
-    # one with an ignored value means the annotator was asked (label −1: no label)
-    task_of = {(str(t), str(d)): int(place[i]) for i, (t, d) in enumerate(
-        zip(data.topic_ids, data.doc_ids, strict=True))}
-    annotator_of = {str(a): j for j, a in enumerate(data.annotator_ids)}
-    ignored = set(args.ignore)
-    class_of = {int(v): k for k, v in enumerate(data.classes)}
-    judged = [(task_of[(str(t), str(d))], annotator_of[str(a)],
-               -1 if v in ignored else class_of.get(
-                   int(v) if args.graded else int(v >= args.relevant_from), -1))
-              for t, d, a, v in zip(rows.topics, rows.docs, rows.annotators, rows.labels,
-                                    strict=True)
-              if (str(t), str(d)) in task_of and str(a) in annotator_of]
-    task, annotator, label = (np.array(c, dtype=np.int64) for c in
-                              (zip(*judged, strict=True) if judged else ((), (), ())))
+    task, annotator, label = _judged(args, data, rows, place)
     # the competence the service stores with the fit (its annotator column)
     competence = fitted.result.annotator_columns.get("competence")
     competence = (np.full(data.n_annotators, np.nan) if competence is None
@@ -81,6 +74,29 @@ def _next(args: argparse.Namespace) -> int:
             else next_tasks_tsv(result))
     write_outputs([(args.output or "-", text)])
     return 0
+
+
+def _judged(args: argparse.Namespace, data: AnnotationData, rows: JudgmentRows,
+            place: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every judgment of the file as (task in (topic, doc) order, annotator, class index)."""
+    import numpy as np
+
+    # every judgment of the file, as the service keeps them: a repeated one counts again, and
+    # one with an ignored value means the annotator was asked (label −1: no label)
+    task_of = {(str(t), str(d)): int(place[i]) for i, (t, d) in enumerate(
+        zip(data.topic_ids, data.doc_ids, strict=True))}
+    annotator_of = {str(a): j for j, a in enumerate(data.annotator_ids)}
+    ignored = set(args.ignore)
+    class_of = {int(v): k for k, v in enumerate(data.classes)}
+    judged = [(task_of[(str(t), str(d))], annotator_of[str(a)],
+               -1 if v in ignored else class_of.get(
+                   int(v) if args.graded else int(v >= args.relevant_from), -1))
+              for t, d, a, v in zip(rows.topics, rows.docs, rows.annotators, rows.labels,
+                                    strict=True)
+              if (str(t), str(d)) in task_of and str(a) in annotator_of]
+    task, annotator, label = (np.array(c, dtype=np.int64) for c in
+                              (zip(*judged, strict=True) if judged else ((), (), ())))
+    return task, annotator, label
 
 
 def add_command(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -148,7 +148,7 @@ def aggregation_page(request: Request, session: SessionDep, principal: Principal
 
 
 def fit_page(session: Any, cache: Any, aggregation: Any) -> dict[str, Any]:
-    """The page context of a succeeded fit as the dashboard warmer builds it (every principal
+    """The page context of a succeeded fit as the dashboard prefill builds it (every principal
     who may open the page sees the same rows: the fit's collection is checked per request)."""
     return results_context(session, cache, OPEN, aggregation)
 
