@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 import anyio
 from fastapi import FastAPI
 
-from app.aggregations.listing import ListingCache, release, settle
+from app.aggregations.listing import ListingCache
 from app.aggregations.router import collection_router as collection_aggregations_router
 from app.aggregations.router import router as aggregations_router
 from app.api.health import router as health_router
@@ -22,6 +22,7 @@ from app.auth.middleware import AuthMiddleware
 from app.auth.router import router as auth_router
 from app.auth.ui import router as auth_ui_router
 from app.collections.router import router as collections_router
+from app.core.collector import release, settle
 from app.core.config import Settings, get_settings
 from app.core.errors import register_error_handlers
 from app.corpus.router import router as corpus_router
@@ -41,7 +42,7 @@ from app.ui import install_dashboard
 from app.ui.caching import NoStorePages, StaticCaching
 from app.ui.pages.aggregations import fit_page
 from app.ui.pages.samplings import sampling_page_context
-from app.ui.warm import DashboardWarmer
+from app.ui.prefill import DashboardPrefill
 
 API_PREFIX = "/api/v1"
 
@@ -71,18 +72,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         maintenance = Maintenance(settings, sweeps=[functools.partial(
             purge_expired, retention_h=settings.idempotency_retention_h)])
         maintenance.start()
-        warmer = app.state.warmer = DashboardWarmer(
+        prefill = app.state.prefill = DashboardPrefill(
             settings.database_url, app.state.listing_cache, fit_page,
             inputs=app.state.next_inputs, sampling_page=sampling_page_context)
-        warmer.start()
+        prefill.start()
         if settings.warm_startup_s > 0:  # ready once the recent pages are (bounded)
-            await anyio.to_thread.run_sync(warmer.wait_idle, settings.warm_startup_s)
+            await anyio.to_thread.run_sync(prefill.wait_idle, settings.warm_startup_s)
         settle()  # what start-up built lives as long as the process: out of the GC's full passes
         try:
             yield
         finally:
-            warmer.stop()
-            app.state.warmer = None
+            prefill.stop()
+            app.state.prefill = None
             maintenance.stop()
             runner.stop()
             release()  # frozen objects (settle) go back to the collector with the application
@@ -98,7 +99,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.listing_cache = ListingCache()
     app.state.next_inputs = NextInputs()
-    app.state.warmer = None  # set while the lifespan runs
+    app.state.prefill = None  # set while the lifespan runs
     app.add_middleware(RefuseNul)  # inside BodySizeLimit, which counts the body it reads
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     # How browsers may keep the dashboard's pages and static files (app.ui.caching): every

@@ -72,9 +72,9 @@ FROM_GRADES = {
 
 def _score(labels: np.ndarray, proba: np.ndarray, gold: np.ndarray, relevant: int
            ) -> tuple[float, float, float]:
-    from app.cli.aggregate import score_labels
+    from models.evaluation import evaluate
 
-    e = score_labels(labels, proba, gold, relevant=relevant)
+    e = evaluate(proba, gold, relevant_index=relevant, labels=labels)
     assert e is not None
     return e.accuracy, e.f1, e.log_loss
 

@@ -100,7 +100,7 @@ def full_read(database_url: str, ident: int, strategy: str, repeat: int) -> floa
     engine = create_engine(database_url)
     times = []
     gc.collect()
-    gc.freeze()  # as the API process does (``listing.settle``): no full collections over
+    gc.freeze()  # as the API process does (``app.core.collector.settle``): no full collections over
     # this process's long-lived objects while the rows are read (they doubled the time)
     with Session(engine) as session:
         aggregation = session.get(Aggregation, ident)

@@ -24,12 +24,18 @@ def no_progress(fraction: float, message: str) -> None:
     """Default progress callback: ignore."""
 
 
+def p_relevant(proba: np.ndarray, relevant_index: int) -> np.ndarray:
+    """P(relevant) per task: the posterior mass of the classes from ``relevant_index`` (the first
+    relevant class, ``models.evaluation.relevant_index``) up. The one rule every caller uses."""
+    return proba[:, relevant_index:].sum(axis=1)
+
+
 @dataclass
 class AggregationResult:
     """What a fitted aggregator says about tasks and annotators, aligned with its AnnotationData.
 
-    ``proba`` is (n_tasks, n_classes) over ``classes``; ``p_relevant`` is P(label >= relevant)
-    for binary data (the last class). Optional per-task / per-annotator columns are NaN-free
+    ``proba`` is (n_tasks, n_classes) over ``classes``; ``p_relevant(relevant_index)`` is
+    P(label >= the first relevant class). Optional per-task / per-annotator columns are NaN-free
     float arrays keyed by name (difficulty, bias, posterior_mean, competence, noise_variance, ...).
     """
 
@@ -47,10 +53,10 @@ class AggregationResult:
         own tie rule is in ``Aggregator.labels_``, which the CLI and the service write."""
         return self.classes[np.argmax(self.proba, axis=1)]
 
-    @property
-    def p_relevant(self) -> np.ndarray:
-        """P(the top class) for binary data; for graded data P(label > lowest class)."""
-        return 1.0 - self.proba[:, 0]
+    def p_relevant(self, relevant_index: int) -> np.ndarray:
+        """P(relevant): the mass of the classes from ``relevant_index`` up (``p_relevant``); not
+        1 − P(lowest class), which is wrong for a scale whose relevant grades start at 2."""
+        return p_relevant(self.proba, relevant_index)
 
 
 class Aggregator(ABC):

@@ -32,7 +32,13 @@ import numpy as np
 import scipy.optimize
 import scipy.special
 
-from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
+from models.base import (
+    AggregationResult,
+    Aggregator,
+    ProgressCallback,
+    no_progress,
+    p_relevant,
+)
 from models.data import UNKNOWN, AnnotationData
 from models.evaluation.heldout import heldout_predictions
 
@@ -83,7 +89,7 @@ def recalibrate(proba: np.ndarray, relevant_index: int, platt: Platt) -> np.ndar
     """``proba`` (n_tasks, K) with P(class ≥ relevant_index) mapped through ``platt`` and each
     side's distribution over its classes kept (uniform on a side that had no mass)."""
     proba = np.asarray(proba, dtype=np.float64)
-    p_rel = proba[:, relevant_index:].sum(axis=1)
+    p_rel = p_relevant(proba, relevant_index)
     new = platt(p_rel)
     out = np.empty_like(proba)
     for side, old_mass, new_mass in ((slice(relevant_index, None), p_rel, new),

@@ -10,7 +10,7 @@ label. Stops after ``n_iter`` iterations or when the log-likelihood per judgment
 than ``tol``.
 
 Confusion matrices are (n_annotators, K, K) — K is tiny; both EM passes are one sparse product over
-the judgments each (``_Judgments``), never a tasks × annotators array.
+the judgments each (``Judgments``), never a tasks × annotators array.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ class DawidSkene(Aggregator):
         higher ``objective_``; ``start_`` says which start was kept."""
         gold = data.gold if (self.use_gold and data.gold is not None) else None
         n = max(data.n_judgments, 1)
-        idx = _Judgments.from_data(data, gold)
+        idx = Judgments.from_data(data, gold)
         if wanted(self.dependence, data.task):
             idx = idx.adjusted_for_dependence(data, gold, SPARSE_SMOOTHING)
         self.dependence_rho_ = idx.rho
@@ -83,10 +83,10 @@ class DawidSkene(Aggregator):
         fit = None
         if init is not None:
             prior0, confusion0 = _aligned_parameters(init, data)
-            _, post = _e_step(idx, prior0, confusion0)
+            _, post = e_step(idx, prior0, confusion0)
             fit = self._em(idx, post, n, progress, "warm")
         if checked:
-            cold = self._em(idx, _majority_start(idx, gold), n, progress, "cold")
+            cold = self._em(idx, majority_start(idx, gold), n, progress, "cold")
             # NaN (no iteration) never wins; a tie keeps the warm fit.
             if fit is None or cold.objective > fit.objective or fit.objective != fit.objective:
                 fit = cold
@@ -106,7 +106,7 @@ class DawidSkene(Aggregator):
                                  else int(getattr(init, "cold_checked_at_", 0)))
         return self
 
-    def _em(self, idx: _Judgments, post: np.ndarray, n: int, progress: ProgressCallback,
+    def _em(self, idx: Judgments, post: np.ndarray, n: int, progress: ProgressCallback,
             start: str) -> _Fit:
         """EM from the class-major posterior ``post``, then the final M step. The objective EM
         increases is the posterior of the parameters under the pseudo-counts, the marginal
@@ -116,7 +116,7 @@ class DawidSkene(Aggregator):
         n_iter = 0
         for it in range(self.n_iter):
             prior, confusion = self._m_step(idx, post)
-            ll, post = _e_step(idx, prior, confusion)
+            ll, post = e_step(idx, prior, confusion)
             history.append(ll)
             n_iter = it + 1
             progress((it + 1) / self.n_iter, f"iteration {it + 1}, log-likelihood {ll:.2f}")
@@ -127,7 +127,7 @@ class DawidSkene(Aggregator):
         prior, confusion = self._m_step(idx, post)
         return _Fit(start, prior, confusion, post, n_iter, history, objective)
 
-    def _m_step(self, idx: _Judgments, post: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _m_step(self, idx: Judgments, post: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """ρ = mean posterior of judged tasks; π_j[t, l] ∝ Σ_{a by j, y_a = l} P(T_i = t).
         ``post`` is the class-major posterior (K, n_tasks)."""
         k = idx.n_classes
@@ -228,7 +228,7 @@ class _Fit:
 
 
 @dataclass(frozen=True)
-class _Judgments:
+class Judgments:
     """The judgments as two sparse 0/1 matrices, built once per fit, and per-task masks.
 
     ``by_task`` (n_tasks × K·J) has a 1 in column l·J + j for each judgment "annotator j said l"
@@ -251,7 +251,7 @@ class _Judgments:
     rho: float = 0.0  # the residual correlation τ was computed from
 
     @classmethod
-    def from_data(cls, data: AnnotationData, gold: np.ndarray | None) -> _Judgments:
+    def from_data(cls, data: AnnotationData, gold: np.ndarray | None) -> Judgments:
         k, n_ann, n_tasks = data.n_classes, data.n_annotators, data.n_tasks
         impossible = None
         if gold is not None:
@@ -289,11 +289,11 @@ class _Judgments:
                          for t in range(k)])
 
     def adjusted_for_dependence(self, data: AnnotationData, gold: np.ndarray | None,
-                                smoothing: float) -> _Judgments:
+                                smoothing: float) -> Judgments:
         """These judgments with τ_i (models.dependence) from the residual correlation under the
         majority-vote start and its DS M step; unchanged (no τ) when the residuals do not
         correlate."""
-        post = _majority_start(self, gold)
+        post = majority_start(self, gold)
         confusion = self.expected_counts(post).transpose(2, 0, 1) + smoothing
         confusion /= np.maximum(confusion.sum(axis=2, keepdims=True), _EPS)
         rho = residual_correlation(data.task, data.annotator, data.label,
@@ -303,8 +303,8 @@ class _Judgments:
         return replace(self, temper=tempering(data.task, self.n_tasks, rho), rho=rho)
 
 
-def _e_step(
-    idx: _Judgments, prior: np.ndarray, confusion: np.ndarray,
+def e_step(
+    idx: Judgments, prior: np.ndarray, confusion: np.ndarray,
     log_prior_rows: np.ndarray | None = None,
 ) -> tuple[float, np.ndarray]:
     """The posterior over true labels, class-major (K, n_tasks), and the marginal
@@ -346,7 +346,7 @@ def _aligned_parameters(init: DawidSkene, data: AnnotationData
     return init.prior_.copy(), confusion
 
 
-def _majority_start(idx: _Judgments, gold: np.ndarray | None) -> np.ndarray:
+def majority_start(idx: Judgments, gold: np.ndarray | None) -> np.ndarray:
     """EM's start: the majority-vote posterior (each task's label shares), gold held at its
     label, class-major (K, n_tasks) as the E step returns it."""
     k, n_ann = idx.n_classes, idx.n_annotators

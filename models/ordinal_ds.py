@@ -70,7 +70,7 @@ from scipy.special import log_ndtr, ndtr
 
 from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
 from models.data import AnnotationData
-from models.dawid_skene import _e_step, _Judgments, _majority_start
+from models.dawid_skene import Judgments, e_step, majority_start
 from models.dependence import DEPENDENCE, wanted
 from models.dirichlet import GROUPINGS, ClassPrior
 from models.params import InnerIterations1, Iterations, Prior, PriorOrZero, Range, Tolerance
@@ -399,13 +399,13 @@ class _Terms:
 
 
 def _e_step_difficulty(
-    idx: _Judgments, prior: np.ndarray, log_confusion: np.ndarray, log_weights: np.ndarray,
+    idx: Judgments, prior: np.ndarray, log_confusion: np.ndarray, log_weights: np.ndarray,
     log_prior_rows: np.ndarray | None = None,
 ) -> tuple[float, np.ndarray]:
     """The joint posterior over each task's grade and difficulty level, (K, Q, n_tasks), and the
     marginal log-likelihood Σ_i log Σ_{t,q} ρ_t ω_q Π_{a ∈ i} π_{j(a)}(d_q)[t, y_a], from
     log π cell-major (K, K, Q, J) and log ω (Q,). ``prior`` / ``log_prior_rows`` as in
-    ``dawid_skene._e_step``.
+    ``dawid_skene.e_step``.
 
     Log space: a task's likelihood is a product over its judgments, which underflows. The
     judgments' log-probabilities are one sparse product per (grade, level), each writing a
@@ -496,11 +496,11 @@ class OrdinalDawidSkene(Aggregator):
         check_ordinal_scale(data.classes, data.label)
         gold = data.gold if (self.use_gold and data.gold is not None) else None
         k = data.n_classes
-        idx = _Judgments.from_data(data, gold)
+        idx = Judgments.from_data(data, gold)
         if wanted(self.dependence, data.task):  # judges who share errors: τ_i (models.dependence)
             idx = idx.adjusted_for_dependence(data, gold, 0.01)
         self.dependence_rho_ = idx.rho
-        post = _majority_start(idx, gold)  # the posterior, class-major (K, n_tasks)
+        post = majority_start(idx, gold)  # the posterior, class-major (K, n_tasks)
         n = max(data.n_judgments, 1)
         # Per annotator θ_j = (b_j, log s_j, γ_j1..γ_j,K−2); shared: the centre of the cut points
         # and the log gaps between them (start: cut points halfway between grades).
@@ -536,7 +536,7 @@ class OrdinalDawidSkene(Aggregator):
         for it in range(self.n_iter):
             prior, confusion = self._m_step(idx, post, joint)
             if self._grid is None:
-                ll, post = _e_step(idx, prior, confusion, self._log_prior_rows)
+                ll, post = e_step(idx, prior, confusion, self._log_prior_rows)
             else:
                 ll, joint = _e_step_difficulty(idx, prior, np.log(confusion),
                                                self._log_weights, self._log_prior_rows)
@@ -811,7 +811,7 @@ class OrdinalDawidSkene(Aggregator):
             self._shared = self._shared.copy()
             self._shared[free] = res.x
 
-    def _m_step(self, idx: _Judgments, post: np.ndarray, joint: np.ndarray | None = None
+    def _m_step(self, idx: Judgments, post: np.ndarray, joint: np.ndarray | None = None
                 ) -> tuple[np.ndarray, np.ndarray]:
         """``post``: the class-major posterior (K, n_tasks); ``joint``: with difficulty levels,
         the joint posterior over (grade, level) (K, Q, n_tasks) of the last E step (None before
@@ -857,7 +857,7 @@ class OrdinalDawidSkene(Aggregator):
             return prior, confusion  # (K, K, Q, J), as the E step reads it
         return prior, np.ascontiguousarray(np.moveaxis(confusion, -1, 0))  # (J, K, K)
 
-    def _level_counts(self, idx: _Judgments, post: np.ndarray, joint: np.ndarray | None
+    def _level_counts(self, idx: Judgments, post: np.ndarray, joint: np.ndarray | None
                       ) -> np.ndarray:
         """N[t, l, q, j] = Σ_{a by j, y_a = l} P(T_i = t, d_i = d_q) (K, K, Q, J), one sparse
         product per (grade, level). EM's start (``joint`` None) puts every task at d = 0:

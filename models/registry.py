@@ -32,6 +32,8 @@ METHOD_PATHS: dict[str, str] = {
 GP_METHODS = frozenset({"magp", "gpmv", "lk", "ordinal-gp"})
 # Methods that read the labels as ordered grades (the class order is the scale's order).
 ORDINAL_METHODS = frozenset({"ordinal-ds", "ordinal-gp"})
+# The GP methods that read two classes only: graded labels are refused before TensorFlow loads.
+BINARY_ONLY_METHODS = GP_METHODS - ORDINAL_METHODS
 
 
 @dataclass(frozen=True)

@@ -16,10 +16,14 @@ of the judgments unchecked.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from models.base import ProgressCallback
+    from models.data import AnnotationData
 
 COLD_CHECK_GROWTH = 0.1
 
@@ -39,13 +43,25 @@ class WarmStartUnavailable(ValueError):
     stored before that parameter was kept)."""
 
 
+@runtime_checkable
+class WarmStartable(Protocol):
+    """A model that can refit warm: its ``fit`` takes ``init`` (an earlier fit of its class) and
+    ``check`` (``cold_check_due``), and its class rebuilds an ``init`` from a stored result."""
+
+    def fit(self, data: AnnotationData, progress: ProgressCallback = ..., *,
+            init: Any = None, check: bool | None = None) -> Any: ...
+
+    @classmethod
+    def from_result(cls, *, classes: Sequence[int], annotator_ids: Sequence[str],
+                    annotator_columns: Mapping[str, Sequence[float | None]],
+                    info: Mapping[str, Any], cold_checked_at: int) -> Any: ...
+
+
 def accepts_init(model: object) -> bool:
-    """Whether ``model`` (a class or an instance) can refit warm: its ``fit`` takes ``init``
-    and its class can rebuild an ``init`` from a stored result (``from_result``)."""
-    cls = model if isinstance(model, type) else type(model)
-    fit = getattr(cls, "fit", None)
-    return (fit is not None and hasattr(cls, "from_result")
-            and "init" in inspect.signature(fit).parameters)
+    """Whether ``model`` (a class or an instance) is ``WarmStartable``."""
+    if isinstance(model, type):
+        return issubclass(model, WarmStartable)
+    return isinstance(model, WarmStartable)
 
 
 def result_column(columns: Mapping[str, Sequence[float | None]], name: str,

@@ -42,41 +42,33 @@ def _fit(context: JobContext) -> dict[str, Any]:
     context.progress(0.0, "fitting")
     start = time.perf_counter()
     from models.features.build import with_kernel_params
-    from models.registry import make_aggregator
+    from models.pipeline import FitSpec, fit
 
-    params = with_kernel_params(aggregation.method, aggregation.params, snapshot.feature_groups)
-    # where a calibrated fit (calibrate_folds) splits graded labels into relevant or not
-    relevant_from = collection.relevant_from if aggregation.graded else None
-    model = make_aggregator(aggregation.method, params, relevant_from=relevant_from)
-    if aggregation.warm_start_id is None:
-        model.fit(snapshot.data, context.progress)
-        warm = None
-    else:
+    # relevant_from also splits graded labels for a calibrated fit (calibrate_folds)
+    spec = FitSpec(aggregation.method, with_kernel_params(
+        aggregation.method, aggregation.params, snapshot.feature_groups), aggregation.seed,
+        relevant_from=collection.relevant_from, graded=aggregation.graded)
+    data, init, warm = snapshot.data, None, None
+    if aggregation.warm_start_id is not None:
         rebuilt = time.perf_counter()
-        init, warm = _warm_init(context, snapshot.data)
+        init, warm = _warm_init(context, data)
         timings["warm_start_s"] = time.perf_counter() - rebuilt
-        model.fit(snapshot.data, context.progress, init=init)  # type: ignore[call-arg]
-    result = model.result(snapshot.data)
+    fitted = fit(spec, data, init=init, progress=context.progress)
     if built:
-        result.info["features_built"] = True
+        fitted.result.info["features_built"] = True
     if warm is not None:
-        result.info["warm_start"] = warm
+        fitted.result.info["warm_start"] = warm
     timings["fit_s"] = time.perf_counter() - start
 
-    held_out = None
-    data = snapshot.data
     n_gold = 0 if data.gold is None else int((data.gold >= 0).sum())
-    if params.get("use_gold") and n_gold >= HELD_OUT_FOLDS:
+    folds = None
+    if spec.params.get("use_gold") and n_gold >= HELD_OUT_FOLDS:
         # Gold clamped in the fit: score each gold task by a fit that did not see its label.
-        from models.evaluation.heldout import held_out_seed, heldout_predictions
-
-        start = time.perf_counter()
+        folds = HELD_OUT_FOLDS
         context.progress(0.99, f"held-out evaluation: {HELD_OUT_FOLDS} folds over the gold")
-        held = heldout_predictions(
-            lambda: make_aggregator(aggregation.method, params, relevant_from=relevant_from),
-            data, HELD_OUT_FOLDS,
-            random_state=held_out_seed(aggregation.seed, params), full_model=model)
-        held_out = held.proba
+    start = time.perf_counter()
+    scores = fitted.score(folds, own_labels=False)  # as gold.rescore scores a stored fit
+    if folds is not None:
         timings["held_out_s"] = time.perf_counter() - start
 
     if context.cancelled():
@@ -84,9 +76,8 @@ def _fit(context: JobContext) -> dict[str, Any]:
     start = time.perf_counter()
     gold = fit_record(collection=collection, gold=snapshot.gold, fit_tasks=snapshot.task_ids,
                       judged_tasks=snapshot.judged_tasks, n_scored=n_gold)
-    store_results(session, aggregation=aggregation, snapshot=snapshot, result=result,
-                  model=model, relevant_from=collection.relevant_from,
-                  evaluation_proba=held_out, gold_record=gold)
+    store_results(session, aggregation=aggregation, snapshot=snapshot, fitted=fitted,
+                  scores=scores, gold_record=gold)
     timings["store_s"] = time.perf_counter() - start
     return {}
 

@@ -15,7 +15,6 @@ aggregation, its finish time and the query: a client that sends ``If-None-Match`
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import json
 import threading
@@ -28,6 +27,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from app.aggregations.tables import Aggregation
+from app.core.collector import settle
 
 # How the cache reads a fit's annotator rows: the service's ``annotator_results`` (rows, total).
 ReadRows = Callable[..., tuple[list[dict[str, Any]], int]]
@@ -66,20 +66,6 @@ class Ordering:
                 and (not kind or r["kind"] == kind)]
 
 
-def settle() -> None:
-    """Take the objects alive now out of the cyclic garbage collector's full passes
-    (``gc.freeze``). The caches hold hundreds of thousands of long-lived objects (10,000 annotator
-    rows per ordering, a fit page's tables); a full collection walked them all, a 100–160 ms
-    pause for every request in flight (measured under wrk: the listing's p99 outliers). Frozen
-    objects are still freed by reference counting when dropped (cached rows hold no cycles);
-    ``release``, at the application's end, hands everything back to the collector."""
-    gc.freeze()
-
-
-def release() -> None:
-    gc.unfreeze()
-
-
 class ListingCache:
     """Orderings of one application (one database): an LRU of (aggregation, sort) orderings and
     the collection of every aggregation seen succeeded (both permanent facts)."""
@@ -95,7 +81,7 @@ class ListingCache:
     def memo(self, key: tuple[Any, ...], compute: Callable[[], Any]) -> Any:
         """``compute()`` once per key: for other immutable results of succeeded fits. A caller
         that asks while another thread computes the same key waits for that result (the
-        dashboard warmer and a page request never build the same thing twice)."""
+        dashboard prefill and a page request never build the same thing twice)."""
         with self._lock:
             if key in self._memo:
                 self._memo.move_to_end(key)

@@ -17,9 +17,8 @@ from app.aggregations.tables import (
     AggregationTask,
 )
 from app.core.db import bulk_insert
-from models.base import AggregationResult
 from models.data import UNKNOWN
-from models.evaluation import evaluate, relevant_index
+from models.pipeline import Fitted, Scores
 
 # Methods with a GP over task features: they can predict tasks nobody judged.
 PREDICTING_METHODS = ("magp", "gpmv")
@@ -53,21 +52,17 @@ def check_finite(proba: np.ndarray, objective_history: Any) -> None:
 
 
 def store_results(session: Session, *, aggregation: Aggregation, snapshot: Snapshot,
-                  result: AggregationResult, model: object, relevant_from: int,
-                  evaluation_proba: np.ndarray | None = None,
+                  fitted: Fitted, scores: Scores,
                   gold_record: dict[str, Any] | None = None) -> None:
-    """``evaluation_proba``: held-out predictions to score against gold instead of the fit's own
-    (a fit that clamps gold is perfect on it); the stored results stay the fit's.
-    ``gold_record``: which gold the evaluation is scored against (``gold.fit_record``), kept as
-    ``info["gold"]``."""
-    data = snapshot.data
+    """The fit's labels, P(relevant) and columns (``models.pipeline``) as rows; ``scores``: its
+    evaluation against gold (held out for a fit that clamps gold: it is perfect on it), the
+    stored results staying the fit's. ``gold_record``: which gold the evaluation is scored
+    against (``gold.fit_record``), kept as ``info["gold"]``."""
+    data, result, model = snapshot.data, fitted.result, fitted.model
     proba = np.asarray(result.proba, dtype=float)
     check_finite(proba, result.objective_history)
-    rel = relevant_index(data.classes, relevant_from, graded=aggregation.graded)
-    p_relevant = proba[:, rel:].sum(axis=1)
-    # The model's own hard labels (its tie rule), as the offline CLI writes them.
-    hard = getattr(model, "labels_", None)
-    labels = data.classes[np.asarray(hard) if hard is not None else np.argmax(proba, axis=1)]
+    p_relevant = fitted.p_relevant
+    labels = data.classes[fitted.labels]  # the model's own tie rule, as the CLI writes them
     with np.errstate(divide="ignore", invalid="ignore"):
         entropy = -np.sum(np.where(proba > 0, proba * np.log(proba), 0.0), axis=1)
 
@@ -87,6 +82,46 @@ def store_results(session: Session, *, aggregation: Aggregation, snapshot: Snaps
         task_rows.append(row)
     bulk_insert(session, AggregationTask.__table__, task_rows)
 
+    bulk_insert(session, AggregationAnnotator.__table__,
+                _annotator_rows(aggregation, snapshot, fitted))
+
+    if aggregation.method in PREDICTING_METHODS and not result.info.get("fallback"):
+        # What POST /aggregations/{a}/predict needs, in numpy: the API never loads TensorFlow.
+        from models.gp.predictor import KIND, export
+
+        session.add(AggregationArtifact(aggregation_id=aggregation.id, kind=KIND,
+                                        payload=export(model).to_bytes()))
+
+    evaluation = None if scores.evaluation is None else scores.evaluation.as_dict()
+    if evaluation is not None:
+        evaluation["held_out"] = scores.held_out
+    info = dict(result.info)
+    if data.notes:
+        info["data_notes"] = list(data.notes)
+    info["n_tasks"] = data.n_tasks
+    info["n_annotators"] = data.n_annotators
+    if gold_record is not None:
+        info["gold"] = gold_record
+    session.execute(update(Aggregation).where(Aggregation.id == aggregation.id).values(
+        n_judgments=data.n_judgments,
+        objective_history=[float(x) for x in result.objective_history],
+        evaluation=evaluation,
+        info=_jsonable(info),
+        classes=[int(c) for c in data.classes],
+    ))
+    session.commit()
+    if session.get_bind().dialect.name == "postgresql":
+        # Fresh statistics, so the dashboards' first queries on this aggregation get good plans
+        # (autovacuum would take minutes to notice a bulk load).
+        session.execute(text("ANALYZE aggregation_tasks, aggregation_annotators, annotators, "
+                             "tasks, topics, documents"))
+        session.commit()
+
+
+def _annotator_rows(aggregation: Aggregation, snapshot: Snapshot,
+                    fitted: Fitted) -> list[dict[str, Any]]:
+    """One row per annotator: counts, agreement with gold and the fit's annotator columns."""
+    data, result, rel = snapshot.data, fitted.result, fitted.relevant
     per_annotator = data.judgments_per_annotator()
     n_gold, agree = data.gold_agreement()
     gold_j = data.gold[data.task] if data.gold is not None else np.full(data.n_judgments, UNKNOWN)
@@ -113,43 +148,7 @@ def store_results(session: Session, *, aggregation: Aggregation, snapshot: Snaps
             row[name] = None if column is None else _float(column[j])
         row["extra"] = {k: _float(v[j]) for k, v in annotator_extra.items()} or None
         annotator_rows.append(row)
-    bulk_insert(session, AggregationAnnotator.__table__, annotator_rows)
-
-    if aggregation.method in PREDICTING_METHODS and not result.info.get("fallback"):
-        # What POST /aggregations/{a}/predict needs, in numpy: the API never loads TensorFlow.
-        from models.gp.predictor import KIND, export
-
-        session.add(AggregationArtifact(aggregation_id=aggregation.id, kind=KIND,
-                                        payload=export(model).to_bytes()))
-
-    evaluation = None
-    if data.gold is not None:
-        scored = proba if evaluation_proba is None else np.asarray(evaluation_proba, dtype=float)
-        scores = evaluate(scored, data.gold, relevant_index=rel, classes=data.classes)
-        evaluation = scores.as_dict() if scores is not None else None
-        if evaluation is not None:
-            evaluation["held_out"] = evaluation_proba is not None
-    info = dict(result.info)
-    if data.notes:
-        info["data_notes"] = list(data.notes)
-    info["n_tasks"] = data.n_tasks
-    info["n_annotators"] = data.n_annotators
-    if gold_record is not None:
-        info["gold"] = gold_record
-    session.execute(update(Aggregation).where(Aggregation.id == aggregation.id).values(
-        n_judgments=data.n_judgments,
-        objective_history=[float(x) for x in result.objective_history],
-        evaluation=evaluation,
-        info=_jsonable(info),
-        classes=[int(c) for c in data.classes],
-    ))
-    session.commit()
-    if session.get_bind().dialect.name == "postgresql":
-        # Fresh statistics, so the dashboards' first queries on this aggregation get good plans
-        # (autovacuum would take minutes to notice a bulk load).
-        session.execute(text("ANALYZE aggregation_tasks, aggregation_annotators, annotators, "
-                             "tasks, topics, documents"))
-        session.commit()
+    return annotator_rows
 
 
 def _jsonable(value: Any) -> Any:

@@ -49,8 +49,9 @@ RunnerDep = Annotated[JobRunner, Depends(get_runner)]
 
 
 def judgments_arrived(request: Request, collection_id: int) -> None:
-    """After judgments were stored: this process's dashboard warmer (when the application runs
-    with its lifespan) moves the collection's tally forward off the request path."""
-    warmer = getattr(request.app.state, "warmer", None)
-    if warmer is not None:
-        warmer.collection(collection_id)
+    """After judgments were stored: this process's dashboard prefill (``app.ui.prefill``, when
+    the application runs with its lifespan) moves the collection's tally forward off the request
+    path."""
+    prefill = getattr(request.app.state, "prefill", None)
+    if prefill is not None:
+        prefill.collection(collection_id)

@@ -26,11 +26,8 @@ if TYPE_CHECKING:
 
     from models.base import Aggregator
     from models.data import AnnotationData
-    from models.evaluation import Evaluation
+    from models.pipeline import Fitted, Scores
 
-METHODS = ("mv", "mace", "ds", "magp", "gpmv", "lk", "ibcc", "ebcc", "ordinal-ds", "ordinal-gp")
-
-BINARY_ONLY_METHODS = frozenset({"magp", "gpmv", "lk"})
 
 def build_aggregator(method: str, params: dict[str, Any] | None = None,
                      seed: int | None = None, *, relevant_from: int | None = None) -> Aggregator:
@@ -41,27 +38,18 @@ def build_aggregator(method: str, params: dict[str, Any] | None = None,
     return make_aggregator(method, with_seed(method, dict(params or {}), seed),
                            relevant_from=relevant_from)
 
-def score_labels(labels: np.ndarray, proba: np.ndarray, gold: np.ndarray, *,
-                 relevant: int = 1, classes: np.ndarray | None = None) -> Evaluation | None:
-    """Accuracy / precision / recall / F1 (and for graded data MAE and quadratic κ) of the hard
-    ``labels`` (class indices, so a model's own tie rule counts), log loss and binary-view
-    accuracy of ``proba``, against gold class indices."""
-    from models.evaluation import evaluate
 
-    return evaluate(proba, gold, relevant_index=relevant, classes=classes, labels=labels)
-
-def _aggregate(args: argparse.Namespace) -> int:
-    """Every option and output path is checked before the file is read; the outputs are written
-    (atomically) only once the fit and the held-out scores have succeeded."""
-    if args.input is None and not args.judge:
-        raise UsageError("give a judgment file (INPUT), judge files (--judge NAME=QRELS), "
-                         "or both")
+def _checked_params(args: argparse.Namespace) -> dict[str, Any]:
+    """The method's params from --params, --calibrate and --clamp-gold, every option and output
+    path checked (UsageError) before any file is read."""
     if args.quiet:
         quiet_tensorflow(args.method)
     try:
         params = parse_params(args.params)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    from models.registry import BINARY_ONLY_METHODS
+
     if args.graded and args.method in BINARY_ONLY_METHODS:
         raise UsageError(f"method {args.method!r} needs binary labels: drop --graded (graded "
                          "GP: ordinal-gp)")
@@ -95,12 +83,16 @@ def _aggregate(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     except ImportError as exc:
         raise UsageError(f"method {args.method!r} is not available: {exc}") from None
+    return params
 
-    import numpy as np
 
-    from app.formats.qrels import format_qrels
-    from models.registry import GP_METHODS
-
+def _aggregate(args: argparse.Namespace) -> int:
+    """Every option and output path is checked before the file is read; the outputs are written
+    (atomically) only once the fit and the held-out scores have succeeded."""
+    if args.input is None and not args.judge:
+        raise UsageError("give a judgment file (INPUT), judge files (--judge NAME=QRELS), "
+                         "or both")
+    params = _checked_params(args)
     data, _ = load_judgment_file(args, graded=args.graded, features=args.features,
                                  quiet=args.quiet)
     groups = None
@@ -116,11 +108,14 @@ def _aggregate(args: argparse.Namespace) -> int:
                              f"(--gold or a gold column), found {n_gold}")
 
     from models.features.build import with_kernel_params
+    from models.pipeline import FitSpec, fit
 
-    params = with_kernel_params(args.method, params, groups)
-    split = args.relevant_from if args.graded else None  # where --calibrate splits the grades
+    spec = FitSpec(args.method, with_kernel_params(args.method, params, groups), args.seed,
+                   relevant_from=args.relevant_from, graded=args.graded)
+    from models.registry import InvalidParams, UnknownMethod
+
     try:
-        model = build_aggregator(args.method, params, args.seed, relevant_from=split)
+        model = spec.build()
     except (UnknownMethod, InvalidParams) as exc:
         raise UsageError(str(exc)) from None
     except ImportError as exc:
@@ -130,24 +125,34 @@ def _aggregate(args: argparse.Namespace) -> int:
     report = sys.stderr if "-" in (args.output, args.annotators, args.tasks) else sys.stdout
     bar = ProgressBar(args.method, enabled=not args.quiet)
     try:
-        model.fit(data, progress=bar)
+        fitted = fit(spec, data, progress=bar, model=model)
         bar(1.0, "done")  # EM may converge before its last iteration
     finally:
         bar.close()
-    result = model.result(data)
-    labels = np.asarray(model.labels_)
+    published = fitted.published  # a task without evidence, or unselected: no qrels line
+    outputs = _outputs(args, fitted, published)
+    lines = _fit_lines(args, fitted)
+    if args.folds is None and spec.params.get("use_gold") and data.gold is not None:
+        print("warning: gold clamped and scored on the same tasks (in-sample, inflated); "
+              "use --folds K for a held-out score", file=sys.stderr)
+    scores = fitted.score(args.folds, tasks=published)  # the tasks that got a qrels line
+    lines.extend(_score_lines(args, fitted, scores))
+    write_outputs(outputs)  # only now: everything above succeeded
+    print("\n".join(lines), file=report)
+    return 0
 
-    # Without features (or for non-GP methods) a task nobody judged has no evidence: no qrels line.
-    has_evidence = data.judgments_per_task() > 0
-    if args.method in GP_METHODS and data.features is not None:
-        has_evidence = np.ones(data.n_tasks, dtype=bool)
-    emit = has_evidence.copy()
-    if "selected" in result.task_columns:  # MACE --threshold: unselected tasks get no label
-        emit &= result.task_columns["selected"] > 0
 
+def _outputs(args: argparse.Namespace, fitted: Fitted, published: np.ndarray
+             ) -> list[tuple[str, str]]:
+    """(path, text) of the qrels (--output), annotator and task tables asked for."""
+    import numpy as np
+
+    from app.formats.qrels import format_qrels
+
+    data, result = fitted.data, fitted.result
     outputs: list[tuple[str, str]] = []
     if args.output:
-        qrels_labels = labels
+        qrels_labels = fitted.labels
         if args.grade == "expected" and args.graded:
             from models.ordinal_ds import expected_grade_index
 
@@ -155,64 +160,60 @@ def _aggregate(args: argparse.Namespace) -> int:
         values = data.classes[qrels_labels]
         outputs.append((args.output, format_qrels(
             (str(data.topic_ids[i]), str(data.doc_ids[i]), int(values[i]))
-            for i in np.flatnonzero(emit)
+            for i in np.flatnonzero(published)
         )))
     if args.annotators:
         header, rows = annotator_table(data, result.annotator_columns)
         outputs.append((args.annotators, tsv_text(header, rows)))
-    from models.evaluation import relevant_index
-
-    relevant = relevant_index(data.classes, args.relevant_from, graded=args.graded)
     if args.tasks:
-        p_relevant = result.proba[:, relevant:].sum(axis=1)  # P(label >= relevant_from)
-        header, rows = task_table(data, result.proba, labels, p_relevant, result.task_columns)
+        header, rows = task_table(data, result.proba, fitted.labels, fitted.p_relevant,
+                                  result.task_columns)
         outputs.append((args.tasks, tsv_text(header, rows)))
+    return outputs
 
+
+def _fit_lines(args: argparse.Namespace, fitted: Fitted) -> list[str]:
+    """The report's first lines: the data, the seed the method chose, a fallback."""
+    data, info = fitted.data, fitted.result.info
     lines = [f"method {args.method}: {data.n_tasks} tasks, {data.n_annotators} annotators, "
              f"{data.n_judgments} judgments, classes {data.classes.tolist()}"]
-    used_seed = params.get("random_state", getattr(model, "random_state", None))
+    used_seed = fitted.spec.params.get("random_state",
+                                       getattr(fitted.model, "random_state", None))
     if args.seed is None and isinstance(used_seed, int):
         lines.append(f"seed {used_seed} (the method's random_state; --seed to choose one)")
-    if "fallback" in result.info:
-        lines.append(f"fallback: {result.info['fallback']}")
-    scored_labels, scored_proba = labels, result.proba
-    if args.folds is not None:
-        from models.evaluation.heldout import held_out_seed, heldout_predictions
+    if "fallback" in info:
+        lines.append(f"fallback: {info['fallback']}")
+    return lines
 
-        fold_seed = held_out_seed(args.seed, params)
-        held = heldout_predictions(
-            lambda: build_aggregator(args.method, params, args.seed, relevant_from=split), data,
-            args.folds, random_state=fold_seed, full_model=model)
-        scored_labels, scored_proba = held.labels, held.proba
-        clamp = "gold clamped" if params.get("use_gold") else "gold not used in fitting"
+
+def _score_lines(args: argparse.Namespace, fitted: Fitted, scores: Scores) -> list[str]:
+    """The report's evaluation against gold (held out with --folds)."""
+    lines = []
+    if scores.held_out:
+        clamp = ("gold clamped" if fitted.spec.params.get("use_gold")
+                 else "gold not used in fitting")
         lines.append(f"held-out evaluation: {args.folds} folds over the gold tasks ({clamp}); "
                      "each gold task scored by a fit that did not see its label"
-                     + ("" if args.seed is not None else f" (folds seed {fold_seed})"))
-    elif params.get("use_gold") and data.gold is not None:
-        print("warning: gold clamped and scored on the same tasks (in-sample, inflated); "
-              "use --folds K for a held-out score", file=sys.stderr)
-    if data.gold is not None:
-        gold = np.where(emit, data.gold, -1)  # the tasks that got a qrels line
-        evaluation = score_labels(scored_labels, scored_proba, gold, relevant=relevant,
-                                  classes=data.classes)
-        if evaluation is None:
-            lines.append("no task with a gold label: nothing to evaluate")
-        else:
-            lines.append(f"gold tasks {evaluation.n_gold}")
-            lines.append(f"accuracy {evaluation.accuracy:.4f}")
-            if data.is_binary:
-                lines.append(f"precision {evaluation.precision:.4f}")
-                lines.append(f"recall {evaluation.recall:.4f}")
-                lines.append(f"f1 {evaluation.f1:.4f}")
-            lines.append(f"log_loss {evaluation.log_loss:.4f}")
-            if evaluation.kappa is not None:
-                lines.append(f"mae {evaluation.mae:.4f}")
-                lines.append(f"kappa {evaluation.kappa:.4f}")
-                lines.append(f"binary_accuracy {evaluation.binary_accuracy:.4f} "
-                             f"(P(label >= {args.relevant_from}) >= 0.5)")
-    write_outputs(outputs)  # only now: everything above succeeded
-    print("\n".join(lines), file=report)
-    return 0
+                     + ("" if args.seed is not None else f" (folds seed {scores.folds_seed})"))
+    if fitted.data.gold is None:
+        return lines
+    evaluation = scores.evaluation
+    if evaluation is None:
+        return [*lines, "no task with a gold label: nothing to evaluate"]
+    lines.append(f"gold tasks {evaluation.n_gold}")
+    lines.append(f"accuracy {evaluation.accuracy:.4f}")
+    if fitted.data.is_binary:
+        lines.append(f"precision {evaluation.precision:.4f}")
+        lines.append(f"recall {evaluation.recall:.4f}")
+        lines.append(f"f1 {evaluation.f1:.4f}")
+    lines.append(f"log_loss {evaluation.log_loss:.4f}")
+    if evaluation.kappa is not None:
+        lines.append(f"mae {evaluation.mae:.4f}")
+        lines.append(f"kappa {evaluation.kappa:.4f}")
+        lines.append(f"binary_accuracy {evaluation.binary_accuracy:.4f} "
+                     f"(P(label >= {args.relevant_from}) >= 0.5)")
+    return lines
+
 
 def _built_features(data: AnnotationData, args: argparse.Namespace
                     ) -> tuple[AnnotationData, dict[str, list[int]]]:
@@ -239,6 +240,7 @@ def _built_features(data: AnnotationData, args: argparse.Namespace
         print(f"note: {note}", file=sys.stderr)
     return data.with_features(features.as_dict(), dim=features.dim), features.groups
 
+
 def add_command(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     aggregate = subparsers.add_parser(
         "aggregate", help="fit an aggregation model on a judgment file, without a server",
@@ -249,7 +251,9 @@ def add_command(subparsers: argparse._SubParsersAction) -> None:  # type: ignore
                            help="judgment file (- for standard input); may be left out when "
                                 "--judge files are given")
     add_judge_option(aggregate)
-    aggregate.add_argument("--method", required=True, choices=METHODS)
+    from models.registry import METHOD_PATHS
+
+    aggregate.add_argument("--method", required=True, choices=tuple(METHOD_PATHS))
     aggregate.add_argument("--params", help="model parameters as a JSON object")
     aggregate.add_argument("--gold", help="expert qrels (TREC format); default: the file's gold "
                                           "column, if any")

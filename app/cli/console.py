@@ -26,6 +26,7 @@ class ProgressBar:
     def close(self) -> None:
         self.bar.close()
 
+
 def quiet_tensorflow(method: str | None = None) -> None:
     """--quiet: silence TensorFlow's start-up and log lines (before it is imported). Its
     start-up lines (oneDNN, CUDA drivers) come from C++ logging that ignores

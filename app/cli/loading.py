@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from app.formats.judgments_file import JudgmentRows
     from models.data import AnnotationData
 
+
 def read_input(path: str, option: str | None = None) -> bytes:
     """An input file's bytes (``-``: standard input); UsageError naming the option if unreadable."""
     if path == "-":
@@ -28,12 +29,14 @@ def read_input(path: str, option: str | None = None) -> bytes:
         what = f"{option} {path}" if option else path
         raise UsageError(f"{what}: {exc.strerror or exc}") from None
 
+
 def file_error(exc: FileFormatError, path: str | None = None) -> str:
     """A file error as one line: the file's name, then the line number once."""
     detail = exc.detail
     if exc.line and not detail.startswith(f"line {exc.line}"):
         detail = f"line {exc.line}: {detail}"
     return f"{path}: {detail}" if path else detail
+
 
 def load_annotation_data(
     judgments: bytes | str | JudgmentRows,
@@ -79,6 +82,7 @@ def load_annotation_data(
         feature_rows = parse_features(features)
         data = data.with_features(feature_rows.vectors, dim=feature_rows.dim)
     return data
+
 
 def check_scale(rows: JudgmentRows, *, labels: Iterable[int] | None, ignore: Iterable[int],
                 path: str, gold_qrels: bytes | None = None, gold_path: str | None = None
@@ -135,6 +139,7 @@ def check_scale(rows: JudgmentRows, *, labels: Iterable[int] | None, ignore: Ite
                             f"{min(run)}..{max(run)}; pass the scale (--labels) to refuse them")
     return warnings
 
+
 def _qrels_values(raw: bytes) -> list[tuple[int, int]]:
     """(line, relevance) of a TREC qrels text, for messages only (``parse_qrels`` reads it)."""
     out = []
@@ -146,6 +151,7 @@ def _qrels_values(raw: bytes) -> list[tuple[int, int]]:
             except ValueError:
                 continue
     return out
+
 
 def load_judgment_file(args: argparse.Namespace, *, graded: bool = False,
                        features: str | None = None, quiet: bool = False

@@ -4,8 +4,13 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from app.cli.simulate import STRATEGIES
+if TYPE_CHECKING:
+    import numpy as np
+
+    from app.formats.judgments_file import JudgmentRows
+    from models.data import AnnotationData
 
 
 def _next(args: argparse.Namespace) -> int:
@@ -14,15 +19,14 @@ def _next(args: argparse.Namespace) -> int:
 
     import numpy as np
 
-    from app.cli.aggregate import BINARY_ONLY_METHODS, build_aggregator
     from app.cli.console import quiet_tensorflow
     from app.cli.errors import UsageError
     from app.cli.loading import load_judgment_file
     from app.cli.options import parse_params
     from app.cli.outputs import check_outputs, write_outputs
     from app.sampling.rejudging import next_tasks_tsv, plan_rows
-    from models.evaluation import relevant_index
-    from models.registry import InvalidParams, validate_params
+    from models.pipeline import FitSpec, fit
+    from models.registry import BINARY_ONLY_METHODS, InvalidParams, validate_params
     from models.sampling.rejudge import plan_next
 
     if args.quiet:
@@ -36,16 +40,47 @@ def _next(args: argparse.Namespace) -> int:
     except (ValueError, InvalidParams) as exc:
         raise UsageError(str(exc)) from None
     data, rows = load_judgment_file(args, graded=args.graded, quiet=args.quiet)
+    spec = FitSpec(args.method, params, args.seed, relevant_from=args.relevant_from,
+                   graded=args.graded)
     try:
-        model = build_aggregator(args.method, params, args.seed)
+        model = spec.build()
     except (ValueError, InvalidParams) as exc:
         raise UsageError(str(exc)) from None
-    model.fit(data)
+    fitted = fit(spec, data, model=model)
     # tasks by (topic, doc), as the service orders them: ties fall the same way
     order = np.lexsort((data.doc_ids.astype(str), data.topic_ids.astype(str)))
     place = np.empty_like(order)
     place[order] = np.arange(order.shape[0])
     proba = np.asarray(model.proba_)[order]
+    p_relevant = fitted.p_relevant[order]
+    task, annotator, label = _judged(args, data, rows, place)
+    # the competence the service stores with the fit (its annotator column)
+    competence = fitted.result.annotator_columns.get("competence")
+    competence = (np.full(data.n_annotators, np.nan) if competence is None
+                  else np.asarray(competence, dtype=np.float64))
+    names = np.array([str(a) for a in data.annotator_ids])
+    plan = plan_next(proba, task=task, annotator=annotator, label=label, competence=competence,
+                     annotator_names=names, n=args.n, strategy=args.strategy,
+                     max_judgments=args.max_judgments, n_annotators=args.annotators,
+                     random_state=args.seed,
+                     min_annotator_judgments=args.min_annotator_judgments,
+                     per_annotator=args.per_annotator)
+    labels = data.classes[fitted.labels[order]]
+    result = {"method": args.method, "strategy": args.strategy, "data": plan_rows(
+        plan, proba=proba, topics=data.topic_ids[order], docs=data.doc_ids[order], labels=labels,
+        p_relevant=p_relevant, annotator_names=names)}
+    result["count"] = len(result["data"])
+    text = (json.dumps(result, indent=1) + "\n" if args.format == "json"
+            else next_tasks_tsv(result))
+    write_outputs([(args.output or "-", text)])
+    return 0
+
+
+def _judged(args: argparse.Namespace, data: AnnotationData, rows: JudgmentRows,
+            place: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every judgment of the file as (task in (topic, doc) order, annotator, class index)."""
+    import numpy as np
+
     # every judgment of the file, as the service keeps them: a repeated one counts again, and
     # one with an ignored value means the annotator was asked (label −1: no label)
     task_of = {(str(t), str(d)): int(place[i]) for i, (t, d) in enumerate(
@@ -61,32 +96,13 @@ def _next(args: argparse.Namespace) -> int:
               if (str(t), str(d)) in task_of and str(a) in annotator_of]
     task, annotator, label = (np.array(c, dtype=np.int64) for c in
                               (zip(*judged, strict=True) if judged else ((), (), ())))
-    # the competence the service stores with the fit (its annotator column)
-    competence = model.result(data).annotator_columns.get("competence")
-    competence = (np.full(data.n_annotators, np.nan) if competence is None
-                  else np.asarray(competence, dtype=np.float64))
-    names = np.array([str(a) for a in data.annotator_ids])
-    plan = plan_next(proba, task=task, annotator=annotator, label=label, competence=competence,
-                     annotator_names=names, n=args.n, strategy=args.strategy,
-                     max_judgments=args.max_judgments, n_annotators=args.annotators,
-                     random_state=args.seed,
-                     min_annotator_judgments=args.min_annotator_judgments,
-                     per_annotator=args.per_annotator)
-    relevant = relevant_index(data.classes, args.relevant_from, graded=args.graded)
-    labels = data.classes[np.asarray(model.labels_)[order]]
-    result = {"method": args.method, "strategy": args.strategy, "data": plan_rows(
-        plan, proba=proba, topics=data.topic_ids[order], docs=data.doc_ids[order], labels=labels,
-        p_relevant=proba[:, relevant:].sum(axis=1), annotator_names=names)}
-    result["count"] = len(result["data"])
-    text = (json.dumps(result, indent=1) + "\n" if args.format == "json"
-            else next_tasks_tsv(result))
-    write_outputs([(args.output or "-", text)])
-    return 0
+    return task, annotator, label
 
 
 def add_command(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     from app.cli.options import add_scale_options, int_at_least, seed_arg
     from models.registry import METHOD_PATHS
+    from models.sampling.rejudge import STRATEGIES
 
     following = subparsers.add_parser(
         "next", help="fit a judgment file and list the tasks to judge next (as /next)",

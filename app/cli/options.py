@@ -12,6 +12,7 @@ DEFAULT_IGNORE = (-2,)
 
 MAX_SEED = 2**32 - 1  # app.core.integers.MAX_SEED (numpy's seeds), without importing pydantic
 
+
 def seed_arg(text: str) -> int:
     """``--seed``: one rule for every command, a whole number from 0 to 2**32 - 1."""
     try:
@@ -21,6 +22,7 @@ def seed_arg(text: str) -> int:
     if not 0 <= value <= MAX_SEED:
         raise argparse.ArgumentTypeError(f"must be from 0 to 2**32 - 1, got {value}")
     return value
+
 
 def int_at_least(low: int) -> Callable[[str], int]:
     """An argparse type: a whole number >= ``low``."""
@@ -34,6 +36,7 @@ def int_at_least(low: int) -> Callable[[str], int]:
         return value
     return parse
 
+
 def share_arg(*, zero: bool) -> Callable[[str], float]:
     """An argparse type: a share of the judgments, in (0, 1] (``zero``: [0, 1])."""
     def parse(text: str) -> float:
@@ -46,6 +49,7 @@ def share_arg(*, zero: bool) -> Callable[[str], float]:
             raise argparse.ArgumentTypeError(f"must be {bounds}, got {text}")
         return value
     return parse
+
 
 def add_scale_options(parser: argparse.ArgumentParser, *, ignore_help: str = "") -> None:
     """--labels (the scale) and --ignore, as the API's collection ``labels`` and ``ignore``."""

@@ -39,6 +39,7 @@ def check_outputs(outputs: dict[str, str | None], *, stdout: bool = False) -> No
             raise UsageError(f"{seen[key]} and {option} name the same file {value!r}")
         seen[key] = option
 
+
 def write_outputs(files: list[tuple[str, str]]) -> None:
     """Write (path, text) pairs all or nothing: each into a temporary file in its directory,
     then all renamed over their targets (``-``: standard output, last; a path that is not a
@@ -70,11 +71,13 @@ def write_outputs(files: list[tuple[str, str]]) -> None:
             with open(target, "w") as f:
                 f.write(text)
 
+
 def _default_mode() -> int:
     """The mode a plain open(path, "w") would give a new file (0o666 less the umask)."""
     umask = os.umask(0)
     os.umask(umask)
     return 0o666 & ~umask
+
 
 def check_output_dir(value: str, option: str) -> None:
     """An output directory: an existing directory we may write in, or a new one whose nearest

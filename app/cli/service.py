@@ -31,17 +31,20 @@ def _serve(args: argparse.Namespace) -> int:
                 log_level=args.log_level, workers=args.workers)
     return 0
 
+
 def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
 
+
 def _migrate(args: argparse.Namespace) -> int:
     from app.core.db import upgrade_database
 
     upgrade_database()
     return 0
+
 
 def _worker(args: argparse.Namespace) -> int:
     from app.jobs.celery_app import run_worker

@@ -7,12 +7,11 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from models.sampling.simulate import CurvePoint
 
-STRATEGIES = ("uncertainty", "expected-change", "random")
 CURVE_COLUMNS = ["strategy", "seed", "round", "judgments", "share", "accuracy", "skipped",
                  "fit_seconds", "map_rmse"]
 
@@ -23,10 +22,9 @@ def _simulate(args: argparse.Namespace) -> int:
     from app.cli.aggregate import build_aggregator
     from app.cli.console import quiet_tensorflow
     from app.cli.errors import UsageError
-    from app.cli.loading import file_error, load_judgment_file, read_input
+    from app.cli.loading import load_judgment_file
     from app.cli.options import parse_params
     from app.cli.outputs import check_output_dir, write_outputs
-    from app.formats.errors import FileFormatError
     from models.registry import InvalidParams, validate_params
 
     if args.quiet:
@@ -39,7 +37,6 @@ def _simulate(args: argparse.Namespace) -> int:
     except (ValueError, InvalidParams) as exc:
         raise UsageError(str(exc)) from None
     check_output_dir(args.output, "--output")
-    import numpy as np
 
     from models.sampling.simulate import simulate
 
@@ -47,18 +44,7 @@ def _simulate(args: argparse.Namespace) -> int:
     if data.gold is None or not (data.gold >= 0).any():
         raise UsageError(f"{args.input}: no gold labels to score against (--gold or a gold "
                          "column)")
-    runs = None
-    if args.runs:
-        from app.formats.runs import merge_runs, parse_runs
-
-        def parsed(path: str):  # type: ignore[no-untyped-def]
-            try:
-                return parse_runs(read_input(path, "--runs"))
-            except FileFormatError as exc:  # which run file, with its line
-                raise UsageError(file_error(exc, path)) from None
-
-        runs = {name: run.rankings for name, run in merge_runs(
-            parsed(p) for p in args.runs).items()}
+    runs = _read_runs(args.runs) if args.runs else None
     batch = args.batch or max(1, int(round(args.batch_share * data.n_judgments)))
     out = Path(args.output)
 
@@ -74,19 +60,58 @@ def _simulate(args: argparse.Namespace) -> int:
                           max_judgments=args.max_judgments, runs=runs, on_point=report)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    curve = ["\t".join(CURVE_COLUMNS) + "\n"]
-    for p in points:
-        curve.append(f"{p.strategy}\t{p.seed}\t{p.round}\t{p.judgments}\t{p.share:.6f}\t"
-                     f"{p.accuracy:.6f}\t{p.skipped}\t{p.seconds:.4f}\t"
-                     f"{'' if p.map_rmse != p.map_rmse else f'{p.map_rmse:.6f}'}\n")
+    curve = _curve_lines(points)
     # The target: the accuracy of the model fitted cold on all judgments.
     full = build_aggregator(args.method, params, 0).fit(data)
     from models.sampling.simulate import accuracy_against_gold
 
     target = accuracy_against_gold(full.labels_, data.gold)  # type: ignore[arg-type]
+    summary_lines = _summary_lines(points, target, data.gold, quiet=args.quiet)
+    out.mkdir(parents=True, exist_ok=True)  # only now: every curve has been computed
+    write_outputs([(str(out / "curve.tsv"), "".join(curve)),
+                   (str(out / "summary.tsv"), "".join(summary_lines))])
+    plot = write_plot(points, out, target)
+    print(f"curve\t{out / 'curve.tsv'}")
+    print(f"summary\t{out / 'summary.tsv'}")
+    print(f"plot\t{plot}")
+    return 0
+
+
+def _read_runs(paths: list[str]) -> dict[str, Any]:
+    """--runs: each file's rankings by run name (UsageError naming the file and line)."""
+    from app.cli.errors import UsageError
+    from app.cli.loading import file_error, read_input
+    from app.formats.errors import FileFormatError
+    from app.formats.runs import merge_runs, parse_runs
+
+    def parsed(path: str):  # type: ignore[no-untyped-def]
+        try:
+            return parse_runs(read_input(path, "--runs"))
+        except FileFormatError as exc:  # which run file, with its line
+            raise UsageError(file_error(exc, path)) from None
+
+    return {name: run.rankings for name, run in merge_runs(parsed(p) for p in paths).items()}
+
+
+def _curve_lines(points: list[CurvePoint]) -> list[str]:
+    """curve.tsv: one line per point of every curve."""
+    curve = ["\t".join(CURVE_COLUMNS) + "\n"]
+    for p in points:
+        curve.append(f"{p.strategy}\t{p.seed}\t{p.round}\t{p.judgments}\t{p.share:.6f}\t"
+                     f"{p.accuracy:.6f}\t{p.skipped}\t{p.seconds:.4f}\t"
+                     f"{'' if p.map_rmse != p.map_rmse else f'{p.map_rmse:.6f}'}\n")
+    return curve
+
+
+def _summary_lines(points: list[CurvePoint], target: float, gold: Any, *,
+                   quiet: bool) -> list[str]:
+    """summary.tsv: per strategy, the shares at which the target accuracy is reached, exactly
+    and within one standard error (printed too unless ``quiet``)."""
+    import numpy as np
+
     # Also within one binomial standard error of the target (the noise of an accuracy measured
     # on this many gold tasks).
-    n_gold = int((data.gold != -1).sum())  # type: ignore[union-attr]
+    n_gold = int((gold != -1).sum())  # type: ignore[union-attr]
     se = float(np.sqrt(target * (1 - target) / max(n_gold, 1)))
     exact, near = summary(points, target), summary(points, target - se)
     summary_lines = ["strategy\ttarget_accuracy\tmean_share_to_target\tshares_to_target\t"
@@ -99,18 +124,11 @@ def _simulate(args: argparse.Namespace) -> int:
             listed = ",".join("" if s is None else f"{s:.4f}" for s in shares)
             cells.append(f"{mean}\t{listed}")
         summary_lines.append(f"{strategy}\t{target:.6f}\t{cells[0]}\t{se:.6f}\t{cells[1]}\n")
-        if not args.quiet:
+        if not quiet:
             first, second = (c.split("\t")[0] or "-" for c in cells)
             print(f"{strategy}: target {target:.4f} reached at share {first}, within one "
                   f"standard error at {second}", file=sys.stderr)
-    out.mkdir(parents=True, exist_ok=True)  # only now: every curve has been computed
-    write_outputs([(str(out / "curve.tsv"), "".join(curve)),
-                   (str(out / "summary.tsv"), "".join(summary_lines))])
-    plot = write_plot(points, out, target)
-    print(f"curve\t{out / 'curve.tsv'}")
-    print(f"summary\t{out / 'summary.tsv'}")
-    print(f"plot\t{plot}")
-    return 0
+    return summary_lines
 
 
 def summary(points: list[CurvePoint], target: float) -> dict[str, list[float | None]]:
@@ -207,6 +225,7 @@ def add_command(subparsers: argparse._SubParsersAction) -> None:  # type: ignore
     )
     simulate.add_argument("input", help="judgment file with gold (TSV/CSV, as for aggregate)")
     from models.registry import METHOD_PATHS
+    from models.sampling.rejudge import STRATEGIES
 
     simulate.add_argument("--method", required=True, choices=sorted(METHOD_PATHS),
                           help="the refit model; ds and mace refit warm (from the previous "

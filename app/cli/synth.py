@@ -12,6 +12,7 @@ from app.cli.outputs import check_output_dir
 
 NOISE_CHOICES = ("0-2", "2-4", "4-8", "8-12")  # models.synthetic.NOISE_LEVELS, without numpy
 
+
 def _synth(args: argparse.Namespace) -> int:
     if args.grades < 2 or args.bias_sd < 0:
         raise UsageError("--grades must be at least 2 and --bias-sd >= 0")
@@ -49,6 +50,7 @@ def _synth(args: argparse.Namespace) -> int:
     for name, path in paths.items():
         print(f"{name}\t{path}")
     return 0
+
 
 def add_command(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     synth = subparsers.add_parser(

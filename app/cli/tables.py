@@ -10,11 +10,14 @@ if TYPE_CHECKING:
 
     from models.data import AnnotationData
 
+
 def fmt(value: float) -> str:
     return "" if value != value else f"{value:.6g}"  # NaN -> empty cell
 
+
 def tsv_text(header: list[str], rows: Iterable[list[str]]) -> str:
     return "".join("\t".join(row) + "\n" for row in (header, *rows))
+
 
 def annotator_table(data: AnnotationData, columns: dict[str, np.ndarray]
                      ) -> tuple[list[str], list[list[str]]]:
@@ -39,6 +42,7 @@ def annotator_table(data: AnnotationData, columns: dict[str, np.ndarray]
         for j in range(data.n_annotators)
     ]
     return ["annotator", *names], rows
+
 
 def task_table(data: AnnotationData, proba: np.ndarray, labels: np.ndarray,
                 p_relevant: np.ndarray, columns: dict[str, np.ndarray]

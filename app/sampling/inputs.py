@@ -106,7 +106,7 @@ class NextInputs:
     def memo(self, kind: str, key: tuple[Any, ...], build: Callable[[], T]) -> T:
         """``build()``, kept under ``key`` among the last ``max_memos`` of its ``kind``. The
         value is shared between requests: callers never change it. A caller that asks while
-        another thread builds the same key waits for that value (the dashboard warmer and a page
+        another thread builds the same key waits for that value (the dashboard prefill and a page
         request never build the same estimates twice)."""
         hit = self.kept(kind, key)
         if hit is not None:

@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from models.base import p_relevant
 from models.data import UNKNOWN
 
 
@@ -89,6 +90,6 @@ def evaluate(proba: np.ndarray, gold: np.ndarray, *, relevant_index: int = 1,
         classes, dtype=np.float64)
     mae = float(np.mean(np.abs(values[pred] - values[g])))
     kappa = quadratic_kappa(pred, g, p.shape[1])
-    binary = (p[:, relevant_index:].sum(axis=1) >= 0.5) == gold_rel
+    binary = (p_relevant(p, relevant_index) >= 0.5) == gold_rel
     return Evaluation(n, accuracy, precision, recall, f1, log_loss, mae, kappa,
                       float(np.mean(binary)))

@@ -52,7 +52,7 @@ KERNELS = ("rbf", "linear")
 MEAN_FUNCTIONS = ("zero", "constant", "linear")
 
 
-class _CrowdGP(Aggregator):
+class CrowdGP(Aggregator):
     """Shared fitting, outputs and prediction; subclasses choose the data and the likelihood."""
 
     method = ""
@@ -167,7 +167,7 @@ class _CrowdGP(Aggregator):
             kernel = build_kernel(self.kernel, X.shape[1], self.feature_groups)
             if data.n_tasks > self.full_gp_max_tasks:
                 inducing = kmeans_inducing(X, self.n_inducing, rng)
-            mean = _mean_function(self.mean_function, X.shape[1])
+            mean = build_mean_function(self.mean_function, X.shape[1])
             if self._class_prior_by() == "topic":
                 X, mean, inducing = self._topic_offsets(X, mean, inducing, data.topic_ids)
         elif self._class_prior_by() == "topic":
@@ -388,13 +388,13 @@ class _CrowdGP(Aggregator):
         return np.column_stack([1.0 - p, p])
 
 
-class MAGP(_CrowdGP):
+class MAGP(CrowdGP):
     """Multi-annotator GP classification (thesis §4.4) with a per-task deviation from g(x)."""
 
     method = "magp"
 
 
-class LK(_CrowdGP):
+class LK(CrowdGP):
     """The likelihood part of MAGP alone: f_i ~ N(0, τ²) independent, no features (§4.5.3).
 
     Unlike the thesis (and MAGP's default), LK learns annotator biases μ_j by default: on real
@@ -447,7 +447,7 @@ class LK(_CrowdGP):
         raise ValueError("lk has no GP over features: it cannot predict new tasks")
 
 
-class GPMV(_CrowdGP):
+class GPMV(CrowdGP):
     """GP classification of majority-vote labels (thesis §4.5.3): one probit label per task.
 
     Ties carry no label (the GP fills them in from feature neighbours). Task noise and annotator
@@ -630,7 +630,7 @@ def _kernel_parameters(kernel: gpflow.kernels.Kernel) -> dict[str, list[float]]:
     }
 
 
-def _mean_function(kind: str, d: int) -> gpflow.functions.MeanFunction | None:
+def build_mean_function(kind: str, d: int) -> gpflow.functions.MeanFunction | None:
     import gpflow
 
     if kind == "zero":

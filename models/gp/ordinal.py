@@ -36,7 +36,7 @@ from models.base import AggregationResult, ProgressCallback, no_progress
 from models.data import AnnotationData
 from models.gp.competence import grade_agreement
 from models.gp.constants import DEFAULT_QUADRATURE_POINTS
-from models.gp.model import _CrowdGP, _mean_function, build_kernel, topic_intercepts
+from models.gp.model import CrowdGP, build_kernel, build_mean_function, topic_intercepts
 from models.ordinal_ds import check_ordinal_scale, grade_columns
 from models.params import (
     FullGPTasks,
@@ -58,7 +58,7 @@ from models.params import (
 # as the API does to validate parameters, must not load them.
 
 
-class OrdinalGP(_CrowdGP):
+class OrdinalGP(CrowdGP):
     """Multi-annotator GP with the ordered-probit likelihood ("ordinal-gp").
 
     With task features: f_i = g(x_i) + e_i as MAGP; without: the LK-style model (e_i only), said
@@ -139,7 +139,7 @@ class OrdinalGP(_CrowdGP):
             kernel = build_kernel(self.kernel, X.shape[1], self.feature_groups)
             if data.n_tasks > self.full_gp_max_tasks:
                 inducing = kmeans_inducing(X, self.n_inducing, rng)
-            mean = _mean_function(self.mean_function, X.shape[1])
+            mean = build_mean_function(self.mean_function, X.shape[1])
             if self.class_prior_by == "topic":  # one offset per topic beside the features
                 X, mean, inducing = self._topic_offsets(X, mean, inducing, data.topic_ids)
         elif self.class_prior_by == "topic":  # LK's per-topic intercepts, without features

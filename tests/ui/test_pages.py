@@ -368,7 +368,7 @@ def test_home_lists_the_collections_a_limited_key_may_see(settings, monkeypatch)
 def test_collection_page_counts_new_judgments_like_the_api(client, settings) -> None:
     """The page keeps a tally of the judgments and adds only the new ones: after more
     judgments (new and known tasks and annotators, another label; some through another
-    process, which this one's warmer does not hear of) it shows the API's freshly counted
+    process, which this one's prefill does not hear of) it shows the API's freshly counted
     distributions and judgments count, and so does the home page."""
     from fastapi.testclient import TestClient
 

@@ -33,7 +33,7 @@ from app.ui.forms import (
 from app.ui.pages.collections import collection_path, collection_with, done, form_error
 from app.ui.pages.fields import CheckedForm, invalid_fields, whole_number
 from app.ui.pages.render import figures, render
-from app.ui.warm import (
+from app.ui.prefill import (
     page_key,
 )
 
@@ -136,7 +136,7 @@ def aggregation_page(request: Request, session: SessionDep, principal: Principal
 
 
 def fit_page(session: Any, cache: Any, aggregation: Any) -> dict[str, Any]:
-    """The page context of a succeeded fit as the dashboard warmer builds it (every principal
+    """The page context of a succeeded fit as the dashboard prefill builds it (every principal
     who may open the page sees the same rows: the fit's collection is checked per request)."""
     return results_context(session, cache, OPEN, aggregation)
 

@@ -43,10 +43,10 @@ from app.ui.forms import (
 from app.ui.messages import Kind, message_location, signed_location
 from app.ui.pages.fields import CheckedForm, invalid_fields, scale_values, whole_number
 from app.ui.pages.render import figures, render
-from app.ui.warm import (
+from app.ui.prefill import (
     FITS_PER_COLLECTION_PAGE,
     SAMPLINGS_PER_COLLECTION_PAGE,
-    warmer_of,
+    prefill_of,
 )
 from models.registry import METHOD_PATHS, get_method
 
@@ -93,7 +93,7 @@ def _collection_context(request: Request, session: Any,
                                                  cache=get_listing_cache(request))
     fits, total = aggregations_service.list_aggregations(session, collection=collection,
                                                          limit=1000, offset=0)
-    warmer = warmer_of(request.app.state)
+    warmer = prefill_of(request.app.state)
     if warmer is not None:  # the fits a person is likely to open next
         done_ = [a.id for a in reversed(fits) if a.status == "succeeded"]
         for aggregation_id in done_[:FITS_PER_COLLECTION_PAGE]:

@@ -123,7 +123,7 @@ def _sampling_context(session: Any, sampling: Any, measure: str | None,
 
 
 def sampling_page_context(session: Any, sampling: Any, inputs: Any) -> dict[str, Any]:
-    """A sampling's page as the dashboard warmer builds it: what the page recomputes is kept in
+    """A sampling's page as the dashboard prefill builds it: what the page recomputes is kept in
     ``inputs`` (the application's NextInputs), so the person's first request finds it."""
     return _sampling_context(session, sampling, None, TARGET_RECALL, inputs)
 

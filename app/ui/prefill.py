@@ -7,7 +7,7 @@ a sampling's estimates (the stored runs parsed into pools, the crowd labels fitt
 Horvitz–Thompson estimates: about 1.1 s with RF10 and 20 runs). The first two are kept for the
 life of the process once built (the tally then only moves forward over new judgments); a
 sampling's parts are kept in the application's ``NextInputs`` under keys that name their inputs,
-so a warmed sampling stays warm until its judgments, rounds or runs change. One daemon thread
+so a prefilled sampling stays cached until its judgments, rounds or runs change. One daemon thread
 builds them ahead of time:
 
 - at start-up: the tallies of the most recent collections, the pages of the most recently
@@ -55,7 +55,7 @@ def page_key(aggregation_id: int) -> tuple[str, int]:
     return ("aggregation_page", aggregation_id)
 
 
-class DashboardWarmer:
+class DashboardPrefill:
     """A queue of (kind, id) to build, deduplicated, and the one thread that builds them."""
 
     def __init__(self, database_url: str, cache: ListingCache,
@@ -103,7 +103,7 @@ class DashboardWarmer:
     def start(self, *, at_startup: bool = True) -> None:
         if at_startup:
             self._put(("startup", 0))
-        self._thread = threading.Thread(target=self._loop, name="crowdqrels-dashboard-warmer",
+        self._thread = threading.Thread(target=self._loop, name="crowdqrels-dashboard-prefill",
                                         daemon=True)
         self._thread.start()
 
@@ -126,7 +126,7 @@ class DashboardWarmer:
             try:
                 self.build(*item)
             except Exception:  # the page builds on demand instead; the database may be away
-                log.exception("dashboard warm-up of %s %s failed", *item)
+                log.exception("dashboard prefill of %s %s failed", *item)
             finally:
                 with self._cond:
                     self._busy = False
@@ -163,10 +163,11 @@ class DashboardWarmer:
                     try:
                         self.sampling_page(session, sampling, self.inputs)
                     except DomainError:
-                        log.debug("sampling %s not warmed: its page shows an error", ident)
+                        log.debug("sampling %s not prefilled: its page shows an error", ident)
 
 
 
-def warmer_of(app_state: Any) -> DashboardWarmer | None:
-    """The application's warmer while its lifespan runs, else None (a bare test client)."""
-    return getattr(app_state, "warmer", None)
+def prefill_of(app_state: Any) -> DashboardPrefill | None:
+    """The application's prefill thread while its lifespan runs, else None (a bare test
+    client)."""
+    return getattr(app_state, "prefill", None)

@@ -1,4 +1,4 @@
-"""The dashboard warmer: tallies and fit pages built off the request path, equal to what a page
+"""The dashboard prefill: tallies and fit pages built off the request path, equal to what a page
 would build itself, and never built twice at once."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from app.core.db import get_sessionmaker
 from app.main import create_app
 from app.sampling import estimates as sampling_estimates
 from app.sampling.inputs import NextInputs
-from app.ui.warm import page_key
+from app.ui.prefill import page_key
 from models.synthetic import generate
 from tests.api.helpers import API
 from tests.api.sampling.test_sampling import judge
@@ -55,7 +55,7 @@ def test_ingestion_moves_the_tally_forward_off_the_request_path(client, settings
                                                                 synthetic) -> None:
     seed(client, synthetic, fit=False)
     app = client.app
-    assert app.state.warmer.wait_idle(30)
+    assert app.state.prefill.wait_idle(30)
     truth = recount(settings.database_url, "crowd")
     cache = app.state.listing_cache
     assert cache.memoized(tally_key(truth["id"]))
@@ -67,7 +67,7 @@ def test_ingestion_moves_the_tally_forward_off_the_request_path(client, settings
         {"topic": "t-new", "doc": f"d{i}", "annotator": "late", "label": i % 2}
         for i in range(7)]})
     assert r.status_code == 201, r.text
-    assert app.state.warmer.wait_idle(30)
+    assert app.state.prefill.wait_idle(30)
     assert sum(tally.per_task.values()) == 367
     truth = recount(settings.database_url, "crowd")
     with get_sessionmaker(settings.database_url)() as session:
@@ -93,7 +93,7 @@ def test_a_fresh_process_warms_recent_collections_and_fits(client, settings, war
         assert page.status_code == 200 and "Competence" in page.text
     # And the collection page asks for its latest succeeded fits.
     with TestClient(create_app(settings)) as other:
-        warmer = other.app.state.warmer
+        warmer = other.app.state.prefill
         assert warmer.wait_idle(60)
         other.app.state.listing_cache = cache_ = ListingCache()
         warmer.cache = cache_
@@ -130,7 +130,7 @@ def test_a_fresh_process_warms_recent_samplings(client, settings, warm_settings,
 
     # The collection page asks for its latest samplings (a process whose caches were emptied).
     with TestClient(create_app(settings)) as other:
-        warmer = other.app.state.warmer
+        warmer = other.app.state.prefill
         assert warmer.wait_idle(60)
         other.app.state.next_inputs = warmer.inputs = NextInputs()
         built.clear()
@@ -148,7 +148,7 @@ def test_a_fresh_process_warms_recent_samplings(client, settings, warm_settings,
 
 def test_an_upload_through_the_form_warms_too(client, settings, synthetic) -> None:
     seed(client, synthetic, fit=False)
-    client.app.state.warmer.wait_idle(30)
+    client.app.state.prefill.wait_idle(30)
     cid = recount(settings.database_url, "crowd")["id"]
     cache = client.app.state.listing_cache
     tally = cache.memo(tally_key(cid), lambda: pytest.fail("not warmed"))
@@ -160,7 +160,7 @@ def test_an_upload_through_the_form_warms_too(client, settings, synthetic) -> No
                                                 b"t9\td9\tw9\t1\n", "text/tab-separated-values")},
                     follow_redirects=False)
     assert r.status_code == 303, r.text
-    assert client.app.state.warmer.wait_idle(30)
+    assert client.app.state.prefill.wait_idle(30)
     assert tally.latest > before and tally.per_annotator and sum(tally.labels.values()) == 361
 
 
@@ -221,8 +221,8 @@ def test_next_inputs_memo_builds_once_when_two_threads_ask_at_once() -> None:
 
 def test_a_stopped_warmer_takes_no_more_work(settings) -> None:
     with TestClient(create_app(settings)) as c:
-        warmer = c.app.state.warmer
-    assert c.app.state.warmer is None
+        warmer = c.app.state.prefill
+    assert c.app.state.prefill is None
     warmer.collection(1)
     assert warmer.wait_idle(1) and not warmer._pending
 
