@@ -2,6 +2,7 @@
 
     python bench/bench_models.py                      # 1,000,000 judgments + RF10
     python bench/bench_models.py --tasks 20000 --annotators 1000   # a quick run
+    python bench/bench_models.py --skip-rf10 --repeats 3 --no-peak --cases mace crowdkit-mace
 
 Speed: one synthetic data set of Algorithm 10 (default 200,000 tasks x 5 judgments = 1,000,000
 judgments, 10,000 annotators), saved once; every fit then runs in its own subprocess: timed once,
@@ -100,20 +101,22 @@ def _fit(case: str, data):  # type: ignore[no-untyped-def]
     return seconds, np.asarray(model.labels_)
 
 
-def run_case(case: str, path: Path) -> dict[str, float]:
+def run_case(case: str, path: Path, peak: bool = True) -> dict[str, float]:
     """In a fresh process: load, fit once for the time (and the growth of the peak RSS), then
-    once more under tracemalloc for the peak of memory allocated during the fit."""
+    (``peak``) once more under tracemalloc for the peak of memory allocated during the fit."""
     data = _load(path)
     if case.startswith("crowdkit-"):
         import crowdkit.aggregation  # noqa: F401  (import cost is not part of the fit)
     before = _peak_rss_mib()
     seconds, labels = _fit(case, data)
     after = _peak_rss_mib()
-    tracemalloc.start()
-    _fit(case, data)
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    return {"seconds": seconds, "peak_mib": peak / 2**20,
+    peak_bytes = float("nan")
+    if peak:
+        tracemalloc.start()
+        _fit(case, data)
+        _, peak_bytes = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+    return {"seconds": seconds, "peak_mib": peak_bytes / 2**20,
             "rss_growth_mib": max(after - before, 0.0), "rss_mib": after,
             "accuracy": float(np.mean(labels == data.gold))}
 
@@ -126,24 +129,34 @@ def speed_table(args: argparse.Namespace) -> str:
                          redundancy=args.redundancy, random_state=args.seed)
     generated = time.perf_counter() - start
     n_judgments = synthetic.task.shape[0]
-    rows = {}
+    runs: dict[str, list[dict[str, float]]] = {case: [] for case in args.cases}
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "data.npz"
         np.savez(path, task=synthetic.task.astype(np.int64),
                  annotator=synthetic.annotator.astype(np.int64),
                  label=synthetic.label.astype(np.int64), truth=synthetic.truth.astype(np.int64),
                  n_tasks=synthetic.truth.shape[0], n_annotators=synthetic.annotator_noise.shape[0])
-        for case in args.cases:
-            proc = subprocess.run([sys.executable, __file__, "--case", case, "--data", str(path)],
-                                  capture_output=True, text=True, check=True)
-            rows[case] = json.loads(proc.stdout.strip().splitlines()[-1])
-            print(f"  {case}: {rows[case]}", file=sys.stderr)
+        load_before = os.getloadavg()[0]
+        # Interleaved rounds (every case once per round), so a change in the machine's load
+        # strikes every case alike; each figure is the median over the rounds.
+        for _ in range(args.repeats):
+            for case in args.cases:
+                proc = subprocess.run([sys.executable, __file__, "--case", case, "--data",
+                                       str(path), *(["--no-peak"] if args.no_peak else [])],
+                                      capture_output=True, text=True, check=True)
+                runs[case].append(json.loads(proc.stdout.strip().splitlines()[-1]))
+                print(f"  {case}: {runs[case][-1]}", file=sys.stderr)
+        load_after = os.getloadavg()[0]
+        rows = {case: {key: float(np.median([run[key] for run in found]))
+                       for key in found[0]} for case, found in runs.items()}
     lines = [
         f"Synthetic (Algorithm 10): {args.tasks:,} tasks, {args.annotators:,} annotators, "
-        f"{n_judgments:,} judgments, noise {args.noise}; generated in {generated:.1f} s.",
+        f"{n_judgments:,} judgments, noise {args.noise}; generated in {generated:.1f} s. "
+        f"Medians of {args.repeats} interleaved run(s) on {os.cpu_count()} CPUs; 1-minute load "
+        f"average {load_before:.1f} before, {load_after:.1f} after.",
         "",
-        "| method | ours: fit s | crowd-kit: fit s | speed-up | ours: peak MiB | "
-        "crowd-kit: peak MiB | ours: acc | crowd-kit: acc |",
+        "| method | ours: fit s | crowd-kit: fit s | speed-up (median of rounds) | "
+        "ours: peak MiB | crowd-kit: peak MiB | ours: acc | crowd-kit: acc |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for method in ("mv", "mace", "ds", "ibcc", "ebcc", "ordinal-ds"):
@@ -151,7 +164,11 @@ def speed_table(args: argparse.Namespace) -> str:
         if ours is None:
             continue
         t_ck = f"{theirs['seconds']:.2f}" if theirs else "-"
-        ratio = f"{theirs['seconds'] / ours['seconds']:.1f}x" if theirs else "-"
+        # The median of the rounds' ratios: a round's two fits ran under the same load.
+        ratio = "-"
+        if theirs:
+            pairs = zip(runs[method], runs[f"crowdkit-{method}"], strict=True)
+            ratio = f"{np.median([t['seconds'] / o['seconds'] for o, t in pairs]):.1f}x"
         m_ck = f"{theirs['peak_mib']:.0f}" if theirs else "-"
         a_ck = f"{theirs['accuracy']:.4f}" if theirs else "-"
         lines.append(f"| {method} | {ours['seconds']:.2f} | {t_ck} | {ratio} | "
@@ -221,13 +238,17 @@ def main() -> None:
     parser.add_argument("--redundancy", type=int, default=5)
     parser.add_argument("--noise", default="0-2")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="interleaved runs of every case; the table shows their medians")
     parser.add_argument("--cases", nargs="*", default=list(CASES), choices=CASES)
     parser.add_argument("--skip-rf10", action="store_true")
+    parser.add_argument("--no-peak", action="store_true",
+                        help="skip the second fit under tracemalloc (peak MiB shows nan)")
     parser.add_argument("--case", choices=CASES, help=argparse.SUPPRESS)  # subprocess mode
     parser.add_argument("--data", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.case:
-        print(json.dumps(run_case(args.case, Path(args.data))))
+        print(json.dumps(run_case(args.case, Path(args.data), peak=not args.no_peak)))
         return
     print(speed_table(args))
     if not args.skip_rf10 and RF10.exists():

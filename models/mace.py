@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Self
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.special import digamma
 
 from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
@@ -227,17 +228,24 @@ class MACE(Aggregator):
 
 @dataclass(frozen=True)
 class _Judgments:
-    """The index arrays one E step needs, computed once per fit (flat keys make gathers 1-D)."""
+    """The sparse operators one E step needs, built once per fit.
 
-    task: np.ndarray
-    ann: np.ndarray
-    task_label: np.ndarray  # task * K + label
-    ann_label: np.ndarray  # annotator * K + label
+    Every segment sum of the E step is a CSR product over the judgments (scipy, int32 indices):
+    one fused pass over the indices where ``np.bincount`` needs a gather, a min/max scan and a
+    scatter. Each operator's row holds its judgments in input order, so every sum adds the same
+    terms in the same order as ``np.bincount`` over the judgments would (identical results).
+    """
+
+    by_task: sp.csr_matrix  # (n_tasks, n_annotators * K): Σ_{a ∈ i} table[annotator, label]
+    by_task_label: sp.csr_matrix  # (n_tasks * K, n_annotators * K): the same per (i, label)
+    by_ann_label: sp.csr_matrix  # (n_annotators * K, n_tasks * K): Σ_a w_a P(T_i = l_a)
+    ann_label_sizes: np.ndarray  # judgments per (annotator, label): by_ann_label's row lengths
     n_tasks: int
     n_annotators: int
     n_classes: int
     per_annotator: np.ndarray  # judgments per annotator
     label_counts: np.ndarray  # (n_annotators, K): judgments per annotator and label
+    judged: np.ndarray  # (n_tasks,) bool: tasks with a judgment
     impossible: np.ndarray | None  # (n_tasks, K) True where a control label rules a class out
 
     @classmethod
@@ -250,11 +258,25 @@ class _Judgments:
             impossible[known] = True
             impossible[known, gold[known]] = False
         ann_label = data.annotator * k + data.label
+        task_label = data.task * k + data.label
         label_counts = np.bincount(ann_label, minlength=data.n_annotators * k).reshape(-1, k)
-        return cls(data.task, data.annotator, data.task * k + data.label, ann_label,
+        n_ann_labels = data.n_annotators * k
+        return cls(_rows(data.task, ann_label, data.n_tasks, n_ann_labels),
+                   _rows(task_label, ann_label, data.n_tasks * k, n_ann_labels),
+                   _rows(ann_label, task_label, n_ann_labels, data.n_tasks * k),
+                   label_counts.ravel(),
                    data.n_tasks, data.n_annotators, k,
                    data.judgments_per_annotator().astype(np.float64),
-                   label_counts.astype(np.float64), impossible)
+                   label_counts.astype(np.float64), data.judgments_per_task() > 0, impossible)
+
+
+def _rows(row: np.ndarray, col: np.ndarray, n_rows: int, n_cols: int) -> sp.csr_matrix:
+    """A CSR matrix of ones at (row[a], col[a]), each row's entries in judgment order (a stable
+    sort; no duplicate summing or index sorting)."""
+    order = np.argsort(row, kind="stable")
+    indptr = np.zeros(n_rows + 1, dtype=np.int64)
+    np.cumsum(np.bincount(row, minlength=n_rows), out=indptr[1:])
+    return sp.csr_matrix((np.ones(row.shape[0]), col[order], indptr), shape=(n_rows, n_cols))
 
 
 def _e_step(
@@ -267,34 +289,57 @@ def _e_step(
     log P(y_i | t) = Σ_a log g_a + Σ_{a: l_a = t} (log(g_a + h_a) − log g_a).
     """
     k = idx.n_classes
-    # g and h depend on (annotator, label) only: (n_annotators, K) tables, gathered per judgment.
+    # g and h depend on (annotator, label) only: (n_annotators, K) tables, summed per task.
     g = np.maximum(knowing[:, :1] * spam, 1e-300)  # smoothing=0 may reach 0: keep logs finite
     log_g = np.log(g)
-    bonus_table = np.log(g + knowing[:, 1:]) - log_g
-    know_table = knowing[:, 1:] / (g + knowing[:, 1:])
-    base = np.bincount(idx.task, weights=log_g.ravel().take(idx.ann_label),
-                       minlength=idx.n_tasks)
-    bonus = np.bincount(idx.task_label, weights=bonus_table.ravel().take(idx.ann_label),
-                        minlength=idx.n_tasks * k).reshape(idx.n_tasks, k)
-    log_joint = base[:, None] + bonus + log_prior
+    g += knowing[:, 1:]  # g + h
+    bonus_table = np.log(g)
+    bonus_table -= log_g
+    know_table = np.divide(knowing[:, 1:], g)
+    log_joint = (idx.by_task_label @ bonus_table.ravel()).reshape(idx.n_tasks, k)
+    base = idx.by_task @ log_g.ravel()
+    # Column by column: numpy spends a call per task on a row of K elements (a reduction along
+    # axis 1 or a (n, 1) broadcast); a column is one strided pass. Same operations, same order.
+    columns = [log_joint[:, c] for c in range(k)]
+    for c, column in enumerate(columns):
+        column += base
+        column += log_prior[c]
     if idx.impossible is not None:
         log_joint[idx.impossible] = -np.inf  # a control label: only its own class is possible
-    top = log_joint.max(axis=1, keepdims=True)
-    proba = np.exp(log_joint - top)
-    total = proba.sum(axis=1, keepdims=True)
-    proba /= total
+    top = columns[0].copy()
+    for column in columns[1:]:
+        np.maximum(top, column, out=top)
+    for column in columns:
+        column -= top
+    proba = np.exp(log_joint, out=log_joint)
+    total = _row_sum(proba)
+    for column in columns:
+        column /= total
     log_likelihood = float(np.sum(np.log(total)) + np.sum(top))
 
     # P(annotator knew | data) = P(T = l | data) h / (g + h); otherwise it spammed label l.
-    p_know = proba.ravel().take(idx.task_label) * know_table.ravel().take(idx.ann_label)
-    know = np.bincount(idx.ann_label, weights=p_know,
-                       minlength=idx.n_annotators * k).reshape(idx.n_annotators, k)
+    weights = idx.by_ann_label
+    weights.data = np.repeat(know_table.ravel(), idx.ann_label_sizes)  # row c: h / (g + h) of c
+    know = (weights @ proba.ravel()).reshape(idx.n_annotators, k)
     spam_counts = idx.label_counts - know  # each judgment either knew or spammed its label
-    know_total = know.sum(axis=1)
+    know_total = _row_sum(know)
     knowing_counts = np.stack([idx.per_annotator - know_total, know_total], axis=1)
-    judged = np.bincount(idx.task, minlength=idx.n_tasks) > 0
-    class_counts = proba[judged].sum(axis=0)
+    judged = proba if idx.judged.all() else proba[idx.judged]
+    # = judged.sum(axis=0), which numpy adds row after row: a running sum per column, bit for bit.
+    class_counts = np.array([np.cumsum(judged[:, c])[-1] if len(judged) else 0.0
+                             for c in range(k)])
     return log_likelihood, proba, (knowing_counts, spam_counts, class_counts)
+
+
+def _row_sum(table: np.ndarray) -> np.ndarray:
+    """``table.sum(axis=1)`` of a (n, K) array, bit for bit: numpy adds K <= 8 elements of a row
+    in sequence, as this does column by column (one pass per column instead of a call per row)."""
+    if table.shape[1] > 8:
+        return table.sum(axis=1)
+    total = table[:, 0].copy()
+    for c in range(1, table.shape[1]):
+        total += table[:, c]
+    return total
 
 
 def _aligned_parameters(init: MACE, data: AnnotationData) -> tuple[np.ndarray, np.ndarray]:

@@ -33,15 +33,22 @@ class MajorityVote(Aggregator):
         self.random_state = random_state
 
     def fit(self, data: AnnotationData, progress: ProgressCallback = no_progress) -> Self:
+        # Column by column (K is small): numpy's reductions along a row of K elements cost a
+        # call per task, while a column operation is one pass over the tasks.
         counts = data.counts().astype(np.float64)
-        totals = counts.sum(axis=1, keepdims=True)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            proba = np.where(totals > 0, counts / np.maximum(totals, 1.0), 1.0 / data.n_classes)
+        columns = [counts[:, c] for c in range(data.n_classes)]
+        totals = data.judgments_per_task().astype(np.float64)
+        judged = totals > 0
+        proba = np.divide(counts, np.maximum(totals, 1.0)[:, None])
+        proba[~judged] = 1.0 / data.n_classes
         self.counts_ = counts
         self.proba_ = proba
-        top = counts.max(axis=1, keepdims=True)
-        tied = counts == top  # (n_tasks, n_classes): the classes sharing the top count
-        self.tied_ = (tied.sum(axis=1) > 1) & (totals[:, 0] > 0)
+        top = columns[0].copy()
+        for column in columns[1:]:
+            np.maximum(top, column, out=top)
+        tied = np.stack([column == top for column in columns], axis=1)  # the top classes
+        n_top = sum(column == top for column in columns[1:]) + (columns[0] == top)
+        self.tied_ = (n_top > 1) & judged
         self.hard_labels_ = self._break_ties(tied)
         progress(1.0, "majority vote")
         return self
