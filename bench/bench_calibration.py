@@ -1,0 +1,156 @@
+"""Calibration of P(relevant) per method: ECE, Brier score, log loss and accuracy against gold.
+
+    python bench/bench_calibration.py rf10                  # RF10 binary, every method
+    python bench/bench_calibration.py rf10 --graded         # RF10 graded: top-class calibration
+    python bench/bench_calibration.py rf10 --methods ds,mace --calibrated   # + calibrate_folds 5
+    python bench/bench_calibration.py grid --tasks 500      # synthetic grid (Algorithm 10)
+
+Scores are ``models.evaluation.gold.evaluate``'s (the fit's evaluation): ECE over 10 equal-width
+bins of P(relevant) (graded: of the top grade's probability, against whether it is the gold
+grade), Brier score (graded: multi-class), log loss of the gold class, accuracy of the most
+probable class; on the gold tasks that have judgments. Two settings:
+
+- "no gold": the model never sees the gold (every method's defaults, ``random_state`` 0);
+- "calibrate_folds 5" (``--calibrated``): the method with ``use_gold: true, calibrate_folds: 5``
+  (``models.calibration.GoldCalibrated``: Platt scaling on 5-fold held-out gold), scored 5-fold
+  held out with the calibration refitted inside every outer fold (nested), so no gold task is
+  scored by a fit or a calibration that saw its label. 30 fits per method: slow for the GP
+  methods on RF10 (a LK fit takes ~1-2 min there).
+
+The grid: ``models.synthetic.generate`` (the model-true data of docs/gp.md), every noise level x
+redundancy, ``--tasks`` tasks, 60 annotators, seed 7; MAGP with the two synthetic features.
+A script, never part of the test run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+RF10 = Path(os.environ.get(
+    "CROWDQRELS_RF10_FILE",
+    ROOT.parent / "shared" / "data" / "trec-rf10-crowd" / "trec-rf10-data.txt",
+))
+
+BINARY = "mv,ds,mace,ibcc,ebcc,lk"
+GRADED = "mv,ds,ibcc,ordinal-ds,ordinal-gp"
+GRID = "mv,ds,mace,ibcc,ebcc,lk,magp"
+SCORES = ("accuracy", "ece", "brier", "log_loss")
+
+
+def _scores(proba: np.ndarray, gold: np.ndarray) -> dict[str, float]:
+    from models.evaluation.gold import evaluate
+
+    e = evaluate(proba, gold)
+    assert e is not None
+    return {k: float(getattr(e, k)) for k in SCORES}
+
+
+def _params(method: str) -> dict:
+    from models.registry import get_method
+
+    defaults = get_method(method).defaults
+    return {"random_state": 0} if "random_state" in defaults else {}
+
+
+def no_gold(method: str, data) -> tuple[dict[str, float], float]:  # type: ignore[no-untyped-def]
+    from dataclasses import replace
+
+    from models.registry import get_method
+
+    scored = np.where(data.judgments_per_task() > 0, data.gold, -1)
+    start = time.perf_counter()
+    model = get_method(method).build(_params(method)).fit(replace(data, gold=None))
+    return _scores(model.proba_, scored), time.perf_counter() - start
+
+
+def calibrated(method: str, data) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    from models.evaluation.heldout import heldout_predictions
+    from models.registry import get_method
+
+    spec = get_method(method)
+    params = {**_params(method), "use_gold": True, "calibrate_folds": 5}
+    held = heldout_predictions(lambda: spec.build(params, relevant_from=1), data, 5,
+                               random_state=0)
+    scored = np.where(data.judgments_per_task() > 0, data.gold, -1)
+    return _scores(held.proba, scored)
+
+
+def _row(name: str, setting: str, s: dict[str, float], seconds: str = "") -> str:
+    return (f"| {name} | {setting} | " + " | ".join(f"{s[k]:.4f}" for k in SCORES)
+            + f" | {seconds} |")
+
+
+def rf10(args: argparse.Namespace) -> None:
+    from app.cli.loading import load_annotation_data
+
+    raw = RF10.read_bytes()
+    data = (load_annotation_data(raw, graded=True) if args.graded
+            else load_annotation_data(raw, relevant_from=1, ignore=(-2,)))
+    kind = "graded (top-class calibration)" if args.graded else "binary (relevant from 1)"
+    print(f"RF10 {kind}: {data.n_tasks} tasks, {int((data.gold >= 0).sum())} with gold")
+    print("| method | setting | accuracy | ECE | Brier | log loss | fit s |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    methods = args.methods or (GRADED if args.graded else BINARY)
+    for method in methods.split(","):
+        s, seconds = no_gold(method, data)
+        print(_row(method, "no gold", s, f"{seconds:.1f}"), flush=True)
+        if args.calibrated and "use_gold" in _defaults(method):
+            print(_row(method, "calibrate_folds 5, held out", calibrated(method, data)),
+                  flush=True)
+
+
+def _defaults(method: str) -> dict:
+    from models.registry import get_method
+
+    return get_method(method).defaults
+
+
+def grid(args: argparse.Namespace) -> None:
+    from models.synthetic import NOISE_LEVELS, generate
+
+    methods = args.methods or GRID
+    noises = args.noise.split(",")
+    redundancies = [int(r) for r in args.redundancy.split(",")]
+    print(f"Synthetic grid (Algorithm 10): {args.tasks} tasks, 60 annotators, seed {args.seed}; "
+          "ECE / accuracy per cell")
+    print("| noise | β | " + " | ".join(methods.split(",")) + " |")
+    print("|---|---|" + "---:|" * len(methods.split(",")))
+    for noise in noises:
+        for beta in redundancies:
+            syn = generate(args.tasks, 60, noise_level=NOISE_LEVELS[noise], redundancy=beta,
+                           random_state=args.seed)
+            data = syn.to_annotation_data(with_features=True)
+            cells = []
+            for method in methods.split(","):
+                s, _ = no_gold(method, data)
+                cells.append(f"{s['ece']:.3f} / {s['accuracy']:.3f}")
+            print(f"| {noise} | {beta} | " + " | ".join(cells) + " |", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="what", required=True)
+    r = sub.add_parser("rf10")
+    r.add_argument("--graded", action="store_true")
+    r.add_argument("--calibrated", action="store_true", help="also calibrate_folds 5, held out")
+    r.add_argument("--methods", default=None, help="comma-separated (default: all)")
+    g = sub.add_parser("grid")
+    g.add_argument("--tasks", type=int, default=500)
+    g.add_argument("--noise", default="0-2,2-4,4-8,8-12")
+    g.add_argument("--redundancy", default="3,5,7")
+    g.add_argument("--seed", type=int, default=7)
+    g.add_argument("--methods", default=None)
+    args = parser.parse_args()
+    rf10(args) if args.what == "rf10" else grid(args)
+
+
+if __name__ == "__main__":
+    main()
