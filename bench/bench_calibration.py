@@ -4,6 +4,7 @@
     python bench/bench_calibration.py rf10 --graded         # RF10 graded: top-class calibration
     python bench/bench_calibration.py rf10 --methods ds,mace --calibrated   # + calibrate_folds 5
     python bench/bench_calibration.py grid --tasks 500      # synthetic grid (Algorithm 10)
+    python bench/bench_calibration.py tempering             # DS with a tempered posterior (tried)
 
 Scores are ``models.evaluation.gold.evaluate``'s (the fit's evaluation): ECE over 10 equal-width
 bins of P(relevant) (graded: of the top grade's probability, against whether it is the gold
@@ -135,6 +136,59 @@ def grid(args: argparse.Namespace) -> None:
             print(f"| {noise} | {beta} | " + " | ".join(cells) + " |", flush=True)
 
 
+def loo_temperature(model, data) -> float:  # type: ignore[no-untyped-def]
+    """A fitted DS's τ of the tempered posterior log q ∝ log ρ + τ Σ_a ℓ_a that predicts every
+    judgment best from its task's other judgments (docs/models.md, "Calibration without gold")."""
+    import scipy.optimize
+    from scipy.special import logsumexp
+
+    table = np.log(model.confusion_[data.annotator, :, data.label])  # (n_judgments, K)
+    sums = np.stack([np.bincount(data.task, weights=table[:, k], minlength=data.n_tasks)
+                     for k in range(table.shape[1])], axis=1)
+    log_prior = np.log(model.prior_)
+
+    def loss(tau: float) -> float:
+        log_q = log_prior + tau * (sums[data.task] - table)
+        log_q -= logsumexp(log_q, axis=1, keepdims=True)
+        return -float(logsumexp(log_q + table, axis=1).sum())
+
+    return float(scipy.optimize.minimize_scalar(loss, bounds=(0.05, 1.0), method="bounded").x)
+
+
+def tempering(args: argparse.Namespace) -> None:
+    """τ chosen without gold, and what it does to DS's calibration: RF10, the synthetic set of
+    issue 34, and judgments copied by clones (each judgment given by 3 annotators)."""
+    from dataclasses import replace
+
+    from scipy.special import softmax
+
+    from app.offline import load_annotation_data
+    from models.dawid_skene import DawidSkene
+    from models.synthetic import generate
+
+    rf10 = load_annotation_data(RF10.read_bytes(), relevant_from=1, ignore=(-2,))
+    syn = generate(2000, 60, noise_level=(4.0, 8.0), redundancy=5,
+                   random_state=7).to_annotation_data(with_features=False)
+    copied = replace(syn, task=np.tile(syn.task, 3), label=np.tile(syn.label, 3),
+                     annotator=np.concatenate([syn.annotator + c * syn.n_annotators
+                                               for c in range(3)]),
+                     annotator_ids=np.array([f"a{j}" for j in range(3 * syn.n_annotators)]))
+    print("| data | τ | ECE τ = 1 | ECE τ | accuracy τ = 1 | accuracy τ |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, data in (("RF10 binary", rf10), ("synthetic 4-8, β 5", syn),
+                       ("synthetic, every judgment x3", copied)):
+        model = DawidSkene().fit(replace(data, gold=None))
+        tau = loo_temperature(model, data)
+        table = np.log(model.confusion_[data.annotator, :, data.label])
+        sums = np.stack([np.bincount(data.task, weights=table[:, k], minlength=data.n_tasks)
+                         for k in range(2)], axis=1)
+        tempered = softmax(np.log(model.prior_) + tau * sums, axis=1)
+        gold = np.where(data.judgments_per_task() > 0, data.gold, -1)
+        a, b = _scores(model.proba_, gold), _scores(tempered, gold)
+        print(f"| {name} | {tau:.3f} | {a['ece']:.4f} | {b['ece']:.4f} | {a['accuracy']:.4f} "
+              f"| {b['accuracy']:.4f} |", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="what", required=True)
@@ -148,8 +202,9 @@ def main() -> None:
     g.add_argument("--redundancy", default="3,5,7")
     g.add_argument("--seed", type=int, default=7)
     g.add_argument("--methods", default=None)
+    sub.add_parser("tempering")
     args = parser.parse_args()
-    rf10(args) if args.what == "rf10" else grid(args)
+    {"rf10": rf10, "grid": grid, "tempering": tempering}[args.what](args)
 
 
 if __name__ == "__main__":
