@@ -3,6 +3,7 @@
     python bench/bench_calibration.py rf10                  # RF10 binary, every method
     python bench/bench_calibration.py rf10 --graded         # RF10 graded: top-class calibration
     python bench/bench_calibration.py rf10 --methods ds,mace --calibrated   # + calibrate_folds 5
+    python bench/bench_calibration.py rf10 --calibrated --calibration isotonic   # isotonic map
     python bench/bench_calibration.py grid --tasks 500      # synthetic grid (Algorithm 10)
     python bench/bench_calibration.py tempering             # DS with a tempered posterior (tried)
 
@@ -88,12 +89,14 @@ def no_gold(method: str, data) -> tuple[dict[str, float], float]:  # type: ignor
     return {**_scores(model.proba_, scored), "floor": ece_floor(p)}, seconds
 
 
-def calibrated(method: str, data) -> dict[str, float]:  # type: ignore[no-untyped-def]
+def calibrated(method: str, data, calibration: str = "platt"  # type: ignore[no-untyped-def]
+               ) -> dict[str, float]:
     from models.evaluation.heldout import heldout_predictions
     from models.registry import get_method
 
     spec = get_method(method)
-    params = {**_params(method), "use_gold": True, "calibrate_folds": 5}
+    params = {**_params(method), "use_gold": True, "calibrate_folds": 5,
+              "calibration": calibration}
     held = heldout_predictions(lambda: spec.build(params, relevant_from=1), data, 5,
                                random_state=0)
     scored = np.where(data.judgments_per_task() > 0, data.gold, -1)
@@ -120,8 +123,8 @@ def rf10(args: argparse.Namespace) -> None:
         s, seconds = no_gold(method, data)
         print(_row(method, "no gold", s, f"{seconds:.1f} | {s['floor']:.4f}"), flush=True)
         if args.calibrated and "use_gold" in _defaults(method):
-            print(_row(method, "calibrate_folds 5, held out", calibrated(method, data), " |"),
-                  flush=True)
+            print(_row(method, f"calibrate_folds 5 ({args.calibration}), held out",
+                       calibrated(method, data, args.calibration), " |"), flush=True)
 
 
 def _defaults(method: str) -> dict:
@@ -212,6 +215,7 @@ def main() -> None:
     r.add_argument("--graded", action="store_true")
     r.add_argument("--calibrated", action="store_true", help="also calibrate_folds 5, held out")
     r.add_argument("--methods", default=None, help="comma-separated (default: all)")
+    r.add_argument("--calibration", default="platt", choices=("platt", "isotonic"))
     g = sub.add_parser("grid")
     g.add_argument("--tasks", type=int, default=500)
     g.add_argument("--noise", default="0-2,2-4,4-8,8-12")

@@ -71,6 +71,8 @@ class GPPredictor:
     topic_offsets: np.ndarray | None = None  # (T,) their offsets c_t
     # r of P(relevant) = Φ(m / sqrt(r + v)); predictors stored before it existed read with 1
     readout_noise: float = 1.0
+    # the isotonic map of a fit calibrated with calibration="isotonic": knots and values
+    isotonic: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
     def input_dim(self) -> int:
@@ -104,6 +106,8 @@ class GPPredictor:
             from models.calibration import Platt
 
             p = Platt(*self.platt)(p)
+        if self.isotonic is not None:
+            p = np.interp(p, self.isotonic[0], self.isotonic[1])
         return mean, var, p
 
     def topic_known(self, n: int, topics: list[str] | None) -> np.ndarray | None:
@@ -140,6 +144,8 @@ class GPPredictor:
         meta = {"kind": KIND, "parts": parts, "tau2": self.tau2, "mean_kind": self.mean_kind,
                 "mean_b": self.mean_b, "platt": list(self.platt),
                 "readout_noise": self.readout_noise}
+        if self.isotonic is not None:
+            arrays["isotonic_x"], arrays["isotonic_y"] = self.isotonic
         if self.topics is not None and self.topic_offsets is not None:
             meta["topics"] = [str(t) for t in self.topics]
             arrays["topic_offsets"] = self.topic_offsets
@@ -166,7 +172,8 @@ class GPPredictor:
                    a["mean_A"], float(meta["mean_b"]), a["feature_mean"], a["feature_scale"],
                    tuple(float(v) for v in meta.get("platt", (1.0, 0.0))),  # type: ignore[arg-type]
                    None if topics is None else np.asarray(topics, dtype=str),
-                   a.get("topic_offsets"), float(meta.get("readout_noise", 1.0)))
+                   a.get("topic_offsets"), float(meta.get("readout_noise", 1.0)),
+                   (a["isotonic_x"], a["isotonic_y"]) if "isotonic_x" in a else None)
 
 
 def export(model: Any) -> GPPredictor:
@@ -219,7 +226,10 @@ def export(model: Any) -> GPPredictor:
             mean_A = np.ravel(mf.A.numpy())
             mean_b = float(np.ravel(mf.b.numpy())[0])
     platt = getattr(model, "platt_", None)  # a GoldCalibrated fit: its map applies here too
+    isotonic = getattr(model, "isotonic_", None)
     return GPPredictor(parts, Z, w, M, tau2, mean_kind, mean_A, mean_b,
                        np.asarray(model.feature_mean_), np.asarray(model.feature_scale_),
                        (1.0, 0.0) if platt is None else (platt.a, platt.b),
-                       topics, topic_offsets, float(getattr(model, "readout_noise", 1.0)))
+                       topics, topic_offsets, float(getattr(model, "readout_noise", 1.0)),
+                       None if isotonic is None
+                       else (np.asarray(isotonic.x), np.asarray(isotonic.y)))
