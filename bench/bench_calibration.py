@@ -6,6 +6,7 @@
     python bench/bench_calibration.py rf10 --calibrated --calibration isotonic   # isotonic map
     python bench/bench_calibration.py grid --tasks 500      # synthetic grid (Algorithm 10)
     python bench/bench_calibration.py tempering             # DS with a tempered posterior (tried)
+    python bench/bench_calibration.py maps                  # Platt vs isotonic, cross-fitted
 
 Scores are ``models.evaluation.gold.evaluate``'s (the fit's evaluation): ECE over 10 equal-width
 bins of P(relevant) (graded: of the top grade's probability, against whether it is the gold
@@ -208,6 +209,35 @@ def tempering(args: argparse.Namespace) -> None:
               f"| {b['accuracy']:.4f} |", flush=True)
 
 
+def maps(args: argparse.Namespace) -> None:
+    """RF10 binary, no-gold fits: ECE of P(relevant) raw, and after Platt's and the isotonic
+    map, each cross-fitted (5 folds over the gold tasks: a map never scores its own gold)."""
+    from dataclasses import replace
+
+    from app.cli.loading import load_annotation_data
+    from models.calibration import Isotonic, Platt
+    from models.evaluation.reliability import reliability
+    from models.registry import get_method
+
+    data = load_annotation_data(RF10.read_bytes(), relevant_from=1, ignore=(-2,))
+    known = (data.gold >= 0) & (data.judgments_per_task() > 0)
+    y = data.gold[known] == 1
+    fold = np.random.default_rng(0).permutation(int(known.sum())) % 5
+    print("| method | ECE raw | Platt | isotonic |")
+    print("|---|---:|---:|---:|")
+    for method in (args.methods or "ds,mace,ibcc,ebcc").split(","):
+        model = get_method(method).build(_params(method)).fit(replace(data, gold=None))
+        p = model.proba_[known, 1]
+        out = {"platt": np.empty_like(p), "isotonic": np.empty_like(p)}
+        for k in range(5):
+            train, test = fold != k, fold == k
+            out["platt"][test] = Platt.fit(p[train], y[train])(p[test])
+            out["isotonic"][test] = Isotonic.fit(p[train], y[train])(p[test])
+        print(f"| {method} | {reliability(p, y).ece:.4f} | "
+              f"{reliability(out['platt'], y).ece:.4f} | "
+              f"{reliability(out['isotonic'], y).ece:.4f} |", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="what", required=True)
@@ -223,8 +253,10 @@ def main() -> None:
     g.add_argument("--seed", type=int, default=7)
     g.add_argument("--methods", default=None)
     sub.add_parser("tempering")
+    m = sub.add_parser("maps")
+    m.add_argument("--methods", default=None)
     args = parser.parse_args()
-    {"rf10": rf10, "grid": grid, "tempering": tempering}[args.what](args)
+    {"rf10": rf10, "grid": grid, "tempering": tempering, "maps": maps}[args.what](args)
 
 
 if __name__ == "__main__":
