@@ -230,6 +230,8 @@ def export(model: Any) -> GPPredictor:
     return GPPredictor(parts, Z, w, M, tau2, mean_kind, mean_A, mean_b,
                        np.asarray(model.feature_mean_), np.asarray(model.feature_scale_),
                        (1.0, 0.0) if platt is None else (platt.a, platt.b),
-                       topics, topic_offsets, float(getattr(model, "readout_noise", 1.0)),
+                       topics, topic_offsets,
+                       # a calibrated fit's read-out is its wrapped model's
+                       float(getattr(getattr(model, "model_", model), "readout_noise", 1.0)),
                        None if isotonic is None
                        else (np.asarray(isotonic.x), np.asarray(isotonic.y)))
