@@ -114,6 +114,8 @@ def _param_spec(name: str, hint: Any, default: Any) -> ParamSpec:
 # each fold is a whole refit, so at most 100 of them.
 GOLD_PARAM_SPECS: dict[str, ParamSpec] = {
     "calibrate_folds": ParamSpec("calibrate_folds", 0, (int,), False, Range(0, 100)),
+    # the map fitted to the held-out gold: "platt" (logistic) or "isotonic" (monotone, no shape)
+    "calibration": ParamSpec("calibration", "platt", (str,), False),
 }
 GOLD_PARAMS: dict[str, Any] = {k: v.default for k, v in GOLD_PARAM_SPECS.items()}
 
@@ -184,7 +186,8 @@ class MethodSpec:
         seed = own.get("random_state")
         return GoldCalibrated(lambda: self.cls(**own), n_folds=folds,
                               random_state=0 if seed is None else seed,
-                              relevant_from=relevant_from)
+                              relevant_from=relevant_from,
+                              calibration=params.get("calibration", "platt"))
 
 
 def get_method(method: str) -> MethodSpec:
@@ -216,6 +219,9 @@ def validate_params(method: str, params: dict[str, Any]) -> dict[str, Any]:
     # Values the constructor refuses (a negative tol, an unknown grouping, ...) are refused here
     # too, before a fit is queued, not when it runs. Constructors only store and check their
     # arguments (TensorFlow loads in fit()), so this is cheap and keeps TF out of the API.
+    if params.get("calibration", "platt") not in ("platt", "isotonic"):
+        raise InvalidParams(method, "calibration is 'platt' or 'isotonic'", valid,
+                            param="calibration", specs=specs)
     folds = params.get("calibrate_folds", 0)
     if folds and (folds < 2 or not params.get("use_gold")):
         raise InvalidParams(method, "calibrate_folds is 0 (off) or at least 2, and needs "

@@ -216,6 +216,10 @@ class ComparisonRow(BaseModel):
     recall: float | None
     f1: float | None
     log_loss: float | None
+    ece: float | None = Field(default=None, description="expected calibration error: 10 "
+                              "equal-width bins of P(relevant) (graded: of the top grade's "
+                              "probability), |mean P − share right| weighted by bin size")
+    brier: float | None = Field(default=None, description="Brier score (graded: multi-class)")
     mae: float | None = None
     kappa: float | None = None  # quadratic-weighted Cohen's κ, graded fits
     binary_accuracy: float | None = None  # graded fits: P(grade >= relevant_from) >= 0.5

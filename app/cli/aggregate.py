@@ -207,6 +207,8 @@ def _score_lines(args: argparse.Namespace, fitted: Fitted, scores: Scores) -> li
         lines.append(f"recall {evaluation.recall:.4f}")
         lines.append(f"f1 {evaluation.f1:.4f}")
     lines.append(f"log_loss {evaluation.log_loss:.4f}")
+    lines.append(f"ece {evaluation.ece:.4f}" + ("" if fitted.data.is_binary else " (top grade)"))
+    lines.append(f"brier {evaluation.brier:.4f}")
     if evaluation.kappa is not None:
         lines.append(f"mae {evaluation.mae:.4f}")
         lines.append(f"kappa {evaluation.kappa:.4f}")

@@ -340,3 +340,29 @@ def judge_leaderboard(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     return {"data": data, "layout": _layout(
         "Quadratic κ per judge", "judge", "quadratic κ", barmode="group", legend=LEGEND_BELOW,
         xaxis={"title": {"text": "judge"}, "type": "category"})}
+
+
+def reliability_diagram(bins: dict[str, Any] | None, *, graded: bool = False
+                        ) -> dict[str, Any] | None:
+    """A fit's reliability diagram (``models.evaluation.reliability``): per bin of the predicted
+    probability, the share of gold tasks where the event holds against the bin's mean prediction,
+    sized by the bin's tasks, beside the diagonal of perfect calibration."""
+    if not bins or not any(bins.get("count") or []):
+        return None
+    used = [i for i, c in enumerate(bins["count"]) if c]
+    event = "top grade right" if graded else "relevant"
+    points = {"type": "scatter", "mode": "lines+markers", "name": "this fit",
+              "x": [_r(bins["mean_p"][i]) for i in used], "y": [_r(bins["share"][i]) for i in used],
+              "text": [str(bins["count"][i]) for i in used],
+              "marker": {"size": [6 + 14 * (bins["count"][i] / max(bins["count"])) ** 0.5
+                                  for i in used], "color": "#3b6ea8"},
+              "hovertemplate": f"mean P %{{x}}, share {event} %{{y}}, %{{text}} tasks"
+                               "<extra></extra>"}
+    diagonal = {"type": "scatter", "mode": "lines", "name": "calibrated", "x": [0, 1],
+                "y": [0, 1], "line": {"dash": "dot", "color": "#888"}, "hoverinfo": "skip"}
+    x = "P(top grade)" if graded else "P(relevant)"
+    return {"data": [diagonal, points],
+            "layout": _layout("Reliability against gold", f"mean {x} in the bin",
+                              f"share {event}", xaxis={"title": {"text": f"mean {x} in the bin"},
+                                                       "range": [0, 1]},
+                              yaxis={"title": {"text": f"share {event}"}, "range": [0, 1]})}

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
 from models.base import p_relevant
 from models.data import UNKNOWN
+from models.evaluation.reliability import brier_score, calibration_event, reliability
 
 
 @dataclass(frozen=True)
@@ -17,6 +19,10 @@ class Evaluation:
     accuracy is exact label match (multi-class works); precision / recall / F1 treat the top class
     (binary) or every class from ``relevant_index`` up (graded) as relevant; log loss is the mean
     negative log probability of the gold class, clipped at 1e-12.
+
+    ``ece`` and ``brier`` measure calibration (``models.evaluation.reliability``): for binary
+    data of P(relevant), for graded data of the top class (its probability against whether it is
+    the gold grade; the Brier score is the multi-class one).
 
     Graded data (more than two classes) also get the ordinal scores: ``mae``, the mean absolute
     difference between the predicted and the gold grade (on the scale's values); ``kappa``,
@@ -31,11 +37,15 @@ class Evaluation:
     recall: float
     f1: float
     log_loss: float
+    ece: float | None = None
+    brier: float | None = None
     mae: float | None = None
     kappa: float | None = None
     binary_accuracy: float | None = None
+    # the bins behind ``ece`` (``Reliability.as_dict``), for a reliability diagram
+    reliability: dict[str, list] | None = None
 
-    def as_dict(self) -> dict[str, float | int]:
+    def as_dict(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None}
 
 
@@ -84,12 +94,15 @@ def evaluate(proba: np.ndarray, gold: np.ndarray, *, relevant_index: int = 1,
     recall = tp / max(float(gold_rel.sum()), 1.0)
     f1 = 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
     log_loss = float(-np.mean(np.log(np.clip(p[np.arange(n), g], 1e-12, 1.0))))
+    bins = reliability(*calibration_event(p, g))
+    ece, brier = bins.ece, brier_score(p, g)
     if p.shape[1] <= 2:
-        return Evaluation(n, accuracy, precision, recall, f1, log_loss)
+        return Evaluation(n, accuracy, precision, recall, f1, log_loss, ece, brier,
+                          reliability=bins.as_dict())
     values = np.arange(p.shape[1], dtype=np.float64) if classes is None else np.asarray(
         classes, dtype=np.float64)
     mae = float(np.mean(np.abs(values[pred] - values[g])))
     kappa = quadratic_kappa(pred, g, p.shape[1])
     binary = (p_relevant(p, relevant_index) >= 0.5) == gold_rel
-    return Evaluation(n, accuracy, precision, recall, f1, log_loss, mae, kappa,
-                      float(np.mean(binary)))
+    return Evaluation(n, accuracy, precision, recall, f1, log_loss, ece, brier, mae, kappa,
+                      float(np.mean(binary)), bins.as_dict())

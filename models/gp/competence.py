@@ -22,7 +22,7 @@ def grade_agreement(mean: np.ndarray, var: np.ndarray, thresholds: np.ndarray, *
     1 / (1 + σ_j²), it falls with the bias |μ_j| (a lenient grader says 2 for a 1) and with the
     spam share. ``readout_noise`` r > 0: the grade is itself read out with probit noise of
     variance r, P(T = k | f) = Φ((b_k − f) / √r) − Φ((b_{k−1} − f) / √r), as the fit's
-    read-out (the binary models' P(relevant) = Φ(m / sqrt(1 + v)) is r = 1, threshold 0).
+    read-out (the binary models' P(relevant) = Φ(m / sqrt(r + v)) is threshold 0).
 
     The collection's tasks enter as one distribution of f, the mixture of q(f_i) = N(m_i, v_i)
     (Gauss–Hermite nodes of each binned on a grid whose edges include the thresholds): the cost

@@ -7,9 +7,11 @@
 - GPMV (§4.5.3): GP classification of the majority-vote labels (probit, no annotator or task noise).
 - LK (§4.5.3): no GP; f_i = e_i independent, the likelihood part of MAGP only.
 
-P(relevant)_i = Φ(m_i / sqrt(1 + v_i)) with q(f_i) = N(m_i, v_i) (eq. 4.12 with the posterior
-variance; μ_i is a judging bias, not relevance, so it is not added). Without features MAGP and GPMV
-fit LK and say so in ``result().info["fallback"]``.
+P(relevant)_i = P(f_i > 0) = Φ(m_i / sqrt(v_i)) with q(f_i) = N(m_i, v_i): the true label is
+sign(f_i) (docs/gp.md, "The read-out of P(relevant)"); ``readout_noise`` r reads
+Φ(m_i / sqrt(r + v_i)) instead, r = 1 the noise-free judge of eq. 4.12. μ_i is a judging bias,
+not relevance: not added. Without features MAGP and GPMV fit LK and say so in
+``result().info["fallback"]``.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from models.params import (
     MStepTasks,
     OpenProbability,
     Prior,
+    PriorOrZero,
     QuadraturePoints,
     Seed,
     StepRate,
@@ -85,11 +88,13 @@ class CrowdGP(Aggregator):
         spam_strength: Prior = 10.0,
         use_gold: bool = False,
         class_prior_by: str = "collection",
+        readout_noise: PriorOrZero = 0.0,
     ) -> None:
         if class_prior_by not in GROUPINGS:  # the groupings of IBCC's / EBCC's class prior
             raise ValueError(
                 f"class_prior_by must be one of {', '.join(GROUPINGS)}, got {class_prior_by!r}")
         self.class_prior_by = class_prior_by
+        self.readout_noise = readout_noise
         self.kernel = kernel
         self.feature_groups = feature_groups
         self.mean_function = mean_function
@@ -200,7 +205,7 @@ class CrowdGP(Aggregator):
         self.trace_: EMTrace = trace
         self.posterior_mean_ = m_f.numpy()
         self.posterior_variance_ = v_f.numpy()
-        p = ndtr(self.posterior_mean_ / np.sqrt(1.0 + self.posterior_variance_))
+        p = ndtr(self.posterior_mean_ / self._readout_scale(self.posterior_variance_))
         if gold_task is not None:
             p[gold_task] = gold_label  # the event P(relevant) is about, observed
             self.info_["gold_clamped"] = int(gold_task.shape[0])
@@ -327,18 +332,23 @@ class CrowdGP(Aggregator):
         return info
 
     # -- outputs ------------------------------------------------------------------------------
+    def _readout_scale(self, var: np.ndarray) -> np.ndarray:
+        """sqrt(r + v): P(relevant) = Φ(m / sqrt(r + v)) under q(f) = N(m, v) (docs/gp.md,
+        "Outputs"); r = 0 reads the true label sign(f), r = 1 a noise-free judge (eq. 4.12)."""
+        return np.sqrt(np.maximum(self.readout_noise + np.asarray(var, dtype=np.float64), 1e-12))
+
     def result(self, data: AnnotationData) -> AggregationResult:
         sigma2 = self.annotator_variance_
         eps = getattr(self, "spam_", None)
         xi = getattr(self, "spam_relevant_", None)
         spam, relevant = (eps, xi) if eps is not None else (np.zeros_like(sigma2),
                                                            np.full_like(sigma2, 0.5))
-        # The chance that a judgment is the task's label as P(relevant) reads it (unit probit
-        # noise around f): bias, noise and spam all lower it (docs/gp.md, "Outputs").
+        # The chance that a judgment is the task's label as P(relevant) reads it (sign(f), or
+        # with probit noise r around f): bias, noise and spam lower it (docs/gp.md, "Outputs").
         competence = grade_agreement(
             self.posterior_mean_, self.posterior_variance_, np.zeros(1), bias=self.annotator_bias_,
             variance=sigma2, spam=spam, strategy=np.column_stack([1.0 - relevant, relevant]),
-            task_variance=float(np.mean(self.task_variance_)), readout_noise=1.0)
+            task_variance=float(np.mean(self.task_variance_)), readout_noise=self.readout_noise)
         annotators = {"noise_variance": sigma2, "competence": competence,
                       "bias": self.annotator_bias_}
         if eps is not None:
@@ -384,7 +394,7 @@ class CrowdGP(Aggregator):
         X = np.where(np.isfinite(X), X, self.feature_mean_[None, :])
         X, offset_var = self._topic_inputs((X - self.feature_mean_) / self.feature_scale_, topics)
         mean, var = self.core_.predict_f(X)
-        p = ndtr(mean / np.sqrt(1.0 + var + offset_var))
+        p = ndtr(mean / self._readout_scale(var + offset_var))
         return np.column_stack([1.0 - p, p])
 
 
@@ -430,6 +440,7 @@ class LK(CrowdGP):
         spam_strength: Prior = 10.0,
         use_gold: bool = False,
         class_prior_by: str = "collection",
+        readout_noise: PriorOrZero = 0.0,
     ) -> None:
         super().__init__(
             deviation_variance=deviation_variance, learn_deviation=learn_deviation,
@@ -440,7 +451,7 @@ class LK(CrowdGP):
             m_step_iterations=m_step_iterations, n_quadrature=n_quadrature,
             random_state=random_state, asymmetric_noise=asymmetric_noise,
             spam_prior=spam_prior, spam_strength=spam_strength, use_gold=use_gold,
-            class_prior_by=class_prior_by,
+            class_prior_by=class_prior_by, readout_noise=readout_noise,
         )
 
     def predict_proba(self, features: np.ndarray, topics: Any = None) -> np.ndarray:
@@ -472,10 +483,12 @@ class GPMV(CrowdGP):
         m_step_max_tasks: MStepTasks = 20000,
         n_quadrature: QuadraturePoints = DEFAULT_QUADRATURE_POINTS,
         random_state: Seed = None,
+        readout_noise: PriorOrZero = 0.0,
     ) -> None:
         super().__init__(
             kernel=kernel, feature_groups=feature_groups, mean_function=mean_function,
             per_task_deviation=per_task_deviation, learn_task_noise=False,
+            readout_noise=readout_noise,
             full_gp_max_tasks=full_gp_max_tasks, n_inducing=n_inducing, n_iter=n_iter, tol=tol,
             e_step_sweeps=e_step_sweeps, e_step_rate=e_step_rate,
             m_step_iterations=m_step_iterations, m_step_max_tasks=m_step_max_tasks,

@@ -7,7 +7,7 @@ L = chol(K_ZZ), B = I + A diag(β) Aᵀ and A = L⁻¹ K_ZX,
 
     mean(x*) = m(x*) + k_Z*ᵀ w,                    w = L⁻ᵀ LB⁻ᵀ c
     var(x*)  = k(x*, x*) − k_Z*ᵀ M k_Z* + τ²,      M = L⁻ᵀ (I − B⁻¹) L⁻¹
-    P(relevant | x*) = Φ(mean / sqrt(1 + var))
+    P(relevant | x*) = Φ(mean / sqrt(r + var))   (r: the fit's ``readout_noise``)
 
 (τ² is the per-task deviation's variance: a task nobody judged keeps its prior deviation). A fit
 recalibrated on held-out gold (``models.calibration``) stores its Platt map (a, b), and
@@ -69,6 +69,10 @@ class GPPredictor:
     platt: tuple[float, float] = (1.0, 0.0)  # (a, b) of a calibrated fit; (1, 0): none
     topics: np.ndarray | None = None  # (T,) sorted topic ids of a fit with topic offsets
     topic_offsets: np.ndarray | None = None  # (T,) their offsets c_t
+    # r of P(relevant) = Φ(m / sqrt(r + v)); predictors stored before it existed read with 1
+    readout_noise: float = 1.0
+    # the isotonic map of a fit calibrated with calibration="isotonic": knots and values
+    isotonic: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
     def input_dim(self) -> int:
@@ -97,11 +101,13 @@ class GPPredictor:
         kss = sum(part.diag(X) for part in self.kernel)
         var = (np.maximum(kss - np.einsum("mn,mk,kn->n", kzs, self.M, kzs), 0.0) + self.tau2
                + offset_var)
-        p = ndtr(mean / np.sqrt(1.0 + var))
+        p = ndtr(mean / np.sqrt(np.maximum(self.readout_noise + var, 1e-12)))
         if self.platt != (1.0, 0.0):
             from models.calibration import Platt
 
             p = Platt(*self.platt)(p)
+        if self.isotonic is not None:
+            p = np.interp(p, self.isotonic[0], self.isotonic[1])
         return mean, var, p
 
     def topic_known(self, n: int, topics: list[str] | None) -> np.ndarray | None:
@@ -136,7 +142,10 @@ class GPPredictor:
                 arrays[f"k{i}_lengthscales"] = np.atleast_1d(part.lengthscales)
             parts.append(part.kind)
         meta = {"kind": KIND, "parts": parts, "tau2": self.tau2, "mean_kind": self.mean_kind,
-                "mean_b": self.mean_b, "platt": list(self.platt)}
+                "mean_b": self.mean_b, "platt": list(self.platt),
+                "readout_noise": self.readout_noise}
+        if self.isotonic is not None:
+            arrays["isotonic_x"], arrays["isotonic_y"] = self.isotonic
         if self.topics is not None and self.topic_offsets is not None:
             meta["topics"] = [str(t) for t in self.topics]
             arrays["topic_offsets"] = self.topic_offsets
@@ -163,7 +172,8 @@ class GPPredictor:
                    a["mean_A"], float(meta["mean_b"]), a["feature_mean"], a["feature_scale"],
                    tuple(float(v) for v in meta.get("platt", (1.0, 0.0))),  # type: ignore[arg-type]
                    None if topics is None else np.asarray(topics, dtype=str),
-                   a.get("topic_offsets"))
+                   a.get("topic_offsets"), float(meta.get("readout_noise", 1.0)),
+                   (a["isotonic_x"], a["isotonic_y"]) if "isotonic_x" in a else None)
 
 
 def export(model: Any) -> GPPredictor:
@@ -216,7 +226,12 @@ def export(model: Any) -> GPPredictor:
             mean_A = np.ravel(mf.A.numpy())
             mean_b = float(np.ravel(mf.b.numpy())[0])
     platt = getattr(model, "platt_", None)  # a GoldCalibrated fit: its map applies here too
+    isotonic = getattr(model, "isotonic_", None)
     return GPPredictor(parts, Z, w, M, tau2, mean_kind, mean_A, mean_b,
                        np.asarray(model.feature_mean_), np.asarray(model.feature_scale_),
                        (1.0, 0.0) if platt is None else (platt.a, platt.b),
-                       topics, topic_offsets)
+                       topics, topic_offsets,
+                       # a calibrated fit's read-out is its wrapped model's
+                       float(getattr(getattr(model, "model_", model), "readout_noise", 1.0)),
+                       None if isotonic is None
+                       else (np.asarray(isotonic.x), np.asarray(isotonic.y)))

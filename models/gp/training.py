@@ -281,9 +281,9 @@ class CrowdGPCore(gpflow.base.Module):
                    gold_sign: tf.Tensor | None = None) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
         """Per gold label: E[log Φ(s f_i)], ∂/∂m and ∂/∂v (``gold_row`` indexes m_f / v_f).
 
-        The model's relevance of task i is the event f_i + ε > 0, ε ~ N(0, 1), whose probability
-        under q(f_i) = N(m, v) is the P(relevant) = Φ(m / sqrt(1 + v)) every fit reports. A gold
-        label is that event observed: the likelihood Φ(s f_i), a judgment by an annotator with
+        A gold label is the event f_i + ε > 0, ε ~ N(0, 1) (P(relevant) read out with
+        ``readout_noise`` 1; the default read-out's step [f_i > 0] has no finite expected log
+        under a Gaussian q) observed: the likelihood Φ(s f_i), a judgment by an annotator with
         no noise and no bias (μ = 0, σ² = 0), through the same CVI site. It pulls q(f_i) to
         the gold side and so teaches the annotator parameters through the gold tasks, as a
         clamped class does in Dawid–Skene; the task's reported label is then the gold itself.

@@ -151,3 +151,32 @@ def test_rf10_graded_fit_calibrated_beats_its_own_binary_view(rf10_path: Path) -
         scores[name] = (float(np.mean((p >= 0.5) == relevant)), _log_loss(p, relevant))
     assert scores["calibrated"][0] > scores["plain"][0] + 0.003, scores
     assert scores["calibrated"][1] < scores["plain"][1] - 0.2, scores
+
+
+def test_isotonic_map_is_monotone_and_never_certain() -> None:
+    """Scores whose truth is a step (not a logistic curve): the isotonic map finds it where
+    Platt's cannot; it is monotone, constant beyond the scores seen, and stays off 0 and 1."""
+    from models.calibration import Isotonic
+    from models.evaluation.reliability import reliability
+
+    rng = np.random.default_rng(1)
+    p = rng.random(20_000)
+    truth = rng.random(p.shape[0]) < np.where(p < 0.9, 0.3, 0.8)
+    iso = Isotonic.fit(p, truth)
+    assert np.all(np.diff(iso.y) >= 0) and min(iso.y) >= 0.5 / p.size
+    assert iso.threshold == pytest.approx(0.9, abs=0.01)
+    assert reliability(iso(p), truth).ece < 0.02 < reliability(Platt.fit(p, truth)(p), truth).ece
+    assert iso(np.array([-1.0, 2.0])).tolist() == [iso.y[0], iso.y[-1]]
+
+
+def test_isotonic_calibration_through_the_registry(overconfident: AnnotationData) -> None:
+    """calibration="isotonic" beside calibrate_folds: the fit says which map it used; a name
+    that is neither is refused before a fit is queued."""
+    half = replace(overconfident, gold=np.where(np.arange(overconfident.n_tasks) % 2 == 0,
+                                                overconfident.gold, UNKNOWN))
+    params = {"use_gold": True, "calibrate_folds": 3, "calibration": "isotonic"}
+    model = make_aggregator("ds", validate_params("ds", params)).fit(half)
+    info = model.result(half).info["calibration"]
+    assert info["method"] == "isotonic" and info["knots"] > 2 and 0 < info["threshold"] < 1
+    with pytest.raises(InvalidParams, match="platt' or 'isotonic"):
+        validate_params("ds", {**params, "calibration": "beta"})

@@ -79,6 +79,12 @@ def test_every_page_renders_what_the_api_reads(client, synthetic) -> None:
     assert sum(figs["uncertainty"]["data"][0]["y"]) == 200
     evaluation = client.get(f"{API}/aggregations/{a}").json()["evaluation"]
     assert f"{evaluation['accuracy']:.3f}" in agg.text
+    # the reliability diagram: its bins are the evaluation's, the diagonal beside them
+    bins = evaluation["reliability"]
+    points = figs["reliability"]["data"][1]
+    assert len(points["x"]) == sum(c > 0 for c in bins["count"])
+    assert sum(int(t) for t in points["text"]) == evaluation["n_gold"] == 200
+    assert f"{evaluation['ece']:.3f}" in agg.text and 'id="evaluation"' in agg.text
     for fmt in ("trec", "tsv", "json"):
         assert f'value="{fmt}"' in agg.text
     task_id = re.search(rf'/ui/aggregations/{a}/tasks/(\d+)"', agg.text).group(1)

@@ -169,6 +169,9 @@ def results_context(session: Any, cache: Any, principal: Any,
             p_relevant=charts.histogram(summary["p_relevant"], title="P(relevant)",
                                         x="P(relevant)", color="#5aa469"),
             per_topic=charts.per_topic(summary["per_topic"]),
+            reliability=charts.reliability_diagram(
+                (aggregation.evaluation or {}).get("reliability"),
+                graded=(aggregation.evaluation or {}).get("kappa") is not None),
         ),
     }
 

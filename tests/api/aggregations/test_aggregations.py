@@ -60,7 +60,9 @@ def test_fit_downloads_match_the_offline_cli(jobs_client, synthetic_file, tmp_pa
     evaluation = done["evaluation"]
     assert evaluation["n_gold"] == 300
     assert 0.6 < evaluation["accuracy"] <= 1.0
-    assert {"precision", "recall", "f1", "log_loss"} <= set(evaluation)
+    assert {"precision", "recall", "f1", "log_loss", "ece", "brier",
+            "reliability"} <= set(evaluation)
+    assert 0.0 <= evaluation["ece"] <= 1.0 and sum(evaluation["reliability"]["count"]) == 300
 
     trec = client.get(f"{API}/aggregations/{created['id']}/qrels")
     assert trec.status_code == 200
@@ -112,6 +114,9 @@ def test_comparison_and_annotator_history(jobs_client, synthetic_file) -> None:
     assert comparison["count"] == 2
     accuracies = [r["accuracy"] for r in comparison["data"]]
     assert accuracies == sorted(accuracies, reverse=True)
+    for row in comparison["data"]:  # calibration beside accuracy, as the fit's evaluation has it
+        fit = client.get(f"{API}/aggregations/{row['aggregation_id']}").json()["evaluation"]
+        assert row["ece"] == fit["ece"] and row["brier"] == fit["brier"] is not None
     listing = client.get(f"{API}/collections/synth/aggregations").json()
     assert [a["id"] for a in listing["data"]] == ids
 

@@ -316,3 +316,21 @@ def test_magp_beats_majority_vote_at_high_noise():
         accs.append(np.mean(res.labels == s.truth))
         mv.append(_majority_accuracy(data, s.truth))
     assert np.mean(accs) > np.mean(mv) + 0.03
+
+
+def test_p_relevant_reads_the_true_label_sign_f(easy, easy_lk):
+    """P(relevant) = P(f_i > 0) = Φ(m / sqrt(v)) (the true label is sign(f), docs/gp.md); the
+    judge's read-out Φ(m / sqrt(1 + v)) of eq. 4.12 only with readout_noise = 1. On
+    Algorithm-10 data (the model's own) the true-label read-out is the better calibrated."""
+    from scipy.special import ndtr
+
+    from models.evaluation.reliability import reliability
+
+    m, v = easy_lk.posterior_mean_, easy_lk.posterior_variance_
+    np.testing.assert_allclose(easy_lk.proba_[:, 1], ndtr(m / np.sqrt(v)))
+    judge = ndtr(m / np.sqrt(1.0 + v))
+    truth = easy.truth == 1
+    assert reliability(easy_lk.proba_[:, 1], truth).ece < reliability(judge, truth).ece - 0.03
+    data = easy.to_annotation_data(with_features=False)
+    again = LK(random_state=0, learn_annotator_bias=False, readout_noise=1.0, **FAST).fit(data)
+    np.testing.assert_allclose(again.proba_[:, 1], judge, atol=1e-8)

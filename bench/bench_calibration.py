@@ -1,0 +1,263 @@
+"""Calibration of P(relevant) per method: ECE, Brier score, log loss and accuracy against gold.
+
+    python bench/bench_calibration.py rf10                  # RF10 binary, every method
+    python bench/bench_calibration.py rf10 --graded         # RF10 graded: top-class calibration
+    python bench/bench_calibration.py rf10 --methods ds,mace --calibrated   # + calibrate_folds 5
+    python bench/bench_calibration.py rf10 --calibrated --calibration isotonic   # isotonic map
+    python bench/bench_calibration.py grid --tasks 500      # synthetic grid (Algorithm 10)
+    python bench/bench_calibration.py tempering             # DS with a tempered posterior (tried)
+    python bench/bench_calibration.py maps                  # Platt vs isotonic, cross-fitted
+
+Scores are ``models.evaluation.gold.evaluate``'s (the fit's evaluation): ECE over 10 equal-width
+bins of P(relevant) (graded: of the top grade's probability, against whether it is the gold
+grade), Brier score (graded: multi-class), log loss of the gold class, accuracy of the most
+probable class; on the gold tasks that have judgments. Two settings:
+
+- "no gold": the model never sees the gold (every method's defaults, ``random_state`` 0);
+- "calibrate_folds 5" (``--calibrated``): the method with ``use_gold: true, calibrate_folds: 5``
+  (``models.calibration.GoldCalibrated``: Platt scaling on 5-fold held-out gold), scored 5-fold
+  held out with the calibration refitted inside every outer fold (nested), so no gold task is
+  scored by a fit or a calibration that saw its label. 30 fits per method: slow for the GP
+  methods on RF10 (a LK fit takes ~1-2 min there).
+
+The grid: ``models.synthetic.generate`` (the model-true data of docs/gp.md), every noise level x
+redundancy, ``--tasks`` tasks, 60 annotators, seed 7; MAGP with the two synthetic features.
+A script, never part of the test run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+RF10 = Path(os.environ.get(
+    "CROWDQRELS_RF10_FILE",
+    ROOT.parent / "shared" / "data" / "trec-rf10-crowd" / "trec-rf10-data.txt",
+))
+
+BINARY = "mv,ds,mace,ibcc,ebcc,lk"
+GRADED = "mv,ds,ibcc,ordinal-ds,ordinal-gp"
+GRID = "mv,ds,mace,ibcc,ebcc,lk,magp"
+SCORES = ("accuracy", "ece", "brier", "log_loss")
+
+
+def _scores(proba: np.ndarray, gold: np.ndarray) -> dict[str, float]:
+    from models.evaluation.gold import evaluate
+
+    e = evaluate(proba, gold)
+    assert e is not None
+    return {k: float(getattr(e, k)) for k in SCORES}
+
+
+def _params(method: str) -> dict:
+    from models.registry import get_method
+
+    defaults = get_method(method).defaults
+    return {"random_state": 0} if "random_state" in defaults else {}
+
+
+def ece_floor(p: np.ndarray, draws: int = 50, seed: int = 0) -> float:
+    """The mean ECE of these same P(relevant) were they perfectly calibrated (outcomes drawn
+    from them): the ECE a finite gold set reports for a calibrated model (about .04 at 500 tasks,
+    .02 at 2,000)."""
+    from models.evaluation.reliability import reliability
+
+    rng = np.random.default_rng(seed)
+    return float(np.mean([reliability(p, rng.random(p.shape[0]) < p).ece
+                          for _ in range(draws)]))
+
+
+def no_gold(method: str, data) -> tuple[dict[str, float], float]:  # type: ignore[no-untyped-def]
+    from dataclasses import replace
+
+    from models.registry import get_method
+
+    scored = np.where(data.judgments_per_task() > 0, data.gold, -1)
+    start = time.perf_counter()
+    model = get_method(method).build(_params(method)).fit(replace(data, gold=None))
+    seconds = time.perf_counter() - start
+    from models.evaluation.reliability import calibration_event
+
+    known = scored >= 0
+    p, _ = calibration_event(model.proba_[known], scored[known])
+    return {**_scores(model.proba_, scored), "floor": ece_floor(p)}, seconds
+
+
+def calibrated(method: str, data, calibration: str = "platt"  # type: ignore[no-untyped-def]
+               ) -> dict[str, float]:
+    from models.evaluation.heldout import heldout_predictions
+    from models.registry import get_method
+
+    spec = get_method(method)
+    params = {**_params(method), "use_gold": True, "calibrate_folds": 5,
+              "calibration": calibration}
+    held = heldout_predictions(lambda: spec.build(params, relevant_from=1), data, 5,
+                               random_state=0)
+    scored = np.where(data.judgments_per_task() > 0, data.gold, -1)
+    return _scores(held.proba, scored)
+
+
+def _row(name: str, setting: str, s: dict[str, float], seconds: str = "") -> str:
+    return (f"| {name} | {setting} | " + " | ".join(f"{s[k]:.4f}" for k in SCORES)
+            + f" | {seconds} |")
+
+
+def rf10(args: argparse.Namespace) -> None:
+    from app.cli.loading import load_annotation_data
+
+    raw = RF10.read_bytes()
+    data = (load_annotation_data(raw, graded=True) if args.graded
+            else load_annotation_data(raw, relevant_from=1, ignore=(-2,)))
+    kind = "graded (top-class calibration)" if args.graded else "binary (relevant from 1)"
+    print(f"RF10 {kind}: {data.n_tasks} tasks, {int((data.gold >= 0).sum())} with gold")
+    print("| method | setting | accuracy | ECE | Brier | log loss | fit s | ECE floor |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    methods = args.methods or (GRADED if args.graded else BINARY)
+    for method in methods.split(","):
+        s, seconds = no_gold(method, data)
+        print(_row(method, "no gold", s, f"{seconds:.1f} | {s['floor']:.4f}"), flush=True)
+        if args.calibrated and "use_gold" in _defaults(method):
+            print(_row(method, f"calibrate_folds 5 ({args.calibration}), held out",
+                       calibrated(method, data, args.calibration), " |"), flush=True)
+
+
+def _defaults(method: str) -> dict:
+    from models.registry import get_method
+
+    return get_method(method).defaults
+
+
+def grid(args: argparse.Namespace) -> None:
+    from models.synthetic import NOISE_LEVELS, generate
+
+    methods = args.methods or GRID
+    noises = args.noise.split(",")
+    redundancies = [int(r) for r in args.redundancy.split(",")]
+    print(f"Synthetic grid (Algorithm 10): {args.tasks} tasks, 60 annotators, seed {args.seed}; "
+          "per cell ECE (its floor: the ECE of the same P were they calibrated) / accuracy")
+    print("| noise | β | " + " | ".join(methods.split(",")) + " |")
+    print("|---|---|" + "---:|" * len(methods.split(",")))
+    for noise in noises:
+        for beta in redundancies:
+            syn = generate(args.tasks, 60, noise_level=NOISE_LEVELS[noise], redundancy=beta,
+                           random_state=args.seed)
+            data = syn.to_annotation_data(with_features=True)
+            cells = []
+            for method in methods.split(","):
+                s, _ = no_gold(method, data)
+                cells.append(f"{s['ece']:.3f} ({s['floor']:.3f}) / {s['accuracy']:.3f}")
+            print(f"| {noise} | {beta} | " + " | ".join(cells) + " |", flush=True)
+
+
+def loo_temperature(model, data) -> float:  # type: ignore[no-untyped-def]
+    """A fitted DS's τ of the tempered posterior log q ∝ log ρ + τ Σ_a ℓ_a that predicts every
+    judgment best from its task's other judgments (docs/models.md, "Calibration without gold")."""
+    import scipy.optimize
+    from scipy.special import logsumexp
+
+    table = np.log(model.confusion_[data.annotator, :, data.label])  # (n_judgments, K)
+    sums = np.stack([np.bincount(data.task, weights=table[:, k], minlength=data.n_tasks)
+                     for k in range(table.shape[1])], axis=1)
+    log_prior = np.log(model.prior_)
+
+    def loss(tau: float) -> float:
+        log_q = log_prior + tau * (sums[data.task] - table)
+        log_q -= logsumexp(log_q, axis=1, keepdims=True)
+        return -float(logsumexp(log_q + table, axis=1).sum())
+
+    return float(scipy.optimize.minimize_scalar(loss, bounds=(0.05, 1.0), method="bounded").x)
+
+
+def tempering(args: argparse.Namespace) -> None:
+    """τ chosen without gold, and what it does to DS's calibration: RF10, the synthetic set of
+    issue 34, and judgments copied by clones (each judgment given by 3 annotators)."""
+    from dataclasses import replace
+
+    from scipy.special import softmax
+
+    from app.cli.loading import load_annotation_data
+    from models.dawid_skene import DawidSkene
+    from models.synthetic import generate
+
+    rf10 = load_annotation_data(RF10.read_bytes(), relevant_from=1, ignore=(-2,))
+    syn = generate(2000, 60, noise_level=(4.0, 8.0), redundancy=5,
+                   random_state=7).to_annotation_data(with_features=False)
+    copied = replace(syn, task=np.tile(syn.task, 3), label=np.tile(syn.label, 3),
+                     annotator=np.concatenate([syn.annotator + c * syn.n_annotators
+                                               for c in range(3)]),
+                     annotator_ids=np.array([f"a{j}" for j in range(3 * syn.n_annotators)]))
+    print("| data | τ | ECE τ = 1 | ECE τ | accuracy τ = 1 | accuracy τ |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, data in (("RF10 binary", rf10), ("synthetic 4-8, β 5", syn),
+                       ("synthetic, every judgment x3", copied)):
+        model = DawidSkene().fit(replace(data, gold=None))
+        tau = loo_temperature(model, data)
+        table = np.log(model.confusion_[data.annotator, :, data.label])
+        sums = np.stack([np.bincount(data.task, weights=table[:, k], minlength=data.n_tasks)
+                         for k in range(2)], axis=1)
+        tempered = softmax(np.log(model.prior_) + tau * sums, axis=1)
+        gold = np.where(data.judgments_per_task() > 0, data.gold, -1)
+        a, b = _scores(model.proba_, gold), _scores(tempered, gold)
+        print(f"| {name} | {tau:.3f} | {a['ece']:.4f} | {b['ece']:.4f} | {a['accuracy']:.4f} "
+              f"| {b['accuracy']:.4f} |", flush=True)
+
+
+def maps(args: argparse.Namespace) -> None:
+    """RF10 binary, no-gold fits: ECE of P(relevant) raw, and after Platt's and the isotonic
+    map, each cross-fitted (5 folds over the gold tasks: a map never scores its own gold)."""
+    from dataclasses import replace
+
+    from app.cli.loading import load_annotation_data
+    from models.calibration import Isotonic, Platt
+    from models.evaluation.reliability import reliability
+    from models.registry import get_method
+
+    data = load_annotation_data(RF10.read_bytes(), relevant_from=1, ignore=(-2,))
+    known = (data.gold >= 0) & (data.judgments_per_task() > 0)
+    y = data.gold[known] == 1
+    fold = np.random.default_rng(0).permutation(int(known.sum())) % 5
+    print("| method | ECE raw | Platt | isotonic |")
+    print("|---|---:|---:|---:|")
+    for method in (args.methods or "ds,mace,ibcc,ebcc").split(","):
+        model = get_method(method).build(_params(method)).fit(replace(data, gold=None))
+        p = model.proba_[known, 1]
+        out = {"platt": np.empty_like(p), "isotonic": np.empty_like(p)}
+        for k in range(5):
+            train, test = fold != k, fold == k
+            out["platt"][test] = Platt.fit(p[train], y[train])(p[test])
+            out["isotonic"][test] = Isotonic.fit(p[train], y[train])(p[test])
+        print(f"| {method} | {reliability(p, y).ece:.4f} | "
+              f"{reliability(out['platt'], y).ece:.4f} | "
+              f"{reliability(out['isotonic'], y).ece:.4f} |", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="what", required=True)
+    r = sub.add_parser("rf10")
+    r.add_argument("--graded", action="store_true")
+    r.add_argument("--calibrated", action="store_true", help="also calibrate_folds 5, held out")
+    r.add_argument("--methods", default=None, help="comma-separated (default: all)")
+    r.add_argument("--calibration", default="platt", choices=("platt", "isotonic"))
+    g = sub.add_parser("grid")
+    g.add_argument("--tasks", type=int, default=500)
+    g.add_argument("--noise", default="0-2,2-4,4-8,8-12")
+    g.add_argument("--redundancy", default="3,5,7")
+    g.add_argument("--seed", type=int, default=7)
+    g.add_argument("--methods", default=None)
+    sub.add_parser("tempering")
+    m = sub.add_parser("maps")
+    m.add_argument("--methods", default=None)
+    args = parser.parse_args()
+    {"rf10": rf10, "grid": grid, "tempering": tempering, "maps": maps}[args.what](args)
+
+
+if __name__ == "__main__":
+    main()
