@@ -56,12 +56,19 @@ def test_recalibrate_moves_only_the_relevant_split() -> None:
     np.testing.assert_allclose(recalibrate(binary, 1, platt)[:, 1], platt(binary[:, 1]))
 
 
+def _overconfident_ds() -> DawidSkene:
+    """DS that counts every judgment as independent evidence (no tempering of dense tasks)."""
+    return DawidSkene(use_gold=True, dependence="ignore")
+
+
 @pytest.fixture(scope="module")
 def overconfident() -> AnnotationData:
     """A synthetic crowd (Algorithm 10, noisy, gold everywhere) in which every worker has two
     clones who copy each of their labels: DS counts one opinion three times as independent
     evidence, the overconfidence calibration exists to correct (on Algorithm 10's own
-    independent workers DS is already calibrated)."""
+    independent workers DS is already calibrated). With 9 judgments per task DS's default
+    would temper the copies away (models.dependence, issue 38): the tests fit it with
+    ``dependence="ignore"``, the overconfident model whose recalibration they check."""
     synth = generate(2000, 40, noise_level=NOISE_LEVELS["4-8"], redundancy=3, random_state=3)
     data = synth.to_annotation_data(with_features=False)
     n = data.n_annotators
@@ -79,9 +86,9 @@ def test_calibrated_ds_is_better_calibrated_held_out(overconfident: AnnotationDa
     data = overconfident
     assert data.gold is not None
     relevant = data.gold == 1
-    plain = heldout_predictions(lambda: DawidSkene(use_gold=True), data, 5, random_state=0)
+    plain = heldout_predictions(lambda: _overconfident_ds(), data, 5, random_state=0)
     calibrated = heldout_predictions(
-        lambda: GoldCalibrated(lambda: DawidSkene(use_gold=True), n_folds=5, random_state=0),
+        lambda: GoldCalibrated(lambda: _overconfident_ds(), n_folds=5, random_state=0),
         data, 5, random_state=0)
     before = _log_loss(plain.proba[:, 1], relevant)
     after = _log_loss(calibrated.proba[:, 1], relevant)
@@ -92,7 +99,7 @@ def test_calibrated_ds_is_better_calibrated_held_out(overconfident: AnnotationDa
 
     # The deployed fit: clamped gold keeps its label, the result carries the map.
     half = replace(data, gold=np.where(np.arange(data.n_tasks) % 2 == 0, data.gold, UNKNOWN))
-    model = GoldCalibrated(lambda: DawidSkene(use_gold=True), n_folds=4, random_state=1).fit(half)
+    model = GoldCalibrated(lambda: _overconfident_ds(), n_folds=4, random_state=1).fit(half)
     known = half.gold != UNKNOWN
     assert np.array_equal(model.labels_[known], half.gold[known])
     info = model.result(half).info["calibration"]
@@ -104,12 +111,12 @@ def test_calibrated_ds_is_better_calibrated_held_out(overconfident: AnnotationDa
 def test_calibration_refuses_what_it_cannot_fit(overconfident: AnnotationData) -> None:
     data = overconfident
     with pytest.raises(ValueError, match="needs gold labels"):
-        GoldCalibrated(lambda: DawidSkene(use_gold=True)).fit(replace(data, gold=None))
+        GoldCalibrated(lambda: _overconfident_ds()).fit(replace(data, gold=None))
     one_sided = replace(data, gold=np.where(data.gold == 1, 1, UNKNOWN))
     with pytest.raises(ValueError, match="relevant and gold tasks that are not"):
-        GoldCalibrated(lambda: DawidSkene(use_gold=True)).fit(one_sided)
+        GoldCalibrated(lambda: _overconfident_ds()).fit(one_sided)
     with pytest.raises(ValueError, match="at least 2 folds"):
-        GoldCalibrated(lambda: DawidSkene(use_gold=True), n_folds=1)
+        GoldCalibrated(lambda: _overconfident_ds(), n_folds=1)
 
 
 def test_calibrate_folds_parameter() -> None:
