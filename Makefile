@@ -32,7 +32,7 @@ browser:
 
 ## install the dev extras and run the whole suite (slow tests included) on SQLite, PostgreSQL, Redis
 test: $(VENV)/.installed-dev services browser
-	$(PY) -m pytest -q -n 2 --dist loadfile
+	$(PY) -m pytest -q -n 2 --dist loadfile --durations=30
 
 ## the suite without the tests marked slow
 test-fast: $(VENV)/.installed-dev services browser

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -279,45 +278,6 @@ def test_predict_with_topic_offsets(client, tmp_path) -> None:
     detail = client.get(f"{API}/aggregations/{fits['topic']}").json()
     assert detail["info"]["class_prior_by"] == "topic"
     assert detail["info"]["topic_offsets"]["n_topics"] == 4
-
-
-@pytest.fixture(scope="module")
-def rf10_offline_qrels(rf10_path: Path, tmp_path_factory: pytest.TempPathFactory):
-    """The offline CLI's RF10 qrels per method, each fitted on first use and kept for the
-    module: they depend on the file, the method and the seed only, not on the job runner, so
-    the three runners' tests compare against one CLI fit each (the CLI's LK on RF10 was fitted
-    three times)."""
-    directory = tmp_path_factory.mktemp("rf10-offline")
-    rf10 = directory / "rf10.tsv"
-    rf10.write_bytes(rf10_path.read_bytes())
-    fitted: dict[str, str] = {}
-
-    def qrels(method: str) -> str:
-        if method not in fitted:
-            fitted[method] = offline_qrels(directory, rf10, method, "--params", json.dumps({}))
-        return fitted[method]
-
-    return qrels
-
-
-@pytest.mark.slow
-def test_rf10_methods_match_the_offline_cli(jobs_client, rf10_bytes, rf10_offline_qrels) -> None:
-    """The RF10 file through HTTP: mv, mace, ds and lk, the same qrels as the offline CLI."""
-    client = jobs_client
-    create_collection(client)
-    assert client.post(f"{API}/collections/rf10/judgments/file", content=rf10_bytes,
-                       headers=TSV).status_code == 201
-    for method in ("mv", "mace", "ds", "lk"):
-        created = client.post(f"{API}/collections/rf10/aggregations",
-                              json={"method": method, "seed": SEED}).json()
-        done = wait_for(client, created["id"], timeout=900)
-        assert done["status"] == "succeeded", done["error"]
-        assert done["evaluation"]["n_gold"] == 3275
-        gold = done["gold"]  # 3,277 labelled gold tasks, two of them judged only -2
-        assert (gold["labelled"], gold["scored"], gold["left_out"], gold["current"]) == (
-            3277, 3275, {"not_judged": 0, "only_could_not_judge": 2}, True)
-        qrels = client.get(f"{API}/aggregations/{created['id']}/qrels").text
-        assert qrels == rf10_offline_qrels(method)
 
 
 def test_clamped_gold_is_scored_held_out(jobs_client, synthetic_file) -> None:
