@@ -24,6 +24,7 @@ from sqlalchemy import select, update
 
 from app.core.config import Settings
 from app.core.db import get_sessionmaker
+from app.core.metrics import process_ended
 from app.jobs.kinds import KINDS, get_kind
 
 
@@ -136,6 +137,7 @@ class InlineRunner:
 
     def _watch(self, key: tuple[str, int], process: subprocess.Popen[bytes]) -> None:
         process.wait()
+        process_ended(process.pid)
         with self._lock:
             self._running.pop(key, None)
             cancelled = key in self._cancelled
