@@ -28,12 +28,22 @@ def build_parser() -> argparse.ArgumentParser:
         prog="crowdqrels",
         description="Crowd relevance judgments into qrels. The service: serve, worker, migrate; "
                     "API keys: keys; offline, on files: aggregate, next, simulate, evaluate, "
-                    "synth, agreement. `crowdqrels COMMAND --help` for each.")
+                    "synth, agreement; a small collection to try them on: example. "
+                    "`crowdqrels COMMAND --help` for each.")
     sub = parser.add_subparsers(dest="command", required=True)
     # main() reports an option a command does not have under that command's usage
     parser.set_defaults(commands=sub.choices)
 
-    from app.cli import aggregate, agreement, evaluate, next_tasks, service, simulate, synth
+    from app.cli import (
+        aggregate,
+        agreement,
+        evaluate,
+        example,
+        next_tasks,
+        service,
+        simulate,
+        synth,
+    )
 
     service.add_commands(sub)
     aggregate.add_command(sub)
@@ -45,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_command(sub)
     next_tasks.add_command(sub)
     agreement.add_command(sub)
+    example.add_command(sub)
     return parser
 
 
