@@ -14,6 +14,8 @@ from app.aggregations.results import store_results
 from app.aggregations.snapshot import load_snapshot
 from app.aggregations.tables import Aggregation
 from app.collections.tables import Collection
+from app.core.config import get_settings
+from app.core.quiet import quiet_tensorflow
 from app.jobs.lifecycle import JobCancelled, JobContext, run_tracked
 
 # Folds of the held-out evaluation of a fit that clamps gold (params use_gold).
@@ -42,7 +44,10 @@ def _fit(context: JobContext) -> dict[str, Any]:
     context.progress(0.0, "fitting")
     start = time.perf_counter()
     from models.features.build import with_kernel_params
-    from models.registry import make_aggregator
+    from models.registry import GP_METHODS, make_aggregator
+
+    if not get_settings().verbose:  # TensorFlow's start-up lines read as errors (app.core.quiet)
+        quiet_tensorflow(import_now=aggregation.method in GP_METHODS)
 
     params = with_kernel_params(aggregation.method, aggregation.params, snapshot.feature_groups)
     # where a calibrated fit (calibrate_folds) splits graded labels into relevant or not

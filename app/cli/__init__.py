@@ -56,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     next_tasks.add_command(sub)
     agreement.add_command(sub)
     example.add_command(sub)
+    _add_verbose(sub.choices)
     return parser
 
 
@@ -68,10 +69,29 @@ def _version() -> str:
         return "unknown (not installed)"
 
 
+def _add_verbose(commands: dict[str, argparse.ArgumentParser]) -> None:
+    for name, command in commands.items():
+        command.add_argument(
+            "--verbose", action="store_true",
+            help="show TensorFlow's native log lines (start-up notices such as 'failed call to "
+                 "cuInit', which are not errors; silenced by default)"
+                 + (", in this command's job processes too" if name in ("serve", "worker")
+                    else ""))
+
+
+def _quiet_unless_verbose(args: argparse.Namespace) -> None:
+    """TensorFlow's start-up lines read as failures: silenced unless --verbose (app.core.quiet).
+    The service's job processes learn it from CROWDQRELS_VERBOSE."""
+    if getattr(args, "verbose", False):
+        os.environ["CROWDQRELS_VERBOSE"] = "true"
+        return
+    from app.core.quiet import quiet_tensorflow
+    from models.registry import GP_METHODS
+
+    quiet_tensorflow(import_now=getattr(args, "method", None) in GP_METHODS)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    # TensorFlow's C++ start-up notices (CPU features, no CUDA) would interleave with the GP
-    # commands' progress: warnings and errors only, unless the caller chose a level.
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     parser = build_parser()
     parser.add_argument("--version", action="version", version=f"crowdqrels {_version()}")
     command = "crowdqrels"
@@ -80,6 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if unknown:  # argparse would blame "crowdqrels" under the usage of every command
             args.commands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
         command = f"crowdqrels {args.command}"
+        _quiet_unless_verbose(args)
         from pydantic import ValidationError
 
         from app.cli.errors import UsageError

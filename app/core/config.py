@@ -60,6 +60,9 @@ class Settings(BaseSettings):
     # `crowdqrels worker` serves its processes' metrics on this port (0: not served; a worker
     # sharing CROWDQRELS_METRICS_DIR with the API on one machine is in the API's /metrics).
     worker_metrics_port: int = Field(default=0, ge=0, le=65535)
+    # TensorFlow's native log lines in fits' processes (start-up notices that read as errors):
+    # silenced unless true (`crowdqrels serve --verbose` and `worker --verbose` set it).
+    verbose: bool = False
     # Origins allowed by CORS (none: no CORS headers at all).
     cors_origins: list[str] = Field(default_factory=list)
 

@@ -33,7 +33,7 @@ def child_environment(database_url: str) -> dict[str, str]:
 
     # The database URL travels in the environment, not argv (it may hold a password).
     return {**os.environ, "CROWDQRELS_DATABASE_URL": database_url,
-            "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2")}
+            "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "3")}
 
 
 class InlineRunner:
