@@ -1,5 +1,5 @@
 """/metrics of `crowdqrels serve`: multiprocess mode, so a fit's child process and several API
-processes (--workers) add up in one exposition (servers started as tests/test_serve_workers.py
+processes (--workers) add up in one exposition (servers started as tests/jobs/test_serve_workers.py
 does)."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import httpx
 import pytest
 
 from tests.conftest import clean_tables
+from tests.jobs.test_process_isolation import ROOT, _free_port
 from tests.ops.test_metrics import JUDGMENTS, sample
-from tests.test_process_isolation import ROOT, _free_port
 
 
 @contextmanager

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tests.test_process_isolation import ROOT
+from tests.jobs.test_process_isolation import ROOT
 
 USE_TF = "import tensorflow as tf; print(float(tf.constant(1.0) + 1))"
 NATIVE = ("absl::InitializeLog", "I0000", "E0000", "W0000", "oneDNN", "cuInit")

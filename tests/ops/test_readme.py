@@ -1,8 +1,8 @@
 """The README's walk-through runs as written, in order, against a live server on a fresh
 database: every ```sh block after a ``<!-- walkthrough -->`` line, each under ``set -euo
 pipefail``, from a directory holding ``.venv/bin/crowdqrels`` (this interpreter's), with the
-README's ``localhost:8000`` pointed at the test's server (started as tests/test_serve_workers.py
-does)."""
+README's ``localhost:8000`` pointed at the test's server (started as
+tests/jobs/test_serve_workers.py does)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.jobs.test_process_isolation import ROOT
 from tests.ops.test_metrics_served import served
-from tests.test_process_isolation import ROOT
 
 MARK = "<!-- walkthrough -->"
 
