@@ -200,13 +200,20 @@ def heatmap(labels_x: list[Any], labels_y: list[Any], z: list[list[float | int |
         return None
     text = [["" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v)) for v in row]
             for row in z]
+    # coloured by the values as printed: agreements of .9996 and 1 both read 1.000, and a
+    # scale over their own range (.9996 to 1) made one pale and the other dark
+    shown = [[round(v, 3) if isinstance(v, float) else v for v in row] for row in z]
     trace: dict[str, Any] = {"type": "heatmap", "x": [str(v) for v in labels_x],
-                             "y": [str(v) for v in labels_y], "z": z, "text": text,
+                             "y": [str(v) for v in labels_y], "z": shown, "text": text,
                              "texttemplate": "%{text}", "colorscale": "Blues",
                              "reversescale": True,  # Plotly's Blues runs dark to light
                              "hovertemplate": f"{y} %{{y}}, {x} %{{x}}: %{{text}}<extra></extra>"}
     if zmax is not None:
         trace.update(zmin=0, zmax=zmax)
+    else:
+        values = [v for row in shown for v in row if v is not None]
+        if values and max(values) == min(values):  # one colour, not Plotly's mid-scale guess
+            trace.update(zmin=min(values) - 1, zmax=max(values))
     # rows of at least ~24 px: ten fits in 300 px left cells too small for their values
     height = max(LAYOUT["height"], 150 + 26 * len(labels_y))
     return {"data": [trace],
