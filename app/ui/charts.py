@@ -200,20 +200,15 @@ def heatmap(labels_x: list[Any], labels_y: list[Any], z: list[list[float | int |
         return None
     text = [["" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v)) for v in row]
             for row in z]
-    # coloured by the values as printed: agreements of .9996 and 1 both read 1.000, and a
-    # scale over their own range (.9996 to 1) made one pale and the other dark
-    shown = [[round(v, 3) if isinstance(v, float) else v for v in row] for row in z]
     trace: dict[str, Any] = {"type": "heatmap", "x": [str(v) for v in labels_x],
-                             "y": [str(v) for v in labels_y], "z": shown, "text": text,
+                             "y": [str(v) for v in labels_y], "z": z, "text": text,
                              "texttemplate": "%{text}", "colorscale": "Blues",
                              "reversescale": True,  # Plotly's Blues runs dark to light
                              "hovertemplate": f"{y} %{{y}}, {x} %{{x}}: %{{text}}<extra></extra>"}
     if zmax is not None:
         trace.update(zmin=0, zmax=zmax)
     else:
-        values = [v for row in shown for v in row if v is not None]
-        if values and max(values) == min(values):  # one colour, not Plotly's mid-scale guess
-            trace.update(zmin=min(values) - 1, zmax=max(values))
+        trace.update(_printed_range(z))
     # rows of at least ~24 px: ten fits in 300 px left cells too small for their values
     height = max(LAYOUT["height"], 150 + 26 * len(labels_y))
     return {"data": [trace],
@@ -221,6 +216,21 @@ def heatmap(labels_x: list[Any], labels_y: list[Any], z: list[list[float | int |
                               xaxis={"title": {"text": x}, "type": "category"},
                               yaxis={"title": {"text": y}, "type": "category",
                                      "autorange": "reversed"})}
+
+
+def _printed_range(z: list[list[float | int | None]]) -> dict[str, float]:
+    """The colour scale over the values as printed (3 decimals), where that differs from their
+    own range: agreements of .9996 and 1 both read 1.000, and a scale from .9996 to 1 made one
+    pale and the other dark. Values that all print alike get one colour (the scale's top)."""
+    values = [v for row in z for v in row if v is not None]
+    if not values or not any(isinstance(v, float) for v in values):
+        return {}
+    low, high = round(min(values), 3), round(max(values), 3)
+    if low == high:
+        return {"zmin": low - 1, "zmax": high}
+    if (low, high) != (min(values), max(values)):
+        return {"zmin": low, "zmax": high}
+    return {}
 
 
 def metrics_bars(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
