@@ -1,10 +1,10 @@
 # One image for the API and the Celery worker; the command picks the role.
-FROM python:3.11-slim
+FROM python:3.12-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
-    TF_CPP_MIN_LOG_LEVEL=2
+    TF_CPP_MIN_LOG_LEVEL=3
 
 RUN apt-get update \
     && apt-get install -y --no-install-recommends curl \

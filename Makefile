@@ -4,7 +4,12 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 
-.PHONY: serve test test-fast services browser lint bench clean
+# The second supported Python (pyproject: >=3.11,<3.13): pyenv's 3.12 when there is one.
+PYTHON312 ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3) \
+	$(shell command -v python3.12 2>/dev/null))
+VENV312 ?= .venv-3.12
+
+.PHONY: serve test test-fast test-py312 test-compat services browser lint bench clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,9 +43,18 @@ test: $(VENV)/.installed-dev services browser
 test-fast: $(VENV)/.installed-dev services browser
 	$(PY) -m pytest -q -n 2 --dist loadfile -m "not slow"
 
+## the fast model and CLI tests on Python 3.12 too, in their own venv (CI runs it after `test`)
+test-py312: services
+	@test -n "$(PYTHON312)" || { echo "no Python 3.12 (pyenv install 3.12, or PYTHON312=...)"; exit 1; }
+	$(MAKE) VENV=$(VENV312) PYTHON=$(PYTHON312) test-compat
+
+# What test-py312 runs (a few minutes): the models and the offline CLI, not the slow tests.
+test-compat: $(VENV)/.installed-dev services
+	$(PY) -m pytest -q -n 2 --dist loadfile -m "not slow" tests/models tests/cli tests/formats
+
 lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check app models tests bench
 	$(VENV)/bin/lint-imports
 
 clean:
-	rm -rf $(VENV) crowdqrels.db crowdqrels.db-*
+	rm -rf $(VENV) $(VENV312) crowdqrels.db crowdqrels.db-*

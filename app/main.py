@@ -14,8 +14,11 @@ from app.aggregations.router import collection_router as collection_aggregations
 from app.aggregations.router import router as aggregations_router
 from app.api.health import router as health_router
 from app.api.limits import BodySizeLimit
+from app.api.metrics import metrics_router
 from app.api.nul import RefuseNul
+from app.api.observe import ObserveRequests
 from app.api.openapi import install as install_openapi
+from app.auth.deps import require_scope
 from app.auth.idempotency import purge_expired
 from app.auth.keys import KeyVerifier
 from app.auth.middleware import AuthMiddleware
@@ -114,9 +117,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
         app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins,
                            allow_methods=["*"], allow_headers=["*"])
+    # Outermost: every answer is timed, counted and logged with its request id, 401s included.
+    app.add_middleware(ObserveRequests)
     register_error_handlers(app)
     app.include_router(health_router)
     app.include_router(health_router, prefix=API_PREFIX)
+    # admin (anyone with auth off), or anyone with CROWDQRELS_METRICS_PUBLIC=true
+    app.include_router(metrics_router([] if settings.metrics_public else [
+        require_scope("admin")]))
     # Routes are matched in this order, one by one: the fits' result listings (the dashboard's
     # most frequent requests) come first. No two routers share a path prefix.
     app.include_router(aggregations_router, prefix=API_PREFIX)

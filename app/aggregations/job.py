@@ -14,6 +14,8 @@ from app.aggregations.results import store_results
 from app.aggregations.snapshot import load_snapshot
 from app.aggregations.tables import Aggregation
 from app.collections.tables import Collection
+from app.core.config import get_settings
+from app.core.quiet import quiet_tensorflow
 from app.jobs.lifecycle import JobCancelled, JobContext, run_tracked
 
 # Folds of the held-out evaluation of a fit that clamps gold (params use_gold).
@@ -43,6 +45,10 @@ def _fit(context: JobContext) -> dict[str, Any]:
     start = time.perf_counter()
     from models.features.build import with_kernel_params
     from models.pipeline import FitSpec, fit
+    from models.registry import GP_METHODS
+
+    if not get_settings().verbose:  # TensorFlow's start-up lines read as errors (app.core.quiet)
+        quiet_tensorflow(import_now=aggregation.method in GP_METHODS)
 
     # relevant_from also splits graded labels for a calibrated fit (calibrate_folds)
     spec = FitSpec(aggregation.method, with_kernel_params(

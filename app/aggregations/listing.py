@@ -28,10 +28,13 @@ from sqlalchemy.orm import Session
 
 from app.aggregations.tables import Aggregation
 from app.core.collector import settle
+from app.core.metrics import CACHE_ENTRIES
 
 # How the cache reads a fit's annotator rows: the service's ``annotator_results`` (rows, total).
 ReadRows = Callable[..., tuple[list[dict[str, Any]], int]]
 
+_ORDERINGS = CACHE_ENTRIES.labels("result_orderings")
+_MEMOS = CACHE_ENTRIES.labels("fit_memos")
 MAX_ORDERINGS = 64  # (aggregation, sort) pairs kept; 10,000 annotators take about 2 MB each
 # Succeeded results are immutable; a day of browser caching, revalidated with the ETag after.
 CACHE_CONTROL = "private, max-age=86400"
@@ -94,9 +97,11 @@ class ListingCache:
             try:
                 value = compute()
                 with self._lock:
+                    before = len(self._memo)
                     self._memo[key] = value
                     while len(self._memo) > self.max_orderings:
                         self._memo.popitem(last=False)
+                    _MEMOS.inc(len(self._memo) - before)
                 settle()
             finally:
                 with self._lock:
@@ -135,10 +140,12 @@ class ListingCache:
         )
         key = (aggregation.id, sort)
         with self._lock:
+            before = len(self._orderings)
             self._orderings[key] = built
             self._orderings.move_to_end(key)
             while len(self._orderings) > self.max_orderings:
                 self._orderings.popitem(last=False)
+            _ORDERINGS.inc(len(self._orderings) - before)
             self._succeeded[aggregation.id] = aggregation.collection_id
         settle()
         return built

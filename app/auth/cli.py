@@ -31,7 +31,7 @@ def _create(args: argparse.Namespace) -> int:
             row, key = keys.create_key(session, name=args.name, scope=args.scope,
                                        collections=args.collection or None)
         except DomainError as exc:
-            print(f"crowdqrels keys create: {exc.detail}", file=sys.stderr)
+            print(f"crowdqrels keys create: error: {exc.detail}", file=sys.stderr)
             return 1
         key_created(session, principal=CLI, row=row)
         names = keys.collection_names(session, [row])
@@ -69,7 +69,7 @@ def _revoke(args: argparse.Namespace) -> int:
         try:
             row, changed = keys.revoke_key(session, name=args.name)
         except DomainError as exc:
-            print(f"crowdqrels keys revoke: {exc.detail}", file=sys.stderr)
+            print(f"crowdqrels keys revoke: error: {exc.detail}", file=sys.stderr)
             return 1
         if not changed:
             print(f"key {args.name!r} was revoked already ({row.revoked_at:%Y-%m-%d %H:%M} UTC)")

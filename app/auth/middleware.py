@@ -10,6 +10,8 @@
   needs the key itself (the pages' own forms post to ``/ui`` with a CSRF token).
 - ``/ui/...`` (except ``/ui/login`` and ``/ui/static/``): the session cookie set by the sign-in
   form; without a valid one the answer is 303 to ``/ui/login``.
+- ``/metrics``: as the API (a key; the route asks for the admin scope), unless
+  ``CROWDQRELS_METRICS_PUBLIC=true``.
 - Anything else (``/healthz``, ``/docs``, ``/openapi.json``) is public.
 
 With auth off nothing is checked: every caller is ``OPEN`` (admin, every collection). An
@@ -28,7 +30,7 @@ from urllib.parse import quote
 import anyio
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.auth.keys import KeyVerifier
+from app.auth.keys import KeyVerifier, key_prefix
 from app.auth.principal import Principal
 from app.core.config import Settings
 
@@ -97,6 +99,8 @@ class AuthMiddleware:
     def __init__(self, app: ASGIApp, *, settings: Settings, verifier: KeyVerifier) -> None:
         self.app = app
         self.required = settings.auth_required
+        # /metrics: an admin key's (the route checks the scope) unless published on purpose
+        self.keyed_paths = frozenset() if settings.metrics_public else frozenset({"/metrics"})
         self.verifier = verifier
         self.limiter = (RateLimiter(settings.rate_limit_per_minute)
                         if settings.rate_limit_per_minute else None)
@@ -108,7 +112,8 @@ class AuthMiddleware:
         path: str = scope["path"]
         headers = dict(scope.get("headers") or [])
         principal: Principal | None = None
-        if path.startswith("/api/") and path not in PUBLIC_API_PATHS:
+        if (path.startswith("/api/") and path not in PUBLIC_API_PATHS) or (
+                path in self.keyed_paths):
             key = presented_key(headers)
             if key is None and scope["method"] in SAFE_METHODS:
                 principal = await self._session(headers)  # a page reading the API
@@ -116,6 +121,8 @@ class AuthMiddleware:
                 principal = await self._key(key, send)
                 if principal is None:
                     return  # answered 401
+                # the request's log line names the key by its public prefix (app.api.observe)
+                scope.setdefault("state", {})["key_prefix"] = key_prefix(key or "")
         elif (path == "/ui" or path.startswith("/ui/")) and not path.startswith(
                 UI_PUBLIC_PREFIXES):
             principal = await self._session(headers)

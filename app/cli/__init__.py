@@ -28,12 +28,22 @@ def build_parser() -> argparse.ArgumentParser:
         prog="crowdqrels",
         description="Crowd relevance judgments into qrels. The service: serve, worker, migrate; "
                     "API keys: keys; offline, on files: aggregate, next, simulate, evaluate, "
-                    "synth, agreement. `crowdqrels COMMAND --help` for each.")
+                    "synth, agreement; a small collection to try them on: example. "
+                    "`crowdqrels COMMAND --help` for each.")
     sub = parser.add_subparsers(dest="command", required=True)
     # main() reports an option a command does not have under that command's usage
     parser.set_defaults(commands=sub.choices)
 
-    from app.cli import aggregate, agreement, evaluate, next_tasks, service, simulate, synth
+    from app.cli import (
+        aggregate,
+        agreement,
+        evaluate,
+        example,
+        next_tasks,
+        service,
+        simulate,
+        synth,
+    )
 
     service.add_commands(sub)
     aggregate.add_command(sub)
@@ -45,6 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_command(sub)
     next_tasks.add_command(sub)
     agreement.add_command(sub)
+    example.add_command(sub)
+    _add_verbose(sub.choices)
     return parser
 
 
@@ -57,10 +69,29 @@ def _version() -> str:
         return "unknown (not installed)"
 
 
+def _add_verbose(commands: dict[str, argparse.ArgumentParser]) -> None:
+    for name, command in commands.items():
+        command.add_argument(
+            "--verbose", action="store_true",
+            help="show TensorFlow's native log lines (start-up notices such as 'failed call to "
+                 "cuInit', which are not errors; silenced by default)"
+                 + (", in this command's job processes too" if name in ("serve", "worker")
+                    else ""))
+
+
+def _quiet_unless_verbose(args: argparse.Namespace) -> None:
+    """TensorFlow's start-up lines read as failures: silenced unless --verbose (app.core.quiet).
+    The service's job processes learn it from CROWDQRELS_VERBOSE."""
+    if getattr(args, "verbose", False):
+        os.environ["CROWDQRELS_VERBOSE"] = "true"
+        return
+    from app.core.quiet import quiet_tensorflow
+    from models.registry import GP_METHODS
+
+    quiet_tensorflow(import_now=getattr(args, "method", None) in GP_METHODS)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    # TensorFlow's C++ start-up notices (CPU features, no CUDA) would interleave with the GP
-    # commands' progress: warnings and errors only, unless the caller chose a level.
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     parser = build_parser()
     parser.add_argument("--version", action="version", version=f"crowdqrels {_version()}")
     command = "crowdqrels"
@@ -69,6 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if unknown:  # argparse would blame "crowdqrels" under the usage of every command
             args.commands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
         command = f"crowdqrels {args.command}"
+        _quiet_unless_verbose(args)
         from pydantic import ValidationError
 
         from app.cli.errors import UsageError

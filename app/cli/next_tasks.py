@@ -53,7 +53,7 @@ def _next(args: argparse.Namespace) -> int:
     place[order] = np.arange(order.shape[0])
     proba = np.asarray(model.proba_)[order]
     p_relevant = fitted.p_relevant[order]
-    task, annotator, label = _judged(args, data, rows, place)
+    task, annotator, label, cannot = _judged(args, data, rows, place)
     # the competence the service stores with the fit (its annotator column)
     competence = fitted.result.annotator_columns.get("competence")
     competence = (np.full(data.n_annotators, np.nan) if competence is None
@@ -64,7 +64,8 @@ def _next(args: argparse.Namespace) -> int:
                      max_judgments=args.max_judgments, n_annotators=args.annotators,
                      random_state=args.seed,
                      min_annotator_judgments=args.min_annotator_judgments,
-                     per_annotator=args.per_annotator)
+                     per_annotator=args.per_annotator, could_not_judge=cannot,
+                     keep_could_not_judge=args.keep_could_not_judge)
     labels = data.classes[fitted.labels[order]]
     result = {"method": args.method, "strategy": args.strategy, "data": plan_rows(
         plan, proba=proba, topics=data.topic_ids[order], docs=data.doc_ids[order], labels=labels,
@@ -77,8 +78,9 @@ def _next(args: argparse.Namespace) -> int:
 
 
 def _judged(args: argparse.Namespace, data: AnnotationData, rows: JudgmentRows,
-            place: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every judgment of the file as (task in (topic, doc) order, annotator, class index)."""
+            place: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Every judgment of the file as (task in (topic, doc) order, annotator, class index,
+    whether it is a could-not-judge answer)."""
     import numpy as np
 
     # every judgment of the file, as the service keeps them: a repeated one counts again, and
@@ -90,13 +92,13 @@ def _judged(args: argparse.Namespace, data: AnnotationData, rows: JudgmentRows,
     class_of = {int(v): k for k, v in enumerate(data.classes)}
     judged = [(task_of[(str(t), str(d))], annotator_of[str(a)],
                -1 if v in ignored else class_of.get(
-                   int(v) if args.graded else int(v >= args.relevant_from), -1))
+                   int(v) if args.graded else int(v >= args.relevant_from), -1), v in ignored)
               for t, d, a, v in zip(rows.topics, rows.docs, rows.annotators, rows.labels,
                                     strict=True)
               if (str(t), str(d)) in task_of and str(a) in annotator_of]
-    task, annotator, label = (np.array(c, dtype=np.int64) for c in
-                              (zip(*judged, strict=True) if judged else ((), (), ())))
-    return task, annotator, label
+    task, annotator, label, cannot = (np.array(c, dtype=np.int64) for c in (
+        zip(*judged, strict=True) if judged else ((), (), (), ())))
+    return task, annotator, label, cannot.astype(bool)
 
 
 def add_command(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -122,7 +124,11 @@ def add_command(subparsers: argparse._SubParsersAction) -> None:  # type: ignore
                            help="how many tasks (default 10)")
     following.add_argument("--strategy", choices=STRATEGIES, default="uncertainty")
     following.add_argument("--max-judgments", type=int_at_least(1), metavar="K",
-                           help="only tasks with fewer than K judgments")
+                           help="only tasks with fewer than K judgments (answers 'could not "
+                                "judge', the --ignore values, count)")
+    following.add_argument("--keep-could-not-judge", action="store_true",
+                           help="also propose tasks mostly answered 'could not judge' (left "
+                                "out by default)")
     following.add_argument("--annotators", type=int_at_least(0), default=10,
                            help="annotators to suggest per task (default 10)")
     following.add_argument("--min-annotator-judgments", type=int_at_least(0), default=0,

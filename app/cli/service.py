@@ -3,18 +3,44 @@
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
 import sys
+from typing import Any
+
+
+def _share_metrics() -> str | None:
+    """Multiprocess metrics for this process and every process it starts (app.core.metrics):
+    PROMETHEUS_MULTIPROC_DIR, emptied, set before prometheus_client is first imported. Returns
+    the directory to remove at exit (a temporary one), else None."""
+    from app.core.config import get_settings
+    from app.core.metrics_dir import prepare_multiprocess_dir
+
+    path, temporary = prepare_multiprocess_dir(get_settings().metrics_dir)
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = path
+    get_settings.cache_clear()  # settings.metrics_dir now names it
+    return path if temporary else None
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from app.core.config import get_settings
+
+    temporary = _share_metrics()
+    try:
+        return _serve_shared(args, get_settings())
+    finally:
+        if temporary is not None:
+            shutil.rmtree(temporary, ignore_errors=True)
+
+
+def _serve_shared(args: argparse.Namespace, settings: Any) -> int:
     import uvicorn
 
     from app.auth.modes import InsecureMode, check_serve_mode
-    from app.core.config import get_settings
     from app.core.db import upgrade_database
+    from app.core.logs import uvicorn_log_config
 
     try:
-        settings = get_settings()
         mode = check_serve_mode(settings, args.host)
     except InsecureMode as exc:
         print(f"crowdqrels serve: {exc}", file=sys.stderr)
@@ -27,8 +53,10 @@ def _serve(args: argparse.Namespace) -> int:
               "(CROWDQRELS_JOBS=celery and a `crowdqrels worker`)", file=sys.stderr)
         return 2
     upgrade_database()
+    # JSON lines: uvicorn's own and one per request (app.api.observe), not its access log
     uvicorn.run("app.main:create_app", factory=True, host=args.host, port=args.port,
-                log_level=args.log_level, workers=args.workers)
+                log_level=args.log_level, workers=args.workers, access_log=False,
+                log_config=uvicorn_log_config(args.log_level))
     return 0
 
 
@@ -47,9 +75,19 @@ def _migrate(args: argparse.Namespace) -> int:
 
 
 def _worker(args: argparse.Namespace) -> int:
-    from app.jobs.celery_app import run_worker
+    from app.core.config import get_settings
 
-    run_worker(concurrency=args.concurrency)
+    temporary = _share_metrics()
+    try:
+        from app.core.logs import use_json_logs
+        from app.jobs.celery_app import run_worker, serve_metrics
+
+        use_json_logs()
+        serve_metrics(get_settings())
+        run_worker(concurrency=args.concurrency)
+    finally:
+        if temporary is not None:
+            shutil.rmtree(temporary, ignore_errors=True)
     return 0
 
 

@@ -185,31 +185,89 @@ def write_plot(points: list[CurvePoint], out: Path, target: float) -> Path:
     return path
 
 
-def _write_svg(curves: dict[str, tuple[list[float], list[list[float]]]], path: Path,
-               target: float) -> Path:
+SVG_W, SVG_H = 760, 420
+SVG_MARGIN = {"l": 64, "r": 170, "t": 20, "b": 56}  # the legend sits in the right margin
+
+
+def _nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
+    """About ``count`` round values (steps of 1, 2 or 5 times a power of ten) across [lo, hi]."""
+    import math
+
+    raw = (hi - lo) / max(count, 1) or 1.0
+    power = 10 ** math.floor(math.log10(raw))
+    step = min((k * power for k in (1, 2, 5, 10)), key=lambda c: abs(math.log(c / raw)))
+    first = math.ceil(lo / step - 1e-9) * step
+    return [round(first + i * step, 10) for i in range(int((hi - first) / step + 1e-9) + 1)]
+
+
+def _svg_axes(lo: float, hi: float, xy: Any) -> list[str]:
+    """The frame, ticks with their labels, and the axis titles (the fallback plot had none)."""
     import numpy as np
 
-    w, h, m = 640, 400, 50
+    m, w, h = SVG_MARGIN, SVG_W, SVG_H
+    left, right, bottom = m["l"], w - m["r"], h - m["b"]
+    parts = [f'<line x1="{left}" y1="{bottom}" x2="{right}" y2="{bottom}" stroke="#333"/>',
+             f'<line x1="{left}" y1="{m["t"]}" x2="{left}" y2="{bottom}" stroke="#333"/>']
+    for share in _nice_ticks(0.0, 1.0):
+        x = xy(share, lo)[0]
+        parts.append(f'<line x1="{x:.1f}" y1="{bottom}" x2="{x:.1f}" y2="{bottom + 5}" '
+                     'stroke="#333"/>')
+        parts.append(f'<text x="{x:.1f}" y="{bottom + 18}" text-anchor="middle">{share:g}</text>')
+    digits = max(0, -int(np.floor(np.log10((hi - lo) / 5 or 1.0))))
+    for acc in _nice_ticks(lo, hi):
+        y = xy(0.0, acc)[1]
+        parts.append(f'<line x1="{left - 5}" y1="{y:.1f}" x2="{right}" y2="{y:.1f}" '
+                     'stroke="#ddd"/>')
+        parts.append(f'<text x="{left - 8}" y="{y + 4:.1f}" text-anchor="end">'
+                     f'{acc:.{digits}f}</text>')
+    parts.append(f'<text x="{(left + right) / 2:.0f}" y="{h - 12}" text-anchor="middle">'
+                 'share of judgments revealed</text>')
+    parts.append(f'<text transform="translate(16,{(m["t"] + bottom) / 2:.0f}) rotate(-90)" '
+                 'text-anchor="middle">accuracy against gold</text>')
+    return parts
+
+
+def _write_svg(curves: dict[str, tuple[list[float], list[list[float]]]], path: Path,
+               target: float) -> Path:
+    """The plot without matplotlib: axes with ticks, each strategy's mean line and its band
+    over the seeds, the cold fit's accuracy dashed, and a legend beside the plot."""
+    import numpy as np
+
     all_acc = np.concatenate([np.ravel(a) for _, a in curves.values()] + [np.array([target])])
     lo, hi = float(all_acc.min()), float(all_acc.max())
-    span = hi - lo or 1.0
+    pad = (hi - lo) * 0.05 or 0.01
+    lo, hi = lo - pad, hi + pad
+    m = SVG_MARGIN
 
-    def xy(share: float, acc: float) -> str:
-        return f"{m + share * (w - 2 * m):.1f},{h - m - (acc - lo) / span * (h - 2 * m):.1f}"
+    def xy(share: float, acc: float) -> tuple[float, float]:
+        return (m["l"] + share * (SVG_W - m["l"] - m["r"]),
+                SVG_H - m["b"] - (acc - lo) / (hi - lo) * (SVG_H - m["t"] - m["b"]))
+
+    def points(pairs: Any) -> str:
+        return " ".join("{:.1f},{:.1f}".format(*xy(s, a)) for s, a in pairs)
 
     colours = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd"]
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}">']
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{SVG_W}" height="{SVG_H}" '
+             'font-family="sans-serif" font-size="12">', *_svg_axes(lo, hi, xy)]
+    legend_x = SVG_W - m["r"] + 16
     for i, (strategy, (shares, acc)) in enumerate(curves.items()):
-        values = np.array(acc)
-        colour = colours[i % len(colours)]
-        band = [xy(s, a) for s, a in zip(shares, values.max(axis=0), strict=True)]
-        band += [xy(s, a) for s, a in zip(shares[::-1], values.min(axis=0)[::-1], strict=True)]
-        parts.append(f'<polygon points="{" ".join(band)}" fill="{colour}" opacity="0.2"/>')
-        line = " ".join(xy(s, a) for s, a in zip(shares, values.mean(axis=0), strict=True))
-        parts.append(f'<polyline points="{line}" fill="none" stroke="{colour}"/>')
-        parts.append(f'<text x="{w - m - 120}" y="{m + 15 * i}" fill="{colour}">{strategy}</text>')
-    parts.append(f'<text x="{m}" y="{h - 10}">share of judgments (x) / accuracy {lo:.3f}–'
-                 f'{hi:.3f} (y)</text></svg>')
+        values, colour = np.array(acc), colours[i % len(colours)]
+        band = points(zip(shares, values.max(axis=0), strict=True)) + " " + points(
+            zip(shares[::-1], values.min(axis=0)[::-1], strict=True))
+        parts.append(f'<polygon points="{band}" fill="{colour}" opacity="0.2"/>')
+        parts.append(f'<polyline points="{points(zip(shares, values.mean(axis=0), strict=True))}"'
+                     f' fill="none" stroke="{colour}" stroke-width="1.5"/>')
+        y = m["t"] + 10 + 20 * i
+        parts.append(f'<line x1="{legend_x}" y1="{y}" x2="{legend_x + 20}" y2="{y}" '
+                     f'stroke="{colour}" stroke-width="2"/>')
+        parts.append(f'<text x="{legend_x + 26}" y="{y + 4}">{strategy}</text>')
+    (x0, ty), (x1, _) = xy(0.0, target), xy(1.0, target)
+    parts.append(f'<line x1="{x0:.1f}" y1="{ty:.1f}" x2="{x1:.1f}" y2="{ty:.1f}" stroke="grey" '
+                 'stroke-dasharray="5,4"/>')
+    y = m["t"] + 10 + 20 * len(curves)
+    parts.append(f'<line x1="{legend_x}" y1="{y}" x2="{legend_x + 20}" y2="{y}" stroke="grey" '
+                 'stroke-dasharray="5,4"/>')
+    parts.append(f'<text x="{legend_x + 26}" y="{y + 4}">all judgments (cold)</text></svg>')
     path.write_text("\n".join(parts))
     return path
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import AliasChoices, Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="CROWDQRELS_", env_file=".env", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="CROWDQRELS_", env_file=".env", extra="ignore",
+                                      populate_by_name=True)
 
     environment: Literal["development", "test", "production"] = "development"
     database_url: str = "sqlite:///./crowdqrels.db"
@@ -48,6 +49,20 @@ class Settings(BaseSettings):
     job_check_s: float = Field(default=15.0, gt=0)
     # Requests per minute per key (0: no limit); above it, 429 with Retry-After.
     rate_limit_per_minute: int = Field(default=0, ge=0)
+    # GET /metrics (Prometheus): with auth required it needs an admin key, unless this is true.
+    metrics_public: bool = False
+    # Where the API processes, their job processes and Celery's pool processes write their
+    # metrics' samples (prometheus-client's multiprocess mode; emptied at start). Unset:
+    # `crowdqrels serve` and `crowdqrels worker` make a temporary one. Also read as
+    # PROMETHEUS_MULTIPROC_DIR, which those commands set for their processes.
+    metrics_dir: str | None = Field(default=None, validation_alias=AliasChoices(
+        "CROWDQRELS_METRICS_DIR", "PROMETHEUS_MULTIPROC_DIR"))
+    # `crowdqrels worker` serves its processes' metrics on this port (0: not served; a worker
+    # sharing CROWDQRELS_METRICS_DIR with the API on one machine is in the API's /metrics).
+    worker_metrics_port: int = Field(default=0, ge=0, le=65535)
+    # TensorFlow's native log lines in fits' processes (start-up notices that read as errors):
+    # silenced unless true (`crowdqrels serve --verbose` and `worker --verbose` set it).
+    verbose: bool = False
     # Origins allowed by CORS (none: no CORS headers at all).
     cors_origins: list[str] = Field(default_factory=list)
 

@@ -6,6 +6,7 @@ add ``line`` (1-based, the header is line 1) and ``column``.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -86,6 +87,25 @@ def _body_not_read_as_json(exc: RequestValidationError) -> bool:
             and any(tuple(e.get("loc", ()))[:1] == ("body",) for e in exc.errors()))
 
 
+def _not_a_number(given: object) -> dict[str, str]:
+    """For a NaN or an infinity sent where a number is expected (``threshold=nan``), what is
+    wrong with it (pydantic's bounds check would say "should be less than or equal to 1")."""
+    if isinstance(given, str):
+        try:
+            number = float(given)
+        except ValueError:
+            return {}
+    elif isinstance(given, float):
+        number = given
+    else:
+        return {}
+    if math.isnan(number):
+        return {"msg": "not a number (NaN): give a number", "type": "finite_number"}
+    if math.isinf(number):
+        return {"msg": "not a finite number (infinity): give a number", "type": "finite_number"}
+    return {}
+
+
 def register_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(DomainError)
     async def _domain(_: Request, exc: DomainError) -> JSONResponse:
@@ -115,6 +135,7 @@ def register_error_handlers(app: FastAPI) -> None:
             }, status_code=415)
         errors = [
             {"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
+            | _not_a_number(e.get("input"))
             for e in exc.errors()
         ]
         first = errors[0] if errors else {"loc": [], "msg": "invalid request"}

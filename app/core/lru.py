@@ -8,13 +8,17 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
+from app.core.metrics import CACHE_ENTRIES
+
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
 
 class LRU(Generic[K, V]):
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, *, name: str | None = None) -> None:
         self.size = size  # 0: nothing is kept
+        # named: its entries count in the crowdqrels_cache_entries gauge under that name
+        self._gauge = CACHE_ENTRIES.labels(name) if name else None
         self._lock = threading.Lock()
         self._items: OrderedDict[K, V] = OrderedDict()
 
@@ -33,7 +37,10 @@ class LRU(Generic[K, V]):
             kept = self._items.get(key)
             if kept is not None and replaces is not None and not replaces(value, kept):
                 return
+            before = len(self._items)
             self._items[key] = value
             self._items.move_to_end(key)
             while len(self._items) > self.size:
                 self._items.popitem(last=False)
+            if self._gauge is not None and len(self._items) != before:
+                self._gauge.inc(len(self._items) - before)

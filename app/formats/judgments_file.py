@@ -89,10 +89,23 @@ def _map_header(header: list[str]) -> dict[str, int]:
         accepted = "; ".join(f"{c}: {', '.join(ALIASES[c])}" for c in missing)
         raise FileFormatError(
             f"no recognisable header: missing column(s) {', '.join(missing)} "
-            f"(accepted: {accepted})",
+            f"(accepted: {accepted}){_header_hint(header)}",
             code="invalid_header", line=1,
         )
     return index
+
+
+def _header_hint(header: list[str]) -> str:
+    """What a header that names no column most likely means: JSON sent as a file, or a file
+    separated by spaces (neither a tab nor a comma in its first line: one field)."""
+    first = ",".join(header).lstrip().lstrip("\ufeff")
+    if first.startswith(("{", "[")):
+        return ("; this looks like JSON: a judgment file is TSV or CSV; JSON judgments go to "
+                "POST /api/v1/collections/{c}/judgments as {\"judgments\": [...]}")
+    if len(header) == 1 and len(header[0].split()) > 1:
+        return ("; the header has neither a tab nor a comma but spaces: the delimiter is "
+                "likely the problem (separate the columns with tabs, TSV, or commas, CSV)")
+    return ""
 
 
 def _int(cache: dict[str, int], value: str, *, line: int, column: str) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from celery import Celery
 
-from app.core.config import get_settings
+from app.core.config import Settings, get_settings
 
 # One task for every job kind (app.jobs.kinds): a new kind needs no new Celery task.
 TASK_NAME = "crowdqrels.job"
@@ -41,3 +41,17 @@ def run_worker(*, concurrency: int = 1, queues: str | None = None) -> None:
          f"--queues={queues or get_settings().celery_queue}", "--without-gossip",
          "--without-mingle"]
     )
+
+
+def serve_metrics(settings: Settings) -> None:
+    """With CROWDQRELS_WORKER_METRICS_PORT, serve the worker's processes' metrics (its pool's
+    jobs: durations, failures) over HTTP for Prometheus (multiprocess mode: `crowdqrels worker`
+    set the directory)."""
+    if not settings.worker_metrics_port or not settings.metrics_dir:
+        return
+    from prometheus_client import start_http_server
+
+    from app.core.metrics import multiprocess_registry
+
+    start_http_server(settings.worker_metrics_port,
+                      registry=multiprocess_registry(settings.metrics_dir))

@@ -24,6 +24,9 @@ def preload() -> list[str]:
 
 
 def main() -> int:
+    from app.core.logs import use_json_logs
+
+    use_json_logs()  # JSON lines, each with the job's id while it runs (app.jobs.lifecycle)
     if len(sys.argv) == 3:
         kind, job_id = sys.argv[1], sys.argv[2]
     else:

@@ -24,6 +24,7 @@ from sqlalchemy import select, update
 
 from app.core.config import Settings
 from app.core.db import get_sessionmaker
+from app.core.metrics import process_ended
 from app.jobs.kinds import KINDS, get_kind
 
 
@@ -32,7 +33,7 @@ def child_environment(database_url: str) -> dict[str, str]:
 
     # The database URL travels in the environment, not argv (it may hold a password).
     return {**os.environ, "CROWDQRELS_DATABASE_URL": database_url,
-            "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2")}
+            "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "3")}
 
 
 class InlineRunner:
@@ -136,6 +137,7 @@ class InlineRunner:
 
     def _watch(self, key: tuple[str, int], process: subprocess.Popen[bytes]) -> None:
         process.wait()
+        process_ended(process.pid)
         with self._lock:
             self._running.pop(key, None)
             cancelled = key in self._cancelled

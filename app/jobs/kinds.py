@@ -42,6 +42,13 @@ def get_kind(name: str) -> JobKind:
         raise ValueError(f"unknown job kind {name!r}; known: {', '.join(KINDS)}") from None
 
 
+def kind_of_table(table: Any) -> str:
+    """The kind whose jobs ``table`` tracks (its table name for a table no kind names)."""
+    path = f"{table.__module__}:{table.__qualname__}"
+    return next((kind.name for kind in KINDS.values() if kind.table == path),
+                str(getattr(table, "__tablename__", "unknown")))
+
+
 def _load(path: str) -> Any:
     module, _, attribute = path.partition(":")
     return getattr(importlib.import_module(module), attribute)

@@ -26,6 +26,9 @@ from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from app.core.db import get_sessionmaker
+from app.core.logs import JOB_ID
+from app.core.metrics import JOB_SECONDS, JOBS_FAILED
+from app.jobs.kinds import kind_of_table
 from app.jobs.runner import JobRunner
 from app.jobs.tables import ACTIVE, FINISHED
 
@@ -116,40 +119,58 @@ def run_tracked(database_url: str, table: Any, job_id: int,
         if not started:
             return "cancelled"
         session.refresh(job)
-        with make_session() as progress_session, Heartbeat(database_url, table, job_id):
-            context = JobContext(session=session, table=table, job=job,
-                                 progress=progress_reporter(progress_session, table, job_id))
-            try:
-                values = body(context) or {}
-                timings = {**context.timings, **values.pop("timings", {})}
-                # Conditional, in the body's transaction: a cancel that came first wins, and
-                # whatever the body left uncommitted is dropped with it.
-                succeeded = session.execute(
-                    update(table).where(table.id == job_id, table.status != "cancelled").values(
-                        status="succeeded", progress=1.0, progress_message="done",
-                        finished_at=datetime.now(UTC), timings=timings or None, **values)
-                ).rowcount
-                if not succeeded:
-                    session.rollback()
-                    return "cancelled"
-                session.commit()
-                return "succeeded"
-            except JobCancelled:
+        kind = kind_of_table(table)
+        method = str(getattr(job, "method", None) or "")  # a fit's; other kinds have none
+        token = JOB_ID.set(f"{kind}/{job_id}")  # on every line logged while the body runs
+        began = time.perf_counter()
+        try:
+            status = _run_body(database_url, session, make_session, table, job, body)
+        finally:
+            JOB_ID.reset(token)
+        JOB_SECONDS.labels(kind, method, status).observe(time.perf_counter() - began)
+        if status == "failed":
+            JOBS_FAILED.labels(kind, method).inc()
+        return status
+
+
+def _run_body(database_url: str, session: Session, make_session: Callable[[], Session],
+              table: Any, job: Any, body: Callable[[JobContext], dict[str, Any] | None]) -> str:
+    """``body`` with its heartbeat and progress reports; the job's final status, recorded."""
+    job_id = job.id
+    with make_session() as progress_session, Heartbeat(database_url, table, job_id):
+        context = JobContext(session=session, table=table, job=job,
+                             progress=progress_reporter(progress_session, table, job_id))
+        try:
+            values = body(context) or {}
+            timings = {**context.timings, **values.pop("timings", {})}
+            # Conditional, in the body's transaction: a cancel that came first wins, and
+            # whatever the body left uncommitted is dropped with it.
+            succeeded = session.execute(
+                update(table).where(table.id == job_id, table.status != "cancelled").values(
+                    status="succeeded", progress=1.0, progress_message="done",
+                    finished_at=datetime.now(UTC), timings=timings or None, **values)
+            ).rowcount
+            if not succeeded:
                 session.rollback()
                 return "cancelled"
-            except Exception as exc:  # a failed job is recorded, never lost
-                session.rollback()
-                # The caller reads what went wrong; the traceback (the server's file paths and
-                # code) goes to the worker's log, not into the resource.
-                detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-                log.error("job %s %s failed", table.__tablename__, job_id, exc_info=exc)
-                session.execute(
-                    update(table).where(table.id == job_id, table.status == "running").values(
-                        status="failed", finished_at=datetime.now(UTC),
-                        error=detail, timings=context.timings or None,
-                        progress_message="failed"))
-                session.commit()
-                return "failed"
+            session.commit()
+            return "succeeded"
+        except JobCancelled:
+            session.rollback()
+            return "cancelled"
+        except Exception as exc:  # a failed job is recorded, never lost
+            session.rollback()
+            # The caller reads what went wrong; the traceback (the server's file paths and
+            # code) goes to the worker's log, not into the resource.
+            detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            log.error("job %s %s failed", table.__tablename__, job_id, exc_info=exc)
+            session.execute(
+                update(table).where(table.id == job_id, table.status == "running").values(
+                    status="failed", finished_at=datetime.now(UTC),
+                    error=detail, timings=context.timings or None,
+                    progress_message="failed"))
+            session.commit()
+            return "failed"
 
 
 class Heartbeat:

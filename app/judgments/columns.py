@@ -164,7 +164,8 @@ class KeptColumns:
 
     def __init__(self, max_collections: int) -> None:
         self.max_collections = max_collections
-        self._columns: LRU[tuple[Any, ...], JudgmentColumns] = LRU(max_collections)
+        self._columns: LRU[tuple[Any, ...], JudgmentColumns] = LRU(
+            max_collections, name="judgment_columns")
         self._names: LRU[tuple[Any, ...], dict[int, tuple[str, str]]] = LRU(max_collections)
 
     @staticmethod

@@ -16,6 +16,7 @@ from app.collections.service import lock_collection
 from app.collections.tables import Collection
 from app.core.db import bulk_insert
 from app.core.errors import InvalidInput
+from app.core.metrics import JUDGMENTS_INGESTED
 from app.formats.ids import BadId, clean_ids
 from app.formats.judgments_file import JudgmentRows
 from app.judgments.ids import ensure_external_ids, ensure_task_keys, ensure_tasks
@@ -144,6 +145,7 @@ def ingest(
     annotator_of_row = [annotator_ids[a] for a in rows.annotators]
     _insert_judgments(session, cid, batch.id, task_of_row, annotator_of_row, rows.labels)
     session.commit()
+    JUDGMENTS_INGESTED.labels(source).inc(len(rows))
     ignored = set(collection.ignore)
     return IngestReport(batch.id, len(rows), new_topics, new_docs, len(created), new_annotators,
                         len(gold_of_pair), sum(1 for g in gold_of_pair.values() if g in ignored),

@@ -87,7 +87,7 @@ class NextInputs:
         self.max_fits, self.max_collections = max_fits, max_collections
         self.max_memos = max_memos
         self._lock = threading.Lock()
-        self._fits: LRU[tuple[Any, ...], FitPosterior] = LRU(max_fits)
+        self._fits: LRU[tuple[Any, ...], FitPosterior] = LRU(max_fits, name="posteriors")
         self._columns = KeptColumns(max_collections)
         self._memos: dict[str, LRU[tuple[Any, ...], Any]] = {}
         self._building: dict[tuple[str, tuple[Any, ...]], threading.Lock] = {}
@@ -133,4 +133,4 @@ class NextInputs:
 
     def _memo_store(self, kind: str) -> LRU[tuple[Any, ...], Any]:
         with self._lock:
-            return self._memos.setdefault(kind, LRU(self.max_memos))
+            return self._memos.setdefault(kind, LRU(self.max_memos, name="page_memos"))

@@ -22,11 +22,14 @@ def next_tasks(session: Session, *, aggregation: Aggregation, n: int, strategy: 
                max_judgments: int | None = None, n_annotators: int = 10,
                seed: int | None = None, inputs: NextInputs | None = None,
                min_annotator_judgments: int = 0,
-               per_annotator: int | None = None) -> dict[str, Any]:
+               per_annotator: int | None = None,
+               keep_could_not_judge: bool = False) -> dict[str, Any]:
     """The ``n`` tasks to judge next (only tasks with fewer than ``max_judgments`` judgments when
     given), each with the annotators not yet asked who have given at least
     ``min_annotator_judgments`` labels, and the one it goes to (at most ``per_annotator`` tasks
-    each when given). Judgments and annotators are the collection's current
+    each when given). Answers "could not judge" (the collection's ignore values) count towards
+    ``max_judgments``; tasks mostly marked so are left out unless ``keep_could_not_judge``
+    (``models.sampling.rejudge.plan_next``). Judgments and annotators are the collection's current
     ones (including those that arrived after the fit); an annotator's competence is the fit's
     (``competence`` column) or, for models without one, their expected agreement with the
     fitted posterior. ``inputs``: the application's cache of what this reads (none: everything
@@ -57,7 +60,8 @@ def next_tasks(session: Session, *, aggregation: Aggregation, n: int, strategy: 
     label = np.searchsorted(classes, values)
     label = np.where((label < classes.shape[0])
                      & (classes[np.minimum(label, classes.shape[0] - 1)] == values), label, -1)
-    label[np.isin(raw, list(collection.ignore or []))] = -1
+    could_not_judge = np.isin(raw, list(collection.ignore or []))
+    label[could_not_judge] = -1
 
     competence = np.array([np.nan if fit.competence.get(int(a)) is None
                            else fit.competence[int(a)] for a in annotator_ids])
@@ -68,7 +72,8 @@ def next_tasks(session: Session, *, aggregation: Aggregation, n: int, strategy: 
                      strategy=strategy, max_judgments=max_judgments,
                      n_annotators=n_annotators, random_state=seed,
                      min_annotator_judgments=min_annotator_judgments,
-                     per_annotator=per_annotator)
+                     per_annotator=per_annotator, could_not_judge=could_not_judge,
+                     keep_could_not_judge=keep_could_not_judge)
     data = plan_rows(plan, proba=proba, topics=fit.topics, docs=fit.docs, labels=fit.labels,
                      p_relevant=fit.p_relevant, annotator_names=external, task_ids=task_ids)
     return {"aggregation_id": aggregation.id, "strategy": strategy, "data": data,
@@ -91,6 +96,7 @@ def plan_rows(plan: NextPlan, *, proba: np.ndarray, topics: Sequence[str], docs:
             "p_label_change": float(plan.p_label_change[rank]),
             "expected_change": float(plan.expected_change[rank]),
             "n_judgments": int(plan.n_judgments[rank]),
+            "could_not_judge": int(plan.could_not_judge[rank]),
             "annotators": [{"annotator": str(annotator_names[a]),
                             "competence": float(plan.competence[a]),
                             "n_judgments": int(plan.annotator_judgments[a])}

@@ -44,7 +44,8 @@ def next_to_judge(request: Request, session: SessionDep, aggregation: Aggregatio
                   query: Annotated[NextTasksQuery, Query()]) -> NextTasks | PlainTextResponse:
     """The ``n`` tasks whose next crowd label is expected to help most (``uncertainty``: highest
     posterior entropy; ``expected-change``: most likely to change the label; ``random``), only
-    tasks with fewer than ``max_judgments`` judgments when given; for each, up to
+    tasks with fewer than ``max_judgments`` judgments when given (answers "could not judge"
+    count; tasks mostly answered so are left out unless ``keep_could_not_judge``); for each, up to
     ``annotators`` annotators not yet asked, best first by competence, each with the labels they
     have given (only those with at least ``min_annotator_judgments``: a competence from a handful
     of labels is a guess). ``assigned``: who each task goes to, in the list's order, at most
@@ -55,7 +56,8 @@ def next_to_judge(request: Request, session: SessionDep, aggregation: Aggregatio
                         max_judgments=query.max_judgments, n_annotators=query.annotators,
                         seed=query.seed, inputs=get_next_inputs(request),
                         min_annotator_judgments=query.min_annotator_judgments,
-                        per_annotator=query.per_annotator)
+                        per_annotator=query.per_annotator,
+                        keep_could_not_judge=query.keep_could_not_judge)
     if query.format == "tsv":
         return PlainTextResponse(next_tasks_tsv(result), media_type="text/tab-separated-values",
                                  headers={"content-disposition": 'attachment; filename='

@@ -173,7 +173,10 @@ class NextTask(BaseModel):
     expected_gain: float
     p_label_change: float
     expected_change: float
-    n_judgments: int
+    n_judgments: int = Field(description="labels the task has (answers 'could not judge' not "
+                             "included)")
+    could_not_judge: int = Field(description="answers 'could not judge' (the collection's "
+                                 "ignore values): they count towards max_judgments")
     annotators: list[NextAnnotator]
     assigned: str | None = Field(description="who this task goes to: its best annotator not "
                                  "yet asked with fewer than per_annotator tasks of this list "
@@ -193,6 +196,8 @@ class NextQuery(BaseModel):
         "to its best annotator"))
     seed: int | None = Field(None, ge=0, le=MAX_SEED,
                              description="random_state of the random strategy")
+    keep_could_not_judge: bool = Field(False, description=(
+        "also propose tasks mostly answered 'could not judge' (left out by default)"))
 
 
 class NextTasksQuery(NextQuery):

@@ -207,6 +207,8 @@ def heatmap(labels_x: list[Any], labels_y: list[Any], z: list[list[float | int |
                              "hovertemplate": f"{y} %{{y}}, {x} %{{x}}: %{{text}}<extra></extra>"}
     if zmax is not None:
         trace.update(zmin=0, zmax=zmax)
+    else:
+        trace.update(_printed_range(z))
     # rows of at least ~24 px: ten fits in 300 px left cells too small for their values
     height = max(LAYOUT["height"], 150 + 26 * len(labels_y))
     return {"data": [trace],
@@ -214,6 +216,21 @@ def heatmap(labels_x: list[Any], labels_y: list[Any], z: list[list[float | int |
                               xaxis={"title": {"text": x}, "type": "category"},
                               yaxis={"title": {"text": y}, "type": "category",
                                      "autorange": "reversed"})}
+
+
+def _printed_range(z: list[list[float | int | None]]) -> dict[str, float]:
+    """The colour scale over the values as printed (3 decimals), where that differs from their
+    own range: agreements of .9996 and 1 both read 1.000, and a scale from .9996 to 1 made one
+    pale and the other dark. Values that all print alike get one colour (the scale's top)."""
+    values = [v for row in z for v in row if v is not None]
+    if not values or not any(isinstance(v, float) for v in values):
+        return {}
+    low, high = round(min(values), 3), round(max(values), 3)
+    if low == high:
+        return {"zmin": low - 1, "zmax": high}
+    if (low, high) != (min(values), max(values)):
+        return {"zmin": low, "zmax": high}
+    return {}
 
 
 def metrics_bars(rows: list[dict[str, Any]]) -> dict[str, Any] | None:

@@ -100,6 +100,7 @@ class NextPlan:
     p_label_change: np.ndarray
     expected_change: np.ndarray
     n_judgments: np.ndarray
+    could_not_judge: np.ndarray  # per chosen task, its answers "could not judge"
     annotators: list[np.ndarray]
     competence: np.ndarray  # (n_annotators,) as used: the fit's, or the agreement fallback
     annotator_judgments: np.ndarray  # (n_annotators,) labels each has given: the evidence
@@ -127,7 +128,9 @@ def plan_next(proba: np.ndarray, *, task: np.ndarray, annotator: np.ndarray,
               n: int, strategy: str, max_judgments: int | None = None,
               n_annotators: int = 10, random_state: int | None = None,
               min_annotator_judgments: int = 0,
-              per_annotator: int | None = None) -> NextPlan:
+              per_annotator: int | None = None,
+              could_not_judge: np.ndarray | None = None,
+              keep_could_not_judge: bool = False) -> NextPlan:
     """The ``n`` tasks whose next crowd label helps most, in long format (one entry per
     judgment: ``task``, ``annotator`` index, ``label`` class index or −1 for a judgment that
     counts as asked but not as a label, e.g. an ignored value).
@@ -136,7 +139,12 @@ def plan_next(proba: np.ndarray, *, task: np.ndarray, annotator: np.ndarray,
     agreement with the posterior. A task's next label comes from its best annotator not yet
     asked (ties by name): that one's competence, clipped to [0.5, 0.99], is the accuracy
     ``expected-change`` assumes. Only tasks with fewer than ``max_judgments`` labels are
-    candidates when given. Only annotators with at least ``min_annotator_judgments`` labels
+    candidates when given; answers "could not judge" (``could_not_judge``, True per judgment:
+    an ignored value such as RF10's −2, a broken page) count towards ``max_judgments`` too:
+    they cost the crowd as much. A task mostly marked could-not-judge (more such answers than
+    labels) is left out, unless ``keep_could_not_judge``: the crowd is telling that the page
+    cannot be judged, and asking again mostly buys another such answer. Only annotators with
+    at least ``min_annotator_judgments`` labels
     are proposed (a competence from a handful of labels is a guess: on RF10 the top three by
     a graded fit's competence have 15–25 judgments); a task whose every such annotator has
     judged it assumes a coin-flip accuracy of 0.5.
@@ -179,7 +187,13 @@ def plan_next(proba: np.ndarray, *, task: np.ndarray, annotator: np.ndarray,
                      competence[ranked[np.minimum(first_free, n_ann - 1)]], 0.5)
             if n_proposed else np.full(n_tasks, 0.5))
     best = np.clip(best, 0.5, 0.99)
-    eligible = None if max_judgments is None else counts < max_judgments
+    unjudgeable = (np.zeros(task.shape[0], dtype=bool) if could_not_judge is None
+                   else np.asarray(could_not_judge, dtype=bool))
+    cannot = np.bincount(task[unjudgeable], minlength=n_tasks)
+    eligible = None if max_judgments is None else counts + cannot < max_judgments
+    if not keep_could_not_judge and cannot.any():
+        mostly = cannot > counts
+        eligible = ~mostly if eligible is None else eligible & ~mostly
     order = rejudge_order(p, strategy=strategy, eligible=eligible, accuracy=best,
                           random_state=random_state)[:n]
     gain, flip, tv = expected_change(p[order], best[order])
@@ -194,8 +208,8 @@ def plan_next(proba: np.ndarray, *, task: np.ndarray, annotator: np.ndarray,
         annotators.append(np.fromiter(
             islice((a for a in best_first if a not in done), n_annotators), dtype=np.int64))
     assigned = assign(order, asked_by, best_first, per_annotator)
-    return NextPlan(order, entropy(p[order]), gain, flip, tv, counts[order], annotators,
-                    competence, evidence, assigned)
+    return NextPlan(order, entropy(p[order]), gain, flip, tv, counts[order], cannot[order],
+                    annotators, competence, evidence, assigned)
 
 
 def assign(order: np.ndarray, asked_by: dict[int, set[int]], best_first: list[int],

@@ -59,7 +59,8 @@ def _in_process(key: str, url: str, capsys) -> None:
         assert row.prefix == key_prefix(key)
 
     assert cli(["keys", "create", "--name", "first-admin", "--scope", "read"]) == 1
-    assert "exists already" in capsys.readouterr().err
+    err = capsys.readouterr().err  # as every command's: "crowdqrels COMMAND: error: ..."
+    assert err.startswith("crowdqrels keys create: error: ") and "exists already" in err
     assert cli(["keys", "create", "--name", "r", "--scope", "read", "--collection", "nope"]) == 1
     assert "no collection 'nope'" in capsys.readouterr().err
     with get_sessionmaker(url)() as session:
@@ -72,7 +73,9 @@ def _in_process(key: str, url: str, capsys) -> None:
     assert cli(["keys", "revoke", "first-admin"]) == 0
     assert cli(["keys", "list"]) == 0
     assert "revoked" in capsys.readouterr().out
+    capsys.readouterr()
     assert cli(["keys", "revoke", "nobody"]) == 1
+    assert capsys.readouterr().err.startswith("crowdqrels keys revoke: error: ")
     assert KeyVerifier(url, cache_s=30).verify_key(key) is None
 
 

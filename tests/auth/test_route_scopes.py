@@ -23,6 +23,7 @@ PUBLIC = {("GET", "/healthz"), ("GET", f"{API}/healthz"), ("GET", "/ui/login"),
 
 # The rule for every route: method, path -> scope.
 SCOPES = {
+    ("GET", "/metrics"): "admin",  # unless CROWDQRELS_METRICS_PUBLIC=true (tests/ops)
     ("POST", f"{API}/collections"): "admin",
     ("GET", f"{API}/collections"): "read",
     ("GET", f"{API}/collections/{{c}}"): "read",

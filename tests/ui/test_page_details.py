@@ -207,26 +207,27 @@ def test_columns_that_do_not_apply_to_the_fit_are_left_out(client) -> None:
     assert len(set(axes)) == len(axes)  # one measure per axis: competence and bias apart
 
 
-def test_gold_form_merges_unless_replace_is_chosen(client) -> None:
-    """Replace clears the gold of every task not in the file (4,455 tasks lost theirs from a
-    form left at its first option): the form opens on merge, says what replace does and asks
-    before it; a refused replace comes back as replace."""
+def test_gold_form_replaces_as_the_api_does_and_asks_first(client) -> None:
+    """The form's mode defaults to replace, as PUT .../gold does (issue 35: the form merged
+    while the API replaced). Replace clears the gold of every task not in the file (4,455
+    tasks once lost theirs from a form sent without a look), so the form says what it does and
+    the page's script asks before sending it; a refused merge comes back as merge."""
     create_collection(client, name="crowd", labels=[0, 1], relevant_from=1, ignore=[])
     page = client.get("/ui/collections/crowd").text
     form = parse(page).by_id("gold-form")
     select = form.find_all("select", name="mode")[0]
     options = {o.attrs["value"]: o for o in select.find_all("option")}
-    assert "selected" in options["merge"].attrs and "selected" not in options["replace"].attrs
+    assert "selected" in options["replace"].attrs and "selected" not in options["merge"].attrs
     assert "clear" in options["replace"].text and "keep" in options["merge"].text
     assert "every task not in the file loses its gold" in form.by_id(
         select.attrs["aria-describedby"]).text
     assert "data-confirm" in options["replace"].attrs  # the page's script asks first
     r = client.post("/ui/collections/crowd/gold", data={"csrf_token": token(page),
-                                                         "mode": "replace"},
+                                                         "mode": "merge"},
                     files={"file": ("g.qrels", b"t1 0 d1 7\n", "text/plain")})
     assert r.status_code == 422
     options = {o.attrs["value"]: o for o in parse(r.text).by_id("gold-form").find_all("option")}
-    assert "selected" in options["replace"].attrs and "selected" not in options["merge"].attrs
+    assert "selected" in options["merge"].attrs and "selected" not in options["replace"].attrs
 
 
 def test_could_not_judge_is_named(client) -> None:

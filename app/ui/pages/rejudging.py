@@ -82,7 +82,8 @@ def next_page(request: Request, session: SessionDep, aggregation: AggregationDep
                             n_annotators=params.annotators, seed=params.seed,
                             inputs=get_next_inputs(request),
                             min_annotator_judgments=params.min_annotator_judgments,
-                            per_annotator=params.per_annotator)
+                            per_annotator=params.per_annotator,
+                            keep_could_not_judge=params.keep_could_not_judge)
     except DomainError as exc:  # the API's error on the page (a fit not succeeded: 409)
         context["error"] = exc.body()
         status = exc.status_code

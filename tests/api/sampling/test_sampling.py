@@ -626,6 +626,38 @@ def test_next_counts_the_judgments_that_arrive_after_it_was_asked(client) -> Non
     assert client.get(url, params={**params, "format": "tsv"}).text == tsv
 
 
+def test_next_counts_could_not_judge_and_leaves_out_what_nobody_can_judge(client) -> None:
+    """Answers "could not judge" (an ignore value) count towards max_judgments, and a task
+    mostly answered so is left out unless keep_could_not_judge (RF10: 12 of 15 judgments of
+    topic 20186's clueweb09-en0009-33-55352 are -2, yet it was proposed with 3 judgments)."""
+    create_collection(client, name="broken", labels=[0, 1], relevant_from=1, ignore=[-2])
+    judgments = [{"topic": "t1", "doc": doc, "annotator": f"w{j}", "label": j % 2}
+                 for doc in ("ok1", "ok2", "few-broken", "mostly-broken") for j in range(3)]
+    judgments += [{"topic": "t1", "doc": "mostly-broken", "annotator": f"b{j}", "label": -2}
+                  for j in range(5)]
+    judgments += [{"topic": "t1", "doc": "few-broken", "annotator": "b0", "label": -2}]
+    assert client.post(f"{API}/collections/broken/judgments",
+                       json={"judgments": judgments}).status_code == 201
+    fit = client.post(f"{API}/collections/broken/aggregations", json={"method": "mv"}).json()
+    assert wait_for(client, fit["id"])["status"] == "succeeded"
+    url = f"{API}/aggregations/{fit['id']}/next"
+
+    def listed(**params) -> dict[str, dict]:
+        return {t["doc"]: t for t in client.get(url, params={"n": 10, **params}).json()["data"]}
+
+    default = listed()
+    assert set(default) == {"ok1", "ok2", "few-broken"}
+    assert default["few-broken"]["could_not_judge"] == 1
+    assert default["few-broken"]["n_judgments"] == 3
+    kept = listed(keep_could_not_judge="true")
+    assert set(kept) == {"ok1", "ok2", "few-broken", "mostly-broken"}
+    assert (kept["mostly-broken"]["n_judgments"], kept["mostly-broken"]["could_not_judge"]) == (
+        3, 5)
+    # 3 labels + 1 could-not-judge = 4: no longer under a cap of 4
+    assert set(listed(max_judgments=4)) == {"ok1", "ok2"}
+    assert set(listed(max_judgments=4, keep_could_not_judge="true")) == {"ok1", "ok2"}
+
+
 def test_cli_next_lists_what_the_service_lists(client, tmp_path) -> None:
     """``crowdqrels next FILE`` and ``GET /next?format=tsv`` on the same judgments (with a
     repeated judgment and an ignored value) write the same list, byte for byte, for every
@@ -748,7 +780,7 @@ def test_next_keeps_up_with_concurrent_ingestion(database_url) -> None:
             list(pool.map(write, range(4)))
             writing.clear()
             assert all(r.result() > 0 for r in readers)
-        params = {"n": 10_000, "annotators": 1000}
+        params = {"n": 10_000, "annotators": 1000, "keep_could_not_judge": "true"}
         served = http.get(url, params=params).json()["data"]
         http.close()
     finally:
@@ -756,7 +788,7 @@ def test_next_keeps_up_with_concurrent_ingestion(database_url) -> None:
         server.wait(timeout=30)
     with get_sessionmaker(database_url)() as session:
         fresh = next_tasks(session, aggregation=session.get(Aggregation, fit["id"]), n=10_000,
-                           strategy="uncertainty", n_annotators=1000,
+                           strategy="uncertainty", n_annotators=1000, keep_could_not_judge=True,
                            inputs=NextInputs(max_fits=0, max_collections=0))["data"]
     assert len(served) == 200 and served == fresh
     assert sum(t["n_judgments"] for t in served) > 200  # the writers' judgments are in it
