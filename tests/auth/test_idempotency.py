@@ -164,6 +164,20 @@ def start_server(database_url: str, **env: str) -> tuple[subprocess.Popen[bytes]
     raise AssertionError("the server did not start")
 
 
+def _post_retrying(http: httpx.Client, url: str, **kwargs: object) -> httpx.Response:
+    """POST, sent again with the same Idempotency-Key when the connection drops before an answer
+    (as a client of the contract does: a kept-alive connection the server closes as the request
+    leaves; seen once in 16 × 10 requests under a loaded full suite). A server that is down
+    fails the test on the last try; what was stored is checked exactly once either way."""
+    for attempt in range(3):
+        try:
+            return http.post(url, **kwargs)  # type: ignore[arg-type]
+        except (httpx.RemoteProtocolError, httpx.ReadError):
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
 @pytest.mark.postgres
 @pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
 def test_concurrent_duplicates_store_exactly_once(database_url) -> None:
@@ -180,9 +194,9 @@ def test_concurrent_duplicates_store_exactly_once(database_url) -> None:
             with httpx.Client(base_url=base, timeout=120, headers=bearer(ingest)) as http:
                 for batch in range(10):
                     key = f"client{number}-batch{batch}"
-                    response = http.post(f"{API}/collections/crowd/judgments",
-                                         json=_judgments(1000, f"{number}-{batch}"),
-                                         headers={"Idempotency-Key": key})
+                    response = _post_retrying(http, f"{API}/collections/crowd/judgments",
+                                              json=_judgments(1000, f"{number}-{batch}"),
+                                              headers={"Idempotency-Key": key})
                     results.append((key, response.status_code, response.json()))
             return results
 
