@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 
 
@@ -28,23 +27,9 @@ class ProgressBar:
 
 
 def quiet_tensorflow(method: str | None = None) -> None:
-    """--quiet: silence TensorFlow's start-up and log lines (before it is imported). Its
-    start-up lines (oneDNN, CUDA drivers) come from C++ logging that ignores
-    TF_CPP_MIN_LOG_LEVEL and writes to file descriptor 2 itself: for a ``method`` that uses
-    TensorFlow it is imported here, with that descriptor sent to /dev/null for the import."""
-    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
-    import logging
-
-    logging.getLogger("tensorflow").setLevel(logging.ERROR)
+    """--quiet: silence TensorFlow's start-up and log lines (``app.core.quiet``), importing it
+    now, with its start-up lines muted, for a ``method`` that uses it."""
+    from app.core.quiet import quiet_tensorflow as quiet
     from models.registry import GP_METHODS
 
-    if method in GP_METHODS and "tensorflow" not in sys.modules:
-        sys.stderr.flush()
-        saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
-        try:
-            os.dup2(devnull, 2)
-            import tensorflow  # noqa: F401  (its start-up lines go to /dev/null)
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-            os.close(devnull)
+    quiet(import_now=method in GP_METHODS)
