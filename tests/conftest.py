@@ -109,11 +109,10 @@ def settings(database_url: str):  # type: ignore[no-untyped-def]
 
     # warm_startup_s=0: a test's application serves at once (routes built as requests reach
     # them); tests/ui/test_warm.py covers the start-up warm-up with its own settings.
-    # spare_job_process=False: a test's application lives for a few requests, so the spare child
-    # it would start after its first job (an interpreter importing every model, 1.3 s of CPU)
-    # was ended unused at its close; tests/api/test_spare_process.py covers the spare.
+    # Jobs fork from the process's job starter (the default), shared by every test's
+    # application: a job costs a fork, not an interpreter importing every model (1.3 s of CPU).
     return Settings(database_url=database_url, environment="test", max_body_bytes=8 * 1024 * 1024,
-                    warm_startup_s=0, spare_job_process=False)
+                    warm_startup_s=0)
 
 
 BROKER_URL = os.environ.get("CROWDQRELS_TEST_BROKER_URL", "redis://127.0.0.1:6379/15")
@@ -153,7 +152,7 @@ def runner_settings(request: pytest.FixtureRequest):  # type: ignore[no-untyped-
         extra = {"jobs": "celery", "broker_url": BROKER_URL,
                  "celery_queue": request.getfixturevalue("celery_queue")}
     return Settings(database_url=url, environment="test", warm_startup_s=0,
-                    spare_job_process=False, **extra)  # as in `settings`
+                    **extra)  # as in `settings`
 
 
 @pytest.fixture

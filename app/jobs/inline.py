@@ -1,19 +1,17 @@
-"""The embedded runner: each job (a fit or a feature build) in a fresh child interpreter
-(`python -m app.jobs.child KIND ID`), a few at a time.
+"""The embedded runner: each job (a fit, a feature build, an evaluation) in a process of its own,
+a few at a time.
 
-A child process keeps TensorFlow out of the API process, lets a cancel stop a fit at once
-(terminate), and survives a model that crashes the interpreter. A plain subprocess rather than
-multiprocessing: nothing of the parent (its __main__, its threads) is re-imported or inherited.
-
-Starting an interpreter and importing the job's modules costs about 0.9 s, more than a warm
-refit itself. Once a first job has run, the runner keeps one child started ahead (a spare,
-``settings.spare_job_process``): it imports while nothing waits for it, then takes the next job
-on its standard input. It is still one job per process, so a cancel or a crash is as before.
+A process per job keeps TensorFlow out of the API process, lets a cancel stop a fit at once
+(terminate), and survives a model that crashes the interpreter. The process is forked from the
+job starter (``app.jobs.starter``: an interpreter that has imported every job's modules once, so
+a job starts in milliseconds instead of the second an interpreter and its imports cost), or,
+where there is no ``os.fork`` or ``settings.job_starter`` is off, a fresh interpreter
+(``python -m app.jobs.child KIND ID``). Nothing of the API process (its ``__main__``, its
+threads) is inherited either way: the starter is a fresh interpreter of its own.
 """
 
 from __future__ import annotations
 
-import contextlib
 import queue
 import subprocess
 import sys
@@ -26,6 +24,9 @@ from app.core.config import Settings
 from app.core.db import get_sessionmaker
 from app.core.metrics import process_ended
 from app.jobs.kinds import KINDS, get_kind
+from app.jobs.starter import StartedJob, StarterGone, can_fork, starter_for
+
+JobProcess = subprocess.Popen[bytes] | StartedJob
 
 
 def child_environment(database_url: str) -> dict[str, str]:
@@ -41,13 +42,12 @@ class InlineRunner:
         self.database_url = settings.database_url
         self.max_parallel = settings.max_parallel_fits
         self._queue: queue.Queue[tuple[str, int] | None] = queue.Queue()
-        self._running: dict[tuple[str, int], subprocess.Popen[bytes]] = {}
+        self._running: dict[tuple[str, int], JobProcess] = {}
         self._cancelled: set[tuple[str, int]] = set()
         self._lock = threading.Lock()
         self._slots = threading.Semaphore(self.max_parallel)
         self._dispatcher: threading.Thread | None = None
-        self.keep_spare = settings.spare_job_process
-        self._spare: subprocess.Popen[bytes] | None = None
+        self.use_starter = settings.job_starter and can_fork()
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -64,10 +64,6 @@ class InlineRunner:
             process.terminate()
             process.wait(timeout=10)
             self._mark_failed(key, "the API stopped while the job was running")
-        with self._lock:
-            spare, self._spare = self._spare, None
-        if spare is not None:
-            _end(spare)
         if self._dispatcher is not None:
             self._dispatcher.join(timeout=10)
 
@@ -110,32 +106,23 @@ class InlineRunner:
                 if item in self._cancelled:
                     self._slots.release()
                     continue
-                process = self._child_for(*item)
+                process = self._process_for(*item)
                 self._running[item] = process
-                if self.keep_spare:  # the next job's process imports while this one runs
-                    self._spare = subprocess.Popen(
-                        [sys.executable, "-m", "app.jobs.child"], stdin=subprocess.PIPE,
-                        env=child_environment(self.database_url))
             threading.Thread(target=self._watch, args=(item, process), daemon=True).start()
 
-    def _child_for(self, kind: str, job_id: int) -> subprocess.Popen[bytes]:
-        """The process of a job (called holding the lock): the spare, given the job on its
-        standard input, or, without a live one, a new child started with the job."""
-        spare, self._spare = self._spare, None
-        if spare is not None:
+    def _process_for(self, kind: str, job_id: int) -> JobProcess:
+        """The job's process (called holding the lock): forked by the job starter, or, without
+        one, a fresh interpreter."""
+        if self.use_starter:
+            env = child_environment(self.database_url)
             try:
-                if spare.poll() is None:
-                    assert spare.stdin is not None
-                    spare.stdin.write(f"{kind} {job_id}\n".encode())
-                    spare.stdin.close()
-                    return spare
-            except OSError:  # it died meanwhile: a fresh child instead
-                pass
-            _end(spare)
+                return starter_for(env).start(kind, job_id, env)
+            except StarterGone:
+                pass  # it died (e.g. killed): this job in a fresh interpreter, the next forks anew
         return subprocess.Popen([sys.executable, "-m", "app.jobs.child", kind, str(job_id)],
                                 env=child_environment(self.database_url))
 
-    def _watch(self, key: tuple[str, int], process: subprocess.Popen[bytes]) -> None:
+    def _watch(self, key: tuple[str, int], process: JobProcess) -> None:
         process.wait()
         process_ended(process.pid)
         with self._lock:
@@ -156,15 +143,3 @@ class InlineRunner:
             )
             session.commit()
 
-
-def _end(spare: subprocess.Popen[bytes]) -> None:
-    """Stop a spare that has no job (it exits at the end of its input; terminate if it does not
-    at once) and release its pipe."""
-    if spare.stdin is not None:
-        with contextlib.suppress(OSError):
-            spare.stdin.close()
-    try:
-        spare.wait(timeout=0.5)
-    except subprocess.TimeoutExpired:
-        spare.terminate()
-        spare.wait(timeout=10)

@@ -32,9 +32,9 @@ ADMIN = Principal(name="admin", scope="admin")
 
 @pytest.fixture
 def auth_settings(database_url: str) -> Settings:
-    # No start-up warm-up and no spare job process, as tests/conftest.py's `settings`.
+    # No start-up warm-up, as tests/conftest.py's `settings`.
     return Settings(database_url=database_url, environment="test", auth="required",
-                    max_body_bytes=8 * 1024 * 1024, warm_startup_s=0, spare_job_process=False)
+                    max_body_bytes=8 * 1024 * 1024, warm_startup_s=0)
 
 
 @pytest.fixture
