@@ -82,7 +82,8 @@ def oracle(synth, scores: np.ndarray | None) -> np.ndarray:  # type: ignore[no-u
     return np.column_stack([1.0 - p1, p1])
 
 
-def fit(method: str, data, runs, seed: int):  # type: ignore[no-untyped-def]
+def fit(method: str, data, runs, seed: int,  # type: ignore[no-untyped-def]
+        params: dict | None = None):
     """(P (J, 2), the GP's joint loadings ``models.gp.joint`` or None, the share they keep)."""
     from models.features import build_features
     from models.registry import make_aggregator  # noqa: I001
@@ -94,7 +95,8 @@ def fit(method: str, data, runs, seed: int):  # type: ignore[no-untyped-def]
     from models.registry import get_method
 
     seeded = "random_state" in get_method(method).params
-    model = make_aggregator(method, {"random_state": seed} if seeded else {})
+    model = make_aggregator(method, {**({"random_state": seed} if seeded else {}),
+                                     **(params or {})})
     proba = np.asarray(model.fit(data).proba_, dtype=np.float64)
     joint = None
     if method in ("magp", "lk", "gpmv"):
@@ -118,7 +120,7 @@ def one_seed(method: str, n_tasks: int, seed: int, args: argparse.Namespace) -> 
     if method in ("oracle", "oracle-noruns"):
         proba, joint = oracle(synth, run_scores if method == "oracle" else None), None
     else:
-        proba, joint = fit(method, data, runs, seed)
+        proba, joint = fit(method, data, runs, seed, json.loads(args.params or "{}"))
     fit_s = time.perf_counter() - start
     loadings = None if joint is None else JointLoadings(data.topic_ids, data.doc_ids, joint[0])
     post = Posterior(topics=data.topic_ids, docs=data.doc_ids, proba=proba,
@@ -165,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--noise", type=float, nargs=2, default=[4.0, 8.0])
     parser.add_argument("--kinds", nargs="+", default=list(KINDS), choices=KINDS,
                         help="interval kinds (posterior+joint: GP methods only)")
+    parser.add_argument("--params", help="model parameters (JSON) for every fitted method")
     parser.add_argument("--json", help="write every interval here")
     args = parser.parse_args(argv)
     rows: list[dict] = []
