@@ -134,6 +134,7 @@ def test_a_gp_fit_is_drawn_jointly_as_by_the_cli(client, tmp_path: Path) -> None
     assert evaluate(client, {**body, "aggregation": ds})["report"]["draws"] == "independent"
     done = evaluate(client, {**body, "aggregation": created["id"]})
     assert done["report"]["draws"] == "joint-gp"
+    assert "drawn jointly from the GP fit" in client.get(f"/ui/evaluations/{done['id']}").text
 
     judgments, _ = judgments_and_gold()
     (tmp_path / "j.tsv").write_text(judgments)
