@@ -81,8 +81,7 @@ class JointLoadings:
                     raise ValueError(f"unknown joint-posterior format {meta.get('kind')!r}")
                 return cls(topics=npz["topics"].astype(object),
                            docs=npz["docs"].astype(object), loadings=npz["loadings"])
-        except (KeyError, OSError, EOFError, zipfile.BadZipFile, UnicodeDecodeError,
-                json.JSONDecodeError) as exc:
+        except (ValueError, KeyError, OSError, EOFError, zipfile.BadZipFile) as exc:
             raise ValueError(f"not a joint posterior ({exc})") from None
 
 

@@ -179,7 +179,7 @@ def evaluate_runs(posterior: Posterior, runs: Mapping[str, Mapping[str, Sequence
     if parameters is not None and joint is not None:
         raise ValueError("give annotator-parameter draws or joint GP draws, not both")
     latent = (JointDraws(posterior, joint, n_draws, np.random.default_rng([int(seed or 0), 0, 2]))
-              if joint is not None and stochastic else None)
+              if joint is not None and joint.rank > 0 and stochastic else None)  # rank 0: no g
 
     value = {m.name: np.full((len(run_names), len(topics)), np.nan) for m in measures}
     draws = ({m.name: np.full((n_draws, len(run_names), len(topics)), np.nan)
