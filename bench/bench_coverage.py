@@ -7,7 +7,9 @@ gold; ``oracle``: the generator's exact posterior, the bound a calibrated poster
 the run scores on the true labels, the posterior intervals (independent per-task draws), the
 posterior intervals whose draws also draw the annotators' confusion matrices
 (``posterior+theta``, ``models.evaluation.parameters``), for GP fits those drawn jointly from
-the GP's posterior of f (``posterior+joint``, ``models.evaluation.joint``), and the
+the GP's posterior of f (``posterior+joint``, ``models.evaluation.joint``; as a bound,
+``joint+truth-calibrated``: the same with P(relevant) mapped by an isotonic regression on every
+task's truth, what a perfect calibration map of the fit would give), and the
 prediction-powered ones from a random ``--gold-share`` of the pairs labelled with the truth.
 Prints, per method, measure and interval kind, the share of (seed, run) intervals that hold the
 true mean over topics and their mean width; ``--json`` writes the rows.
@@ -32,7 +34,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-KINDS = ("posterior", "posterior+theta", "ppi", "posterior+joint")
+KINDS = ("posterior", "posterior+theta", "ppi", "posterior+joint", "joint+truth-calibrated")
 NOISE = (0.3, 0.6, 0.9, 1.2, 1.6, 2.5)
 N_TOPICS = 20
 
@@ -136,10 +138,17 @@ def one_seed(method: str, n_tasks: int, seed: int, args: argparse.Namespace) -> 
              ("ppi", gold, None, None)]
     if loadings is not None:
         kinds.append(("posterior+joint", None, None, loadings))
+        kinds.append(("joint+truth-calibrated", None, None, loadings))
     for kind, gold_class, params, joint_draws in kinds:
         if kind not in args.kinds:
             continue
-        scores = evaluate_runs(post, runs, measures, samples=args.samples, seed=seed,
+        draw_from = post
+        if kind == "joint+truth-calibrated":  # a bound: P mapped by isotonic regression on the
+            from models.calibration import Isotonic  # truth of every task (in sample)
+
+            p = Isotonic.fit(proba[:, 1], truth)(proba[:, 1])
+            draw_from = Posterior.binary(data.topic_ids, data.doc_ids, p)
+        scores = evaluate_runs(draw_from, runs, measures, samples=args.samples, seed=seed,
                                gold_class=gold_class, parameters=params, joint=joint_draws)
         for row in report(scores)["results"]:
             if row["topic"] != "all":
