@@ -16,7 +16,9 @@ from app.core.errors import Conflict, InvalidInput
 def predict_for(session: Session, *, aggregation: Aggregation,
                 features: list[list[float]], topics: list[str] | None = None) -> dict[str, Any]:
     require_succeeded(aggregation)
-    artifact = session.get(AggregationArtifact, aggregation.id)
+    from models.gp.predictor import KIND
+
+    artifact = session.get(AggregationArtifact, (aggregation.id, KIND))
     if artifact is None:
         fallback = (aggregation.info or {}).get("fallback")
         why = (f"it was fitted without features (fallback {fallback!r})" if fallback

@@ -91,6 +91,14 @@ def store_results(session: Session, *, aggregation: Aggregation, snapshot: Snaps
 
         session.add(AggregationArtifact(aggregation_id=aggregation.id, kind=KIND,
                                         payload=export(model).to_bytes()))
+    from models.gp.joint import joint_posterior
+
+    joint = joint_posterior(aggregation.method, data, model)
+    if joint is not None:  # what evaluation draws need to move tasks sharing features together
+        from models.evaluation.joint import KIND as JOINT_KIND
+
+        session.add(AggregationArtifact(aggregation_id=aggregation.id, kind=JOINT_KIND,
+                                        payload=joint.to_bytes()))
 
     evaluation = None if scores.evaluation is None else scores.evaluation.as_dict()
     if evaluation is not None:

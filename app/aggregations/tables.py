@@ -83,11 +83,13 @@ class AggregationAnnotator(Base):
 
 
 class AggregationArtifact(Base):
-    """What predict needs from a fitted model (numpy arrays, npz bytes)."""
+    """Numpy arrays (npz bytes) a fitted model leaves for later use, one per kind: a GP fit's
+    predictor (``models.gp.predictor.KIND``, for predict) and the joint posterior of its tasks
+    (``models.evaluation.joint.KIND``, for evaluation draws)."""
 
     __tablename__ = "aggregation_artifacts"
 
     aggregation_id: Mapped[int] = mapped_column(
         ForeignKey("aggregations.id", ondelete="CASCADE"), primary_key=True)
-    kind: Mapped[str] = mapped_column(String(50))
+    kind: Mapped[str] = mapped_column(String(50), primary_key=True)
     payload: Mapped[bytes] = mapped_column(LargeBinary)

@@ -72,7 +72,14 @@ def _checked_params(args: argparse.Namespace) -> dict[str, Any]:
         print(f"warning: --grade {args.grade} applies to graded qrels only (--graded): ignored",
               file=sys.stderr)
     check_outputs({"--output": args.output, "--annotators": args.annotators,
-                   "--tasks": args.tasks}, stdout=True)
+                   "--tasks": args.tasks, "--joint": args.joint}, stdout=True)
+    if args.joint == "-":
+        raise UsageError("--joint writes a binary file: give a path")
+    from models.gp.joint import JOINT_METHODS
+
+    if args.joint and args.method not in JOINT_METHODS:
+        raise UsageError(f"--joint: method {args.method!r} has no joint posterior over tasks "
+                         f"(GP methods {', '.join(JOINT_METHODS)})")
     if bool(args.topics) != bool(args.documents):
         raise UsageError("--topics and --documents go together (lexical features need both)")
     from models.registry import InvalidParams, UnknownMethod, validate_params
@@ -130,7 +137,9 @@ def _aggregate(args: argparse.Namespace) -> int:
     finally:
         bar.close()
     published = fitted.published  # a task without evidence, or unselected: no qrels line
-    outputs = _outputs(args, fitted, published)
+    outputs: list[tuple[str, str | bytes]] = list(_outputs(args, fitted, published))
+    if args.joint:
+        outputs.append((args.joint, _joint_bytes(fitted)))
     lines = _fit_lines(args, fitted)
     if args.folds is None and spec.params.get("use_gold") and data.gold is not None:
         print("warning: gold clamped and scored on the same tasks (in-sample, inflated); "
@@ -170,6 +179,22 @@ def _outputs(args: argparse.Namespace, fitted: Fitted, published: np.ndarray
                                   result.task_columns)
         outputs.append((args.tasks, tsv_text(header, rows)))
     return outputs
+
+
+def _joint_bytes(fitted: Fitted) -> bytes:
+    """The npz of ``models.evaluation.joint.JointLoadings`` (the fit without a GP over tasks:
+    no loadings, so ``evaluate`` draws each task on its own, as it would without the file)."""
+    import numpy as np
+
+    from models.evaluation.joint import JointLoadings
+    from models.gp.joint import joint_posterior
+
+    joint = joint_posterior(fitted.spec.method, fitted.data, fitted.model)
+    if joint is not None:
+        return bytes(joint.to_bytes())
+    data = fitted.data
+    return JointLoadings(data.topic_ids, data.doc_ids,
+                         np.zeros((data.n_tasks, 0), dtype=np.float32)).to_bytes()
 
 
 def _fit_lines(args: argparse.Namespace, fitted: Fitted) -> list[str]:
@@ -271,6 +296,10 @@ def add_command(subparsers: argparse._SubParsersAction) -> None:  # type: ignore
                                             "standard output; the report then goes to stderr)")
     aggregate.add_argument("--annotators", help="write the per-annotator TSV here")
     aggregate.add_argument("--tasks", help="write the per-task TSV here")
+    aggregate.add_argument("--joint", metavar="NPZ",
+                           help="binary GP fits: write the joint posterior of the tasks here "
+                                "(npz), for `evaluate --tasks T --joint NPZ`: draws in which "
+                                "tasks that share features move together")
     aggregate.add_argument("--seed", type=seed_arg,
                            help="0 to 2**32 - 1: random_state of the method, if it has one, "
                                 "and of the held-out folds (--folds; without a seed: the "

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import numpy as np
 
+    from models.evaluation.joint import JointLoadings
     from models.evaluation.uncertainty import Posterior
 
 
@@ -38,6 +39,10 @@ def add_command(subparsers: argparse._SubParsersAction) -> None:  # type: ignore
                                "fixed --qrels have nothing to draw)")
     evaluate.add_argument("--seed", type=seed_arg, default=0,
                           help="seed of the draws, 0 to 2**32 - 1 (default 0)")
+    evaluate.add_argument("--joint", metavar="NPZ",
+                          help="the GP fit's joint posterior (`aggregate --joint NPZ`, with "
+                               "--tasks of the same fit): the draws move tasks that share "
+                               "features together, as the service's evaluation of a GP fit does")
     evaluate.add_argument("--gold", help="reference qrels for Kendall's tau (default: the gold "
                                          "column of --tasks, if any)")
     evaluate.add_argument("--interval", choices=("posterior", "ppi"), default="posterior",
@@ -99,10 +104,11 @@ def _evaluate(args: argparse.Namespace) -> int:
         raise UsageError(file_error(exc, current)) from None
 
     gold_class = _ppi_gold(args, posterior, gold, samples) if args.interval == "ppi" else None
+    joint = _joint(args.joint, posterior) if args.joint else None
     bar = ProgressBar("evaluate", enabled=not args.quiet)
     try:
         scores = evaluate_runs(posterior, runs, measures, samples=samples, seed=args.seed,
-                               progress=bar, gold_class=gold_class)
+                               progress=bar, gold_class=gold_class, joint=joint)
     finally:
         bar.close()
     reference = None
@@ -120,6 +126,23 @@ def _evaluate(args: argparse.Namespace) -> int:
         text = format_trec(result["results"])
     write_outputs([(args.output or "-", text)])
     return 0
+
+
+def _joint(path: str, posterior: Posterior) -> JointLoadings:
+    """The loadings of ``aggregate --joint``; a usage error for a file that is not one, or a
+    posterior they cannot draw (fixed --qrels, graded)."""
+    from app.cli.errors import UsageError
+    from models.evaluation.joint import JointLoadings
+
+    if len(posterior.classes) != 2 or posterior.relevant_index != 1:
+        raise UsageError("--joint draws binary posteriors only (the --tasks of a binary GP fit)")
+    try:
+        with open(path, "rb") as f:
+            return JointLoadings.from_bytes(f.read())
+    except OSError as exc:
+        raise UsageError(f"--joint {path}: {exc.strerror}") from None
+    except ValueError as exc:
+        raise UsageError(f"--joint {path}: {exc}; write one with `aggregate --joint`") from None
 
 
 def _ppi_gold(args: argparse.Namespace, posterior: Posterior,

@@ -40,12 +40,12 @@ def check_outputs(outputs: dict[str, str | None], *, stdout: bool = False) -> No
         seen[key] = option
 
 
-def write_outputs(files: list[tuple[str, str]]) -> None:
-    """Write (path, text) pairs all or nothing: each into a temporary file in its directory,
-    then all renamed over their targets (``-``: standard output, last; a path that is not a
-    regular file, such as /dev/stdout, written in place)."""
+def write_outputs(files: list[tuple[str, str | bytes]]) -> None:
+    """Write (path, text or bytes) pairs all or nothing: each into a temporary file in its
+    directory, then all renamed over their targets (``-``: standard output, last; a path that
+    is not a regular file, such as /dev/stdout, written in place)."""
     staged: list[tuple[str, Path]] = []
-    direct: list[tuple[str, str]] = []
+    direct: list[tuple[str, str | bytes]] = []
     try:
         for target, text in files:
             path = Path(target)
@@ -54,7 +54,7 @@ def write_outputs(files: list[tuple[str, str]]) -> None:
                 continue
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
             staged.append((tmp, path))
-            with os.fdopen(fd, "w") as f:
+            with os.fdopen(fd, "wb" if isinstance(text, bytes) else "w") as f:
                 f.write(text)
             os.chmod(tmp, path.stat().st_mode & 0o7777 if path.exists() else _default_mode())
         for tmp, path in staged:
@@ -65,10 +65,13 @@ def write_outputs(files: list[tuple[str, str]]) -> None:
         raise
     for target, text in direct:
         if target == "-":
-            sys.stdout.write(text)
+            if isinstance(text, bytes):
+                sys.stdout.buffer.write(text)
+            else:
+                sys.stdout.write(text)
             sys.stdout.flush()
         else:
-            with open(target, "w") as f:
+            with open(target, "wb" if isinstance(text, bytes) else "w") as f:
                 f.write(text)
 
 

@@ -10,6 +10,7 @@ from app.corpus.service import known_topics, load_runs
 from app.evaluations.service import (
     encode_result,
     gold_posterior,
+    joint_loadings,
     load_posterior,
     ppi_gold,
     source_refs,
@@ -44,6 +45,7 @@ def _evaluate(context: JobContext) -> dict[str, Any]:
     measures = parse_measures(evaluation.measures)
     gold_class = (ppi_gold(session, collection=collection, posterior=posterior)
                   if evaluation.interval == "ppi" else None)
+    joint = joint_loadings(session, source=evaluation.source, posterior=posterior)
     timings["load_s"] = time.perf_counter() - start
 
     start = time.perf_counter()
@@ -51,7 +53,7 @@ def _evaluate(context: JobContext) -> dict[str, Any]:
     scores = evaluate_runs(posterior, runs, measures, samples=evaluation.samples,
                            seed=evaluation.seed,
                            progress=lambda f, m: context.progress(0.95 * f, m),
-                           gold_class=gold_class)
+                           gold_class=gold_class, joint=joint)
     reference = (evaluate_runs(gold, runs, measures, samples=0) if gold is not None else None)
     result = report(scores, reference=reference)
     result["unknown_topics"] = {r: n for r, n in unknown.items() if n}
@@ -63,5 +65,5 @@ def _evaluate(context: JobContext) -> dict[str, Any]:
                    "common_topics": result["common_topics"],
                    "unknown_topics": result["unknown_topics"],
                    "unjudged_topics": result["unjudged_topics"], "gold": reference is not None,
-                   "interval": evaluation.interval},
+                   "interval": evaluation.interval, "draws": result["draws"]},
     }

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from app.aggregations.gold import uses_gold
 from app.aggregations.service import require_succeeded
-from app.aggregations.tables import Aggregation, AggregationTask
+from app.aggregations.tables import Aggregation, AggregationArtifact, AggregationTask
 from app.collections.tables import Collection
 from app.core.errors import Conflict, InvalidInput, NotFound
 from app.corpus.tables import Run
@@ -23,6 +23,8 @@ from app.evaluations.tables import Evaluation
 from app.jobs.runner import JobRunner, submit_job
 from app.judgments.tables import Document, Task, Topic
 from models.evaluation import relevant_index
+from models.evaluation.joint import KIND as JOINT_KIND
+from models.evaluation.joint import JointLoadings
 from models.evaluation.measures import UnknownMeasure, parse_measures
 from models.evaluation.ppi import PPINeedsGold, check_gold, gold_classes
 from models.evaluation.uncertainty import Posterior, combine
@@ -153,6 +155,18 @@ def load_posterior(session: Session, *, collection: Collection, source: Any) -> 
             posteriors.append(aggregation_posterior(session, collection=collection,
                                                     aggregation=aggregation))
     return posteriors[0] if mode is None else combine(posteriors, mode)
+
+
+def joint_loadings(session: Session, *, source: Any,
+                   posterior: Posterior) -> JointLoadings | None:
+    """The joint posterior a binary GP fit stored (``models.evaluation.joint.JointLoadings``),
+    so that the evaluation's draws move tasks sharing features together; None for any other
+    source (gold, a combination, a fit without one: independent per-task draws)."""
+    mode, refs = source_refs(source)
+    if mode is not None or refs == ["gold"] or len(posterior.classes) != 2:
+        return None
+    artifact = session.get(AggregationArtifact, (refs[0], JOINT_KIND))
+    return None if artifact is None else JointLoadings.from_bytes(artifact.payload)
 
 
 def posterior_rows(posterior: Posterior) -> list[dict[str, Any]]:

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from models.evaluation.joint import JointDraws, JointLoadings
 from models.evaluation.measures import Measure
 from models.evaluation.parameters import AnnotatorDraws, draw_tilted
 from models.evaluation.ppi import PPI_DRAWS, interval, projections, recalibrate
@@ -51,6 +52,9 @@ class RunScores:
     ppi_all: dict[str, np.ndarray] | None = None
     ppi_q: np.ndarray | None = None
     ppi_pairs: int = 0
+    # how the draws were made: "independent" per task, "annotator-parameters" (tilted by drawn
+    # confusion matrices) or "joint-gp" (one draw of a GP's latent function for all tasks)
+    draw_kind: str = "independent"
 
     def answered(self) -> np.ndarray:
         """(R, T) True where a run answered a judged topic: the topics of its mean."""
@@ -144,14 +148,18 @@ def evaluate_runs(posterior: Posterior, runs: Mapping[str, Mapping[str, Sequence
                   measures: Sequence[Measure], *, samples: int = 1000, seed: int | None = 0,
                   progress: Progress | None = None,
                   gold_class: np.ndarray | None = None,
-                  parameters: AnnotatorDraws | None = None) -> RunScores:
+                  parameters: AnnotatorDraws | None = None,
+                  joint: JointLoadings | None = None) -> RunScores:
     """Score every run on every judged topic it answered, for the most probable qrels and for
     ``samples`` draws from the posterior (none when it is deterministic or samples is 0).
     ``gold_class`` ((J,) class index per posterior task, -1 without gold; ``ppi.gold_classes``)
     adds what a prediction-powered interval needs (``ppi``: it needs draws of an uncertain
     posterior). ``parameters`` (``parameters.AnnotatorDraws`` with ``samples`` draws) makes
     draw s tilt every task's posterior by the same draw of the annotators' parameters, so an
-    annotator's errors move together across topics.
+    annotator's errors move together across topics. ``joint`` (a GP fit's
+    ``joint.JointLoadings``, binary posteriors) draws the qrels jointly from the GP's posterior
+    of f: one draw of the latent function for the whole collection (``default_rng([seed, 0,
+    2])``), so tasks that share features move together.
 
     ``runs`` maps a run name to {topic: [doc, ...] best first} (``app.formats.runs.TrecRun``).
     The draws of a topic come from ``default_rng([seed, i])``, i the topic's index among the
@@ -168,6 +176,10 @@ def evaluate_runs(posterior: Posterior, runs: Mapping[str, Mapping[str, Sequence
     n_draws = samples if stochastic else 0
     if parameters is not None and stochastic and parameters.samples != n_draws:
         raise ValueError(f"{parameters.samples} parameter draws for {n_draws} draws of the qrels")
+    if parameters is not None and joint is not None:
+        raise ValueError("give annotator-parameter draws or joint GP draws, not both")
+    latent = (JointDraws(posterior, joint, n_draws, np.random.default_rng([int(seed or 0), 0, 2]))
+              if joint is not None and joint.rank > 0 and stochastic else None)  # rank 0: no g
 
     value = {m.name: np.full((len(run_names), len(topics)), np.nan) for m in measures}
     draws = ({m.name: np.full((n_draws, len(run_names), len(topics)), np.nan)
@@ -196,7 +208,9 @@ def evaluate_runs(posterior: Posterior, runs: Mapping[str, Mapping[str, Sequence
             value[m.name][order, ti] = scored[mi, 0]
         if draws is not None:
             rng = np.random.default_rng([int(seed or 0), topic_seed_index[t]])
-            if parameters is not None:
+            if latent is not None:
+                labels = latent.topic_labels(rows, rng)
+            elif parameters is not None:
                 labels = draw_tilted(parameters.topic_proba(rows, posterior.proba[rows]), rng)
             else:
                 labels = draw_classes(posterior.proba[rows], n_draws, rng)
@@ -210,7 +224,9 @@ def evaluate_runs(posterior: Posterior, runs: Mapping[str, Mapping[str, Sequence
             progress((ti + 1) / len(topics), f"topic {ti + 1}/{len(topics)}")
     scores = RunScores(runs=run_names, topics=topics, measures=list(measures), value=value,
                        draws=draws, n_draws=n_draws, seed=seed, unjudged_topics=unjudged,
-                       fixed=posterior.deterministic, qrels_topics=len(all_topics))
+                       fixed=posterior.deterministic, qrels_topics=len(all_topics),
+                       draw_kind=("joint-gp" if latent is not None else "annotator-parameters"
+                                  if parameters is not None and stochastic else "independent"))
     if ppi is not None:
         ppi.finish(scores)
     return scores
@@ -362,7 +378,8 @@ def _pair_rows(scores: RunScores, m: Measure) -> list[dict[str, Any]]:
 
 def report(scores: RunScores, *, reference: RunScores | None = None) -> dict[str, Any]:
     """The JSON form: ``results`` (run, measure, topic | "all", value, mean, std, estimate,
-    low, high, interval_kind), ``pairs`` (measure, a, b, p_a_beats_b, difference, low, high,
+    low, high, interval_kind), ``draws`` (how the posterior draws were made,
+    ``RunScores.draw_kind``), ``pairs`` (measure, a, b, p_a_beats_b, difference, low, high,
     interval_kind), ``rankings`` (per measure: runs best first on the most probable qrels,
     Kendall's tau against ``reference`` (gold) and across the draws).
 
@@ -398,7 +415,8 @@ def report(scores: RunScores, *, reference: RunScores | None = None) -> dict[str
         rankings.append(_ranking(scores, m, mean_value, mean_draws, reference))
     answered = scores.answered()
     return {"results": results, "pairs": pairs, "rankings": rankings,
-            "samples": scores.n_draws, "seed": scores.seed, "topics": len(scores.topics),
+            "samples": scores.n_draws, "seed": scores.seed, "draws": scores.draw_kind,
+            "topics": len(scores.topics),
             "qrels_topics": scores.qrels_topics,
             "run_topics": {run: int(n) for run, n in zip(scores.runs, answered.sum(axis=1),
                                                          strict=True)},

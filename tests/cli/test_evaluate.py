@@ -92,3 +92,23 @@ def test_ppi_on_fixed_qrels_corrected_by_a_human_sample(tmp_path: Path) -> None:
     assert rows["all"]["estimate"] == pytest.approx(0.5)
     assert (rows["all"]["low"], rows["all"]["high"]) == (0.0, 1.0)
     assert rows["q"]["interval_kind"] == "posterior" and rows["q"]["low"] == 0.5
+
+
+def test_joint_file_errors(files: dict[str, str], tmp_path: Path,
+                           capsys: pytest.CaptureFixture[str]) -> None:
+    """`aggregate --joint` only for binary GP methods (checked before reading anything);
+    `evaluate --joint` refuses fixed --qrels' graded posterior and a file that is not one."""
+    judgments = tmp_path / "j.tsv"
+    judgments.write_text("topic\tdoc\tannotator\tlabel\nq1\ta\tw1\t1\n")
+    assert cli(["aggregate", str(judgments), "--method", "ds", "--joint",
+                str(tmp_path / "j.npz"), "--quiet"]) == 2
+    assert "no joint posterior" in capsys.readouterr().err
+    assert not (tmp_path / "j.npz").exists()
+    assert cli(["evaluate", "--qrels", files["qrels"], "--joint", files["qrels"], "--runs",
+                files["sys"], "--quiet"]) == 2  # graded fixed qrels: 3 classes
+    assert "binary posteriors only" in capsys.readouterr().err
+    tasks = tmp_path / "t.tsv"
+    tasks.write_text("topic\tdoc\tp_0\tp_1\nq1\ta\t0.3\t0.7\nq1\tb\t0.6\t0.4\n")
+    assert cli(["evaluate", "--tasks", str(tasks), "--joint", files["qrels"], "--runs",
+                files["sys"], "--quiet"]) == 2
+    assert "not a joint posterior" in capsys.readouterr().err

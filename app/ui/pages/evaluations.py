@@ -111,6 +111,9 @@ def _draws(evaluation: Any) -> dict[str, Any]:
                 else f"{requested:,} draws of the qrels requested")
     elif made:
         text = f"{made:,} draws of the qrels"
+        if report.get("draws") == "joint-gp":
+            text += (", drawn jointly from the GP fit's posterior (tasks that share features "
+                     "move together)")
     elif requested:  # requested but none made: the qrels are certain (gold, or one-hot)
         fixed = True
         text = (f"fixed qrels: no draws ({requested:,} requested; every draw would be the "

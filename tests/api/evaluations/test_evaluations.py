@@ -120,6 +120,43 @@ def test_evaluation_job_matches_the_cli(client, tmp_path: Path) -> None:
     assert full["pairs"] == offline["pairs"]
 
 
+def test_a_gp_fit_is_drawn_jointly_as_by_the_cli(client, tmp_path: Path) -> None:
+    """LK with topic intercepts (a GP over the tasks' topics) stores its joint posterior; the
+    evaluation job draws from it ("draws": "joint-gp"; a DS fit: "independent"), and
+    `crowdqrels evaluate --joint` with the file `aggregate --joint` wrote from the same fit gives
+    the same numbers. A file that is not one is a usage error."""
+    ds = setup_collection(client)
+    params = {"class_prior_by": "topic", "n_iter": 5}
+    created = client.post(f"{API}/collections/ev/aggregations",
+                          json={"method": "lk", "params": params, "seed": 1}).json()
+    assert wait_for(client, created["id"])["status"] == "succeeded"
+    body = {"runs": ["bm25"], "measures": ["P@10", "AP"], "samples": 200, "seed": 3}
+    assert evaluate(client, {**body, "aggregation": ds})["report"]["draws"] == "independent"
+    done = evaluate(client, {**body, "aggregation": created["id"]})
+    assert done["report"]["draws"] == "joint-gp"
+    assert "drawn jointly from the GP fit" in client.get(f"/ui/evaluations/{done['id']}").text
+
+    judgments, _ = judgments_and_gold()
+    (tmp_path / "j.tsv").write_text(judgments)
+    tasks, joint = tmp_path / "tasks.tsv", tmp_path / "joint.npz"
+    assert cli(["aggregate", str(tmp_path / "j.tsv"), "--method", "lk", "--params",
+                json.dumps(params), "--seed", "1", "--tasks", str(tasks), "--joint", str(joint),
+                "--quiet"]) == 0
+    run = tmp_path / "bm25.run"
+    run.write_text(run_text("bm25", 0, ["t0", "t1", "t2", "t3"]))
+    out = tmp_path / "out.json"
+    assert cli(["evaluate", "--tasks", str(tasks), "--joint", str(joint), "--runs", str(run),
+                "--measures", "P@10", "AP", "--samples", "200", "--seed", "3", "--output",
+                str(out), "--quiet"]) == 0
+    offline = json.loads(out.read_text())
+    assert offline["draws"] == "joint-gp"
+    for ours, theirs in zip(done["results"], [r for r in offline["results"]
+                                              if r["topic"] == "all"], strict=True):
+        assert ours == pytest.approx(theirs, abs=1e-6)
+    assert cli(["evaluate", "--tasks", str(tasks), "--joint", str(tasks), "--runs", str(run),
+                "--quiet"]) == 2
+
+
 def test_gold_and_union_sources(jobs_client) -> None:
     client = jobs_client  # every job runner: inline on both databases, Celery
     aggregation = setup_collection(client)

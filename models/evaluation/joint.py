@@ -1,0 +1,108 @@
+"""Joint draws of the qrels from a GP fit: tasks that share features move together.
+
+Independent per-task draws treat the GP's errors as independent coins, but its tasks share
+one latent function g (and the fit's uncertainty about g is shared by every task whose
+features load on the same inducing directions): a run's score then varies across draws far
+less than across the ways the truth may differ from the fit. A GP fit stores the loadings
+ρ (n_tasks, k) of its joint posterior (``models.gp.joint``); a draw s takes one
+ζ^s ~ N(0, I_k) for the whole collection and, per task,
+
+    z_i^s = ρ_i ζ^s + √(1 − |ρ_i|²) ξ_i^s,      label_i^s = [z_i^s + Φ⁻¹(p_i) > 0],
+
+with ξ independent and p_i the task's stored P(relevant). z_i is the standardised f_i (plus
+the read-out noise r), so for an uncalibrated fit label_i = [f_i^s > 0] (r = 0) is the label
+read from one joint draw of f; marginally P(label_i = 1) = p_i exactly, whatever read-out or
+calibration map made p_i (a Gaussian copula with the GP's correlations). Binary posteriors only.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import ndtri
+
+from models.evaluation.uncertainty import Posterior
+
+KIND = "gp-joint-v1"
+
+
+@dataclass(frozen=True)
+class JointLoadings:
+    """Per fitted task (topic, doc) its row of loadings ρ_i (|ρ_i| ≤ 1)."""
+
+    topics: np.ndarray  # (n,) str
+    docs: np.ndarray  # (n,) str
+    loadings: np.ndarray  # (n, k) float32
+
+    def __post_init__(self) -> None:
+        n = len(self.topics)
+        if self.docs.shape != (n,) or self.loadings.ndim != 2 or self.loadings.shape[0] != n:
+            raise ValueError("topics, docs and loadings must describe the same tasks")
+
+    @property
+    def rank(self) -> int:
+        return int(self.loadings.shape[1])
+
+    def aligned(self, posterior: Posterior) -> np.ndarray:
+        """(J, k) the loadings of the posterior's tasks; a task the fit did not store: zeros
+        (an independent draw)."""
+        index = {key: i for i, key in enumerate(zip(self.topics.tolist(), self.docs.tolist(),
+                                                    strict=True))}
+        out = np.zeros((posterior.n_tasks, self.rank), dtype=np.float64)
+        for j, key in enumerate(zip(posterior.topics.tolist(), posterior.docs.tolist(),
+                                    strict=True)):
+            i = index.get((str(key[0]), str(key[1])))
+            if i is not None:
+                out[j] = self.loadings[i]
+        norm = np.sqrt(np.sum(out * out, axis=1))
+        return out / np.maximum(norm, 1.0)[:, None]  # |ρ| ≤ 1 (float32 rounding)
+
+    # -- storage --------------------------------------------------------------------------
+    def to_bytes(self) -> bytes:
+        buffer = io.BytesIO()
+        meta = {"kind": KIND}
+        np.savez_compressed(buffer, topics=np.asarray(self.topics, dtype=str),
+                            docs=np.asarray(self.docs, dtype=str),
+                            loadings=np.asarray(self.loadings, dtype=np.float32),
+                            meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8))
+        return buffer.getvalue()
+
+    @classmethod
+    def from_bytes(cls, payload: bytes) -> JointLoadings:
+        """ValueError for bytes that are not ``to_bytes``'s."""
+        try:
+            with np.load(io.BytesIO(payload), allow_pickle=False) as npz:
+                meta = json.loads(npz["meta"].tobytes().decode())
+                if meta.get("kind") != KIND:
+                    raise ValueError(f"unknown joint-posterior format {meta.get('kind')!r}")
+                return cls(topics=npz["topics"].astype(object),
+                           docs=npz["docs"].astype(object), loadings=npz["loadings"])
+        except (ValueError, KeyError, OSError, EOFError, zipfile.BadZipFile) as exc:
+            raise ValueError(f"not a joint posterior ({exc})") from None
+
+
+class JointDraws:
+    """The draws of one evaluation: ζ (S, k) shared by all topics, and per topic the labels."""
+
+    def __init__(self, posterior: Posterior, loadings: JointLoadings, samples: int,
+                 rng: np.random.Generator) -> None:
+        if len(posterior.classes) != 2 or posterior.relevant_index != 1:
+            raise ValueError("joint draws need a binary posterior")
+        self.rho = loadings.aligned(posterior)
+        self.own = np.sqrt(np.maximum(1.0 - np.sum(self.rho * self.rho, axis=1), 0.0))
+        self.threshold = ndtri(np.clip(posterior.p_relevant(), 0.0, 1.0))  # Φ⁻¹(p): ±inf at 0, 1
+        self.zeta = rng.standard_normal((samples, loadings.rank))
+
+    @property
+    def samples(self) -> int:
+        return int(self.zeta.shape[0])
+
+    def topic_labels(self, rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """(S, len(rows)) class indices (1 = relevant) of the tasks ``rows`` in every draw."""
+        z = self.zeta @ self.rho[rows].T
+        z += self.own[rows][None, :] * rng.standard_normal((self.samples, len(rows)))
+        return (z + self.threshold[rows][None, :] > 0).astype(np.int8)

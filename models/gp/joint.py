@@ -1,0 +1,85 @@
+"""The joint posterior of a fitted GP's latent f over the tasks it judged, as loadings of a
+Gaussian copula (``models.evaluation.joint`` draws qrels from it, in numpy).
+
+q(f) of ``models.gp.training`` is not independent across tasks: with whitened inducing values
+v (u = L v, L = chol(K_ZZ)), q(v) = N(LB⁻ᵀ c, B⁻¹) with B = I + A diag(β) Aᵀ, A = L⁻¹ K_ZX, and
+per task
+
+    g_i = m0_i + A_iᵀ v + √d_i ε_i,              d_i = k(x_i, x_i) − A_iᵀ A_i  (Nyström residual)
+    f_i = a_i g_i + τ² b_i + √(τ² a_i) η_i,      a_i = 1 − τ² β_i   (q(e_i | g_i), exact)
+
+(ε, η independent standard normals; the residuals are treated as independent given v, the
+usual sampling approximation of a sparse GP; for the full GP, Z = X, d = 0). So
+f − m_f = F ζ + (independent per task) with ζ ~ N(0, I_m) and F_i = a_i (LB⁻¹ A_i)ᵀ: tasks
+whose features load on the same inducing directions move together, and one draw of ζ is one
+draw of the smooth function g. The rows stored are ρ_i = F_i^(k) / √(v_f,i + r): the top-``rank``
+principal directions of F (the rest of the shared variance is left to the independent part,
+so every task's marginal stays exact), scaled by the sd of f_i plus the read-out noise r, so
+that z_i = ρ_i ζ + √(1 − |ρ_i|²) ξ_i is the standardised f_i (+ its read-out noise) and
+[z_i > −Φ⁻¹(p_i)] is the label read out from the draw (``models.evaluation.joint``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+# Principal directions of the shared part kept per fit: (n_tasks × RANK) float32 stored.
+RANK = 64
+# The binary GP methods, whose fits have a joint posterior to store.
+JOINT_METHODS = ("magp", "gpmv", "lk")
+
+
+def joint_posterior(method: str, data: Any, model: Any) -> Any:
+    """``models.evaluation.joint.JointLoadings`` of a fit of ``data`` (its tasks' topics and
+    docs); None for a method outside ``JOINT_METHODS`` or a fit without a GP over tasks (f is
+    then independent across tasks: independent draws are the joint ones)."""
+    if method not in JOINT_METHODS:
+        return None
+    joint = joint_loadings(model)
+    if joint is None:
+        return None
+    from models.evaluation.joint import JointLoadings
+
+    return JointLoadings(np.asarray(data.topic_ids, dtype=object),
+                         np.asarray(data.doc_ids, dtype=object), joint[0])
+
+
+def joint_loadings(model: Any, rank: int = RANK) -> tuple[np.ndarray, float] | None:
+    """(ρ (n_tasks, k) float32, the share of the shared variance Σ|F_i|² the k directions keep)
+    of a fitted CrowdGP (a calibrated fit: its wrapped model); None when the fit has no GP
+    (LK without topic intercepts, a fallback: f independent across tasks)."""
+    inner = getattr(model, "model_", model)
+    core = getattr(inner, "core_", None)
+    if core is None or core.X is None or core.kernel is None:
+        return None
+    F, variance = factor(core)
+    shared = np.sum(F * F, axis=1)
+    k = min(rank, F.shape[1])
+    eigval, eigvec = np.linalg.eigh(F.T @ F)
+    Fk = F @ eigvec[:, np.argsort(eigval)[::-1][:k]]
+    kept = float(np.sum(Fk * Fk) / max(float(np.sum(shared)), 1e-300))
+    readout = float(getattr(inner, "readout_noise", 0.0))
+    rho = Fk / np.sqrt(np.maximum(variance + readout, 1e-300))[:, None]
+    return rho.astype(np.float32), kept
+
+
+def factor(core: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(F (n, m), v_f (n,)) of a fitted ``CrowdGPCore`` with a GP: f − m_f = F ζ + independent
+    parts, and each task's marginal variance F_i·F_i + a_i² d_i + τ² a_i (see the module doc)."""
+    import scipy.linalg
+
+    from models.gp.training import site_system
+
+    L, blocks, kdiag = core.gp_prep()
+    _, beta, b = core.pseudo_observations()
+    m0 = core.prior_mean(core.X)
+    LB, _ = site_system(blocks, beta, b - beta * m0)
+    A = np.hstack([blk.numpy() for blk in blocks])  # (m, n)
+    beta = beta.numpy()
+    tau2 = float(core.tau2.numpy())
+    a = 1.0 - tau2 * beta
+    d = np.maximum(kdiag.numpy() - np.sum(A * A, axis=0), 0.0)
+    F = (scipy.linalg.solve_triangular(LB.numpy(), A, lower=True) * a[None, :]).T
+    return F, np.sum(F * F, axis=1) + a * a * d + tau2 * a

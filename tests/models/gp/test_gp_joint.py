@@ -1,0 +1,97 @@
+"""Joint draws of the qrels from a GP fit (models.gp.joint, models.evaluation.joint)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from models.evaluation.joint import JointDraws, JointLoadings
+from models.evaluation.measures import parse_measures
+from models.evaluation.scoring import evaluate_runs
+from models.evaluation.uncertainty import Posterior
+from models.synthetic import generate
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+@pytest.fixture(scope="module")
+def twins():  # type: ignore[no-untyped-def]
+    """MAGP (full GP) on 160 tasks whose features come in identical pairs (task 2k, 2k + 1)."""
+    from models.gp.model import MAGP
+
+    s = generate(160, 20, noise_level=(4.0, 8.0), redundancy=3, random_state=4)
+    data = s.to_annotation_data()
+    features = np.repeat(np.asarray(data.features)[::2], 2, axis=0)
+    data = dataclasses.replace(data, features=features)
+    model = MAGP(random_state=0, n_iter=10).fit(data)
+    return data, model
+
+
+def test_factor_reproduces_the_fits_marginal_variances(twins) -> None:  # type: ignore[no-untyped-def]
+    """F F^T + the independent parts has the diagonal q(f) reports: the joint posterior is the
+    fit's own, not a new approximation of it."""
+    from models.gp.joint import factor
+
+    _, model = twins
+    F, variance = factor(model.core_)
+    assert F.shape[0] == model.posterior_variance_.shape[0]
+    np.testing.assert_allclose(variance, model.posterior_variance_, rtol=1e-6, atol=1e-9)
+    shared = np.sum(F * F, axis=1) / variance
+    assert 0.0 < shared.mean() < 1.0
+
+
+def test_joint_draws_move_tasks_that_share_features_together(twins) -> None:  # type: ignore[no-untyped-def]
+    """Each task's share of relevant draws is its P(relevant) (the copula keeps marginals), and
+    twins (same features) are correlated across draws, unlike independent draws."""
+    from models.gp.joint import joint_loadings
+
+    data, model = twins
+    rho, kept = joint_loadings(model)  # type: ignore[misc]
+    assert 0.99 <= kept <= 1.0 + 1e-9  # 80 distinct feature vectors, 64 directions
+    loadings = JointLoadings(data.topic_ids, data.doc_ids, rho)
+    post = Posterior.binary(data.topic_ids, data.doc_ids, model.proba_[:, 1])
+    draws = JointDraws(post, loadings, 4000, np.random.default_rng(0))
+    labels = draws.topic_labels(np.arange(data.n_tasks), np.random.default_rng(1)).astype(float)
+    p = model.proba_[:, 1]
+    assert np.max(np.abs(labels.mean(axis=0) - p)) < 0.04  # 4000 draws: sd ≤ .008
+    twin = (p[::2] > 0.1) & (p[::2] < 0.9) & (p[1::2] > 0.1) & (p[1::2] < 0.9)
+    uncertain = np.flatnonzero(twin)
+    assert len(uncertain) >= 5
+    # the latent correlation of twins is their shared part: positive, as large as it can be
+    shared = np.sum(rho[0::2] * rho[1::2], axis=1)[uncertain]
+    assert np.all(shared > 0)
+    a, b = labels[:, 2 * uncertain], labels[:, 2 * uncertain + 1]
+    corr = np.mean([np.corrcoef(a[:, k], b[:, k])[0, 1] for k in range(len(uncertain))])
+    assert corr > 0.05, corr  # 4000 draws, >= 5 pairs: its sd is below .008
+    rng = np.random.default_rng(2)
+    indep = (rng.random(labels.shape) < p[None, :]).astype(float)
+    ia, ib = indep[:, 2 * uncertain], indep[:, 2 * uncertain + 1]
+    assert abs(np.mean([np.corrcoef(ia[:, k], ib[:, k])[0, 1]
+                        for k in range(len(uncertain))])) < 0.03
+
+
+def test_joint_draws_widen_a_runs_score_and_round_trip(twins) -> None:  # type: ignore[no-untyped-def]
+    """A run's mean P@10 varies more across joint draws than across independent ones (the
+    shared function moves every topic); the stored loadings read back the same."""
+    from models.gp.joint import joint_loadings
+
+    data, model = twins
+    rho, _ = joint_loadings(model)  # type: ignore[misc]
+    topics = np.array([f"t{i % 8}" for i in range(data.n_tasks)], dtype=object)
+    loadings = JointLoadings.from_bytes(JointLoadings(topics, data.doc_ids, rho).to_bytes())
+    np.testing.assert_array_equal(loadings.loadings, rho)
+    post = Posterior.binary(topics, data.doc_ids, model.proba_[:, 1])
+    runs = {"r": {t: list(data.doc_ids[topics == t]) for t in np.unique(topics)}}
+    measures = parse_measures(["P@10"])
+    plain = evaluate_runs(post, runs, measures, samples=1000, seed=3).mean_draws("P@10")
+    joint = evaluate_runs(post, runs, measures, samples=1000, seed=3,
+                          joint=loadings).mean_draws("P@10")
+    assert joint.std() > 1.2 * plain.std(), (joint.std(), plain.std())
+    assert abs(joint.mean() - plain.mean()) < 0.03
+    # a fit without a GP over tasks stores no directions: its draws are the independent ones
+    none = JointLoadings(topics, data.doc_ids, np.zeros((data.n_tasks, 0), dtype=np.float32))
+    flat = evaluate_runs(post, runs, measures, samples=1000, seed=3, joint=none)
+    assert flat.draw_kind == "independent"
+    np.testing.assert_array_equal(flat.mean_draws("P@10"), plain)
