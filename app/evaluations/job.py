@@ -7,7 +7,9 @@ from typing import Any
 
 from app.collections.tables import Collection
 from app.corpus.service import known_topics, load_runs
+from app.evaluations.draws import fit_parameter_draws
 from app.evaluations.service import (
+    drawing_fit,
     encode_result,
     gold_posterior,
     load_posterior,
@@ -46,12 +48,24 @@ def _evaluate(context: JobContext) -> dict[str, Any]:
                   if evaluation.interval == "ppi" else None)
     timings["load_s"] = time.perf_counter() - start
 
+    parameters = None
+    if evaluation.draws == "parameters" and evaluation.samples > 0 and not posterior.deterministic:
+        start = time.perf_counter()
+        context.progress(0.0, "drawing the annotators' parameters")
+        fit = drawing_fit(session, evaluation.source)
+        if fit is None:
+            raise ValueError("the qrels are no longer one fit with annotator parameters")
+        parameters = fit_parameter_draws(session, collection=collection, aggregation=fit,
+                                         posterior=posterior, samples=evaluation.samples,
+                                         seed=evaluation.seed)
+        timings["parameters_s"] = time.perf_counter() - start
+
     start = time.perf_counter()
     context.progress(0.0, "scoring")
     scores = evaluate_runs(posterior, runs, measures, samples=evaluation.samples,
                            seed=evaluation.seed,
                            progress=lambda f, m: context.progress(0.95 * f, m),
-                           gold_class=gold_class)
+                           gold_class=gold_class, parameters=parameters)
     reference = (evaluate_runs(gold, runs, measures, samples=0) if gold is not None else None)
     result = report(scores, reference=reference)
     result["unknown_topics"] = {r: n for r, n in unknown.items() if n}
@@ -63,5 +77,6 @@ def _evaluate(context: JobContext) -> dict[str, Any]:
                    "common_topics": result["common_topics"],
                    "unknown_topics": result["unknown_topics"],
                    "unjudged_topics": result["unjudged_topics"], "gold": reference is not None,
-                   "interval": evaluation.interval},
+                   "interval": evaluation.interval,
+                   "draws": evaluation.draws if result["samples"] else None},
     }

@@ -24,6 +24,7 @@ from app.jobs.runner import JobRunner, submit_job
 from app.judgments.tables import Document, Task, Topic
 from models.evaluation import relevant_index
 from models.evaluation.measures import UnknownMeasure, parse_measures
+from models.evaluation.parameters import METHOD_FAMILY, parameter_family
 from models.evaluation.ppi import PPINeedsGold, check_gold, gold_classes
 from models.evaluation.uncertainty import Posterior, combine
 
@@ -170,6 +171,35 @@ def posterior_rows(posterior: Posterior) -> list[dict[str, Any]]:
     return rows
 
 
+def drawing_fit(session: Session, source: Any) -> Aggregation | None:
+    """The fit whose annotator parameters the draws of ``source`` can draw: a single
+    aggregation of a method with an annotator posterior (``METHOD_FAMILY``); None otherwise
+    (gold, a union or intersection, majority vote, the GP methods)."""
+    mode, refs = source_refs(source)
+    if mode is not None or refs == ["gold"]:
+        return None
+    aggregation = session.get(Aggregation, refs[0])
+    if aggregation is None or parameter_family(aggregation.method) is None:
+        return None
+    return aggregation
+
+
+def resolve_draws(session: Session, *, source: Any, draws: str | None, samples: int) -> str:
+    """"parameters" or "labels" for a request (``draws`` null: "parameters" where the source is
+    a fit that has them and there are draws to make); 422 ``parameter_draws_unsupported`` for
+    "parameters" asked of a source without annotator parameters."""
+    fit = drawing_fit(session, source)
+    if draws is None:
+        return "parameters" if fit is not None and samples > 0 else "labels"
+    if draws == "parameters" and fit is None:
+        methods = sorted(METHOD_FAMILY)
+        raise InvalidInput("parameter draws need the qrels of one fit of "
+                           f"{', '.join(methods)} (annotator parameters to draw); use "
+                           '"draws": "labels"', code="parameter_draws_unsupported",
+                           methods=methods)
+    return draws
+
+
 # -- evaluations -------------------------------------------------------------------------------
 def create_evaluation(session: Session, *, runner: JobRunner, collection: Collection,
                       spec: EvaluationCreate) -> Evaluation:
@@ -196,10 +226,12 @@ def create_evaluation(session: Session, *, runner: JobRunner, collection: Collec
     if not runs:
         raise InvalidInput(f"collection {collection.name!r} has no runs: PUT .../runs/{{name}} "
                            "first", code="no_runs")
+    draws = resolve_draws(session, source=spec.aggregation, draws=spec.draws,
+                          samples=spec.samples)
     evaluation = Evaluation(
         collection_id=collection.id, source=spec.aggregation, runs=runs, measures=measures,
-        samples=spec.samples, seed=spec.seed, interval=spec.interval, status="queued", progress=0.0,
-        progress_message="queued")
+        samples=spec.samples, seed=spec.seed, interval=spec.interval, draws=draws,
+        status="queued", progress=0.0, progress_message="queued")
     submit_job(session, runner, "evaluation", evaluation)
     return evaluation
 

@@ -1,92 +1,223 @@
-"""Draws of the qrels that carry the annotators' parameter uncertainty.
+"""Draws of the qrels that carry the annotators' parameter uncertainty (issue #34, item 3.1).
 
 Independent per-task draws from a fitted posterior q treat every task's label as a separate coin:
 one annotator's errors, which a fit estimates once and applies to all its tasks, never move
 together, and the spread of a run's mean over topics shrinks with the number of tasks as if the
-annotators' reliabilities were known. Here each draw s first draws every annotator's confusion
-matrix θ_j^s from its posterior, then tilts each task's stored posterior by how much more (or
-less) its judgments are likely under θ^s than under the point estimate θ̂:
+annotators' reliabilities were known. Here draw s first draws every annotator's parameters θ^s
+(and the class prior ρ^s) from their posterior, then each task's label from its posterior given
+θ^s and its judgments. With θ̂, ρ̂ the posterior means that q was computed with,
 
-    p_i^s(k) ∝ q_i(k) · Π_{a ∈ i} θ^s_{j_a}[k, y_a] / θ̂_{j_a}[k, y_a],
+    p_i^s(k) ∝ q_i(k) · ρ^s_k / ρ̂_k · Π_{a ∈ i} [ P(y_a | k, θ^s_{j_a}) / P(y_a | k, θ̂_{j_a}) ]^τ_i,
 
-so θ^s = θ̂ gives q back (whatever the fit — DS, MACE, a GP, a calibrated read-out), and one
-draw of θ shifts every task an annotator judged the same way. θ_j's posterior is Dirichlet per
-true class k: Dir(α + N_j[k, ·]) with N_j[k, l] = Σ_{a by j} q_{i_a}(k)·[y_a = l] the soft
-confusion counts given q (Dawid–Skene's M step, counted with uncertainty), α = 1 (uniform), and
-θ̂ its mean. Judgments stay in long format; the draws are vectorised per topic over the draws.
+which is exactly π^s Π P(y_a | k, θ^s) normalised when q is the model's own posterior
+π̂ Π P(y_a | k, θ̂) (Dawid & Skene 1979), and keeps whatever else q holds (a calibrated read-out,
+a per-topic prior, clamped gold) when it is not: θ^s = θ̂ gives q back. τ_i is the power of a
+tempered task's likelihood (``models.dependence``; 1 unless the fit tempered).
+
+Two families of annotator posterior, each from the expected counts of the judgments given q (the
+M step of the model, counted with uncertainty) plus a uniform prior (``PRIOR`` = 1 pseudo-count):
+
+- ``confusion`` (DS, IBCC, EBCC, ordinal-ds): each row of annotator j's confusion matrix
+  π_j[k, ·] ~ Dir(1 + N_j[k, ·]), N_j[k, l] = Σ_{a by j, y_a = l} q_{i_a}(k);
+- ``mace`` (Hovy et al. 2013): P(y = l | k) = (1 − θ_j) ξ_jl + θ_j [k = l], θ_j ~ Beta(1 + K_j,
+  1 + S_j) and ξ_j ~ Dir(1 + S_j[·]), with K_j (S_j) the expected number of j's judgments it
+  copied (spammed) under q and the fitted θ̂_j, ξ̂_j — MACE's own E-step counts.
+
+The class prior ρ ~ Dir(1 + Σ_i q_i) is drawn too where the model learns one. ordinal-ds
+constrains π_j to a cut-point model; the Dirichlet over its free rows is wider than that model's
+own posterior (the draws err on the side of width). Judgments stay in long format (arrays task,
+annotator, label); one draw of θ for all topics, the per-topic tilts vectorised over the draws.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 PRIOR = 1.0
+FAMILIES = ("confusion", "mace")
+# Which family a method's fitted parameters follow; methods not listed (majority vote, the GP
+# methods) have no annotator posterior of this kind: their draws stay independent per task.
+METHOD_FAMILY = {"ds": "confusion", "ibcc": "confusion", "ebcc": "confusion",
+                 "ordinal-ds": "confusion", "mace": "mace"}
+
+
+def parameter_family(method: str) -> str | None:
+    """The family of ``method``'s annotator parameters, None without one."""
+    return METHOD_FAMILY.get(method)
+
+
+def parameter_rng(seed: int | None) -> np.random.Generator:
+    """The generator of the parameter draws of an evaluation with ``seed``: its own stream,
+    apart from the per-topic label draws (``[seed, topic]``) and PPI's (``[seed, topic, 1]``)."""
+    return np.random.default_rng([int(seed or 0), 0, 2])
 
 
 @dataclass(frozen=True)
 class AnnotatorDraws:
-    """Per draw s the log ratio log θ^s − log θ̂ of every annotator's confusion matrix, and the
-    judgments (long format, by task) that turn it into per-task tilts."""
+    """Per draw s the log ratio log P(y | k, θ^s) − log P(y | k, θ̂) of every annotator's label
+    table and of the class prior, and the judgments (long format, sorted by task) that turn them
+    into per-task tilts."""
 
-    task: np.ndarray  # (n,) task index into the posterior's rows
+    task: np.ndarray  # (n,) row of the posterior each judgment belongs to, sorted
     annotator: np.ndarray  # (n,) annotator index
     label: np.ndarray  # (n,) observed class index
-    log_ratio: np.ndarray  # (S, A, K, L) float32
+    log_ratio: np.ndarray  # (S, A, K, L) float32, [s, j, k, l]
+    log_prior_ratio: np.ndarray | None = None  # (S, K): log ρ^s − log ρ̂; None: ρ fixed
+    weight: np.ndarray | None = None  # (n,) τ of each judgment's task; None: all 1
 
     @classmethod
-    def draw(cls, proba: np.ndarray, task: np.ndarray, annotator: np.ndarray,
-             label: np.ndarray, n_labels: int, samples: int,
-             rng: np.random.Generator) -> AnnotatorDraws:
+    def confusion(cls, proba: np.ndarray, task: np.ndarray, annotator: np.ndarray,
+                  label: np.ndarray, *, n_labels: int, samples: int, rng: np.random.Generator,
+                  class_prior: bool = True, weight: np.ndarray | None = None) -> AnnotatorDraws:
+        """Dirichlet rows of every annotator's confusion matrix from the soft counts of its
+        judgments under ``proba`` (the posterior of the tasks ``task`` indexes, (J, K))."""
+        task, annotator, label = _ints(task, annotator, label)
         n_annotators = int(annotator.max()) + 1 if len(annotator) else 0
         n_classes = proba.shape[1]
-        counts = np.zeros((n_annotators, n_classes, n_labels))
-        for k in range(n_classes):  # soft confusion counts N_j[k, l]
-            flat = annotator * n_labels + label
-            counts[:, k, :] = np.bincount(flat, weights=proba[task, k],
-                                          minlength=n_annotators * n_labels).reshape(
-                                              n_annotators, n_labels)
-        alpha = counts + PRIOR
+        w = np.ones(len(task)) if weight is None else np.asarray(weight, dtype=np.float64)
+        flat = annotator * n_labels + label
+        counts = np.stack([np.bincount(flat, weights=proba[task, k] * w,
+                                       minlength=n_annotators * n_labels)
+                           .reshape(n_annotators, n_labels) for k in range(n_classes)], axis=1)
+        alpha = counts + PRIOR  # (A, K, L)
+        theta = _dirichlet(alpha, samples, rng)  # (S, A, K, L)
         mean = alpha / alpha.sum(axis=2, keepdims=True)
-        gamma = rng.standard_gamma(np.broadcast_to(alpha, (samples, *alpha.shape)))
-        theta = gamma / gamma.sum(axis=3, keepdims=True)
         log_ratio = (np.log(np.maximum(theta, 1e-300)) - np.log(mean)[None]).astype(np.float32)
+        prior = _prior_ratio(proba, task, samples, rng) if class_prior else None
+        return cls._sorted(task, annotator, label, log_ratio, prior, weight)
+
+    @classmethod
+    def mace(cls, proba: np.ndarray, task: np.ndarray, annotator: np.ndarray,
+             label: np.ndarray, *, competence: np.ndarray, spam: np.ndarray, samples: int,
+             rng: np.random.Generator, class_prior: bool = False,
+             weight: np.ndarray | None = None) -> AnnotatorDraws:
+        """MACE's θ_j (Beta) and ξ_j (Dirichlet) from the expected copy and spam counts of
+        j's judgments under ``proba`` and the fitted ``competence`` θ̂ (A,) and ``spam`` ξ̂
+        (A, K)."""
+        task, annotator, label = _ints(task, annotator, label)
+        n_annotators, n_classes = spam.shape
+        if proba.shape[1] != n_classes or len(competence) != n_annotators:
+            raise ValueError("competence (A,), spam (A, K) and proba (J, K) disagree")
+        if len(annotator) and annotator.max() >= n_annotators:
+            raise ValueError("a judgment's annotator has no fitted competence")
+        w = np.ones(len(task)) if weight is None else np.asarray(weight, dtype=np.float64)
+        theta_hat = np.clip(np.asarray(competence, dtype=np.float64), 0.0, 1.0)[annotator]
+        xi_hat = np.asarray(spam, dtype=np.float64)[annotator, label]
+        # P(copied | y_a, q) = q_i(y_a) θ / ((1 − θ) ξ_{y_a} + θ): MACE's E-step responsibility
+        copied = proba[task, label] * theta_hat / np.maximum((1 - theta_hat) * xi_hat
+                                                             + theta_hat, 1e-300)
+        knowing = np.bincount(annotator, weights=copied * w, minlength=n_annotators)
+        spammed = np.bincount(annotator * n_classes + label, weights=(1 - copied) * w,
+                              minlength=n_annotators * n_classes).reshape(n_annotators,
+                                                                          n_classes)
+        pair = np.stack([knowing, spammed.sum(axis=1)], axis=1) + PRIOR  # (A, 2)
+        theta = _dirichlet(pair, samples, rng)[..., 0]  # (S, A)
+        xi = _dirichlet(spammed + PRIOR, samples, rng)  # (S, A, K)
+        ref = _mace_table(pair[:, 0] / pair.sum(axis=1),
+                          (spammed + PRIOR) / (spammed + PRIOR).sum(axis=1, keepdims=True))
+        log_ratio = (np.log(np.maximum(_mace_table(theta, xi), 1e-300))
+                     - np.log(ref)[None]).astype(np.float32)
+        prior = _prior_ratio(proba, task, samples, rng) if class_prior else None
+        return cls._sorted(task, annotator, label, log_ratio, prior, weight)
+
+    @classmethod
+    def _sorted(cls, task: np.ndarray, annotator: np.ndarray, label: np.ndarray,
+                log_ratio: np.ndarray, prior: np.ndarray | None,
+                weight: np.ndarray | None) -> AnnotatorDraws:
         order = np.argsort(task, kind="stable")
         return cls(task=task[order], annotator=annotator[order], label=label[order],
-                   log_ratio=log_ratio)
+                   log_ratio=log_ratio, log_prior_ratio=prior,
+                   weight=None if weight is None else np.asarray(weight, np.float64)[order])
 
     @property
     def samples(self) -> int:
         return int(self.log_ratio.shape[0])
 
+    def restrict(self, rows: np.ndarray) -> AnnotatorDraws:
+        """The same draws for a posterior whose row of task i is ``rows[i]`` (-1: not in it; its
+        judgments still informed θ, but tilt no row)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        moved = rows[self.task]
+        keep = moved >= 0
+        order = np.argsort(moved[keep], kind="stable")
+        return replace(self, task=moved[keep][order], annotator=self.annotator[keep][order],
+                       label=self.label[keep][order],
+                       weight=None if self.weight is None else self.weight[keep][order])
+
     def topic_proba(self, rows: np.ndarray, proba: np.ndarray) -> np.ndarray:
         """(S, len(rows), K): the tilted posterior of the tasks ``rows`` (their stored ``proba``
         (len(rows), K)) in every draw."""
-        local = np.full(int(max(rows.max(initial=-1), self.task.max(initial=-1))) + 1, -1)
-        local[rows] = np.arange(len(rows))
-        sel = np.flatnonzero(local[self.task] >= 0)
-        where = local[self.task[sel]]
+        rows = np.asarray(rows, dtype=np.int64)
+        start = np.searchsorted(self.task, rows, side="left")
+        stop = np.searchsorted(self.task, rows, side="right")
+        sizes = stop - start
+        # the judgments of every row, row after row: start[r], ..., stop[r] - 1
+        sel = np.repeat(start - np.cumsum(sizes) + sizes, sizes) + np.arange(sizes.sum())
         tilt = np.zeros((self.samples, len(rows), proba.shape[1]))
         if len(sel):
             by_label = self.log_ratio.transpose(0, 1, 3, 2)  # (S, A, L, K)
             ratio = by_label[:, self.annotator[sel], self.label[sel]]  # (S, n, K)
-            for k in range(proba.shape[1]):
-                tilt[:, :, k] = _sum_by(ratio[:, :, k], where, len(rows))
+            if self.weight is not None:
+                ratio = ratio * self.weight[sel][None, :, None]
+            first = np.flatnonzero(sizes)
+            tilt[:, first] = np.add.reduceat(ratio, np.cumsum(sizes)[first] - sizes[first],
+                                             axis=1)
+        if self.log_prior_ratio is not None:
+            tilt += self.log_prior_ratio[:, None, :]
         logp = np.log(np.maximum(proba, 1e-300))[None] + tilt
         logp -= logp.max(axis=2, keepdims=True)
         p = np.exp(logp)
         return p / p.sum(axis=2, keepdims=True)
 
 
-def _sum_by(values: np.ndarray, group: np.ndarray, n_groups: int) -> np.ndarray:
-    """(S, n) summed over judgments into (S, n_groups) by ``group`` (sorted)."""
-    out = np.zeros((values.shape[0], n_groups))
-    if not len(group):
-        return out
-    starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
-    out[:, group[starts]] = np.add.reduceat(values, starts, axis=1)
-    return out
+def draw_parameters(family: str, proba: np.ndarray, task: np.ndarray, annotator: np.ndarray,
+                    label: np.ndarray, *, samples: int, seed: int | None,
+                    competence: np.ndarray | None = None, spam: np.ndarray | None = None,
+                    class_prior: bool = True, weight: np.ndarray | None = None
+                    ) -> AnnotatorDraws:
+    """The parameter draws of an evaluation (the service's job, the CLI and the bench call this
+    one function): ``family`` "confusion" or "mace" (which needs the fitted ``competence`` and
+    ``spam``), judgments as class indices of ``proba``'s columns."""
+    rng = parameter_rng(seed)
+    if family == "confusion":
+        return AnnotatorDraws.confusion(proba, task, annotator, label, n_labels=proba.shape[1],
+                                        samples=samples, rng=rng, class_prior=class_prior,
+                                        weight=weight)
+    if family == "mace":
+        if competence is None or spam is None:
+            raise ValueError("MACE's parameter draws need its fitted competence and spam")
+        return AnnotatorDraws.mace(proba, task, annotator, label, competence=competence,
+                                   spam=spam, samples=samples, rng=rng,
+                                   class_prior=class_prior, weight=weight)
+    raise ValueError(f"unknown parameter family {family!r}; valid: {', '.join(FAMILIES)}")
+
+
+def _ints(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+    return tuple(np.asarray(a, dtype=np.int64) for a in arrays)
+
+
+def _dirichlet(alpha: np.ndarray, samples: int, rng: np.random.Generator) -> np.ndarray:
+    """(S, *alpha.shape): Dirichlet draws over the last axis of ``alpha``."""
+    gamma = rng.standard_gamma(np.broadcast_to(alpha, (samples, *alpha.shape)))
+    return gamma / np.maximum(gamma.sum(axis=-1, keepdims=True), 1e-300)
+
+
+def _prior_ratio(proba: np.ndarray, task: np.ndarray, samples: int,
+                 rng: np.random.Generator) -> np.ndarray:
+    """(S, K): log ρ^s − log ρ̂, ρ ~ Dir(1 + Σ_i q_i) over the judged tasks."""
+    judged = np.unique(task)
+    alpha = proba[judged].sum(axis=0) + PRIOR
+    rho = _dirichlet(alpha, samples, rng)
+    return np.log(np.maximum(rho, 1e-300)) - np.log(alpha / alpha.sum())[None]
+
+
+def _mace_table(theta: np.ndarray, xi: np.ndarray) -> np.ndarray:
+    """(..., A, K, L): P(y = l | k) = (1 − θ) ξ_l + θ [k = l] from θ (..., A), ξ (..., A, L)."""
+    k = xi.shape[-1]
+    return ((1.0 - theta)[..., None, None] * xi[..., None, :]
+            + theta[..., None, None] * np.eye(k))
 
 
 def draw_tilted(p: np.ndarray, rng: np.random.Generator) -> np.ndarray:

@@ -73,8 +73,10 @@ def evaluate(client, body: dict) -> dict:
 
 def test_evaluation_job_matches_the_cli(client, tmp_path: Path) -> None:
     aggregation = setup_collection(client)
+    # "labels": independent draws, as the CLI makes them without --judgments (the parameter
+    # draws' own comparison: test_evaluations_draws.py)
     done = evaluate(client, {"aggregation": aggregation, "runs": None, "measures": MEASURES,
-                             "samples": 200, "seed": 3})
+                             "samples": 200, "seed": 3, "draws": "labels"})
     assert done["runs"] == ["bm25", "dense", "early"]
     assert done["report"]["unknown_topics"] == {"early": 1}
     assert done["report"]["topics"] == 4 and done["report"]["gold"] is True
