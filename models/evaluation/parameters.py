@@ -131,6 +131,17 @@ class AnnotatorDraws:
                    log_ratio=log_ratio, log_prior_ratio=prior,
                    weight=None if weight is None else np.asarray(weight, np.float64)[order])
 
+    def _by_cell(self) -> np.ndarray:
+        """(S, A·L, K): the log ratios by (annotator, observed label), contiguous for the
+        per-topic gathers (made once, on first use)."""
+        cached = self.__dict__.get("_cells")
+        if cached is None:
+            s, a, k, n_labels = self.log_ratio.shape
+            cached = np.ascontiguousarray(self.log_ratio.transpose(0, 1, 3, 2)).reshape(
+                s, a * n_labels, k)
+            object.__setattr__(self, "_cells", cached)
+        return cached
+
     @property
     def samples(self) -> int:
         return int(self.log_ratio.shape[0])
@@ -148,25 +159,36 @@ class AnnotatorDraws:
 
     def topic_proba(self, rows: np.ndarray, proba: np.ndarray) -> np.ndarray:
         """(S, len(rows), K): the tilted posterior of the tasks ``rows`` (their stored ``proba``
-        (len(rows), K)) in every draw."""
+        (len(rows), K)) in every draw. A task's tilt is a sum over its judgments' cells
+        (annotator, label): one sparse (rows x cells) product per class, no per-judgment copy of
+        the draws."""
+        import scipy.sparse as sp
+
         rows = np.asarray(rows, dtype=np.int64)
         start = np.searchsorted(self.task, rows, side="left")
         stop = np.searchsorted(self.task, rows, side="right")
         sizes = stop - start
         # the judgments of every row, row after row: start[r], ..., stop[r] - 1
         sel = np.repeat(start - np.cumsum(sizes) + sizes, sizes) + np.arange(sizes.sum())
-        tilt = np.zeros((self.samples, len(rows), proba.shape[1]))
+        n_samples, n_annotators, n_classes, n_labels = self.log_ratio.shape
+        tilt = np.zeros((n_samples, len(rows), n_classes))
         if len(sel):
-            by_label = self.log_ratio.transpose(0, 1, 3, 2)  # (S, A, L, K)
-            ratio = by_label[:, self.annotator[sel], self.label[sel]]  # (S, n, K)
-            if self.weight is not None:
-                ratio = ratio * self.weight[sel][None, :, None]
-            first = np.flatnonzero(sizes)
-            tilt[:, first] = np.add.reduceat(ratio, np.cumsum(sizes)[first] - sizes[first],
-                                             axis=1)
+            counts = sp.csr_matrix(
+                (np.ones(len(sel)) if self.weight is None else self.weight[sel],
+                 (np.repeat(np.arange(len(rows)), sizes),
+                  self.annotator[sel] * n_labels + self.label[sel])),
+                shape=(len(rows), n_annotators * n_labels))
+            cells = self._by_cell()  # (S, A·L, K)
+            for k in range(n_classes):
+                tilt[:, :, k] = (counts @ cells[:, :, k].T).T
         if self.log_prior_ratio is not None:
             tilt += self.log_prior_ratio[:, None, :]
-        logp = np.log(np.maximum(proba, 1e-300))[None] + tilt
+        logq = np.log(np.maximum(proba, 1e-300))
+        if n_classes == 2:  # the logistic of the log odds: half the work of a softmax
+            odds = (logq[:, 1] - logq[:, 0])[None] + tilt[:, :, 1] - tilt[:, :, 0]
+            p1 = 0.5 * (1.0 + np.tanh(0.5 * odds))
+            return np.stack([1.0 - p1, p1], axis=2)
+        logp = logq[None] + tilt
         logp -= logp.max(axis=2, keepdims=True)
         p = np.exp(logp)
         return p / p.sum(axis=2, keepdims=True)
@@ -223,5 +245,7 @@ def _mace_table(theta: np.ndarray, xi: np.ndarray) -> np.ndarray:
 def draw_tilted(p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """(S, J) a class per draw and task from per-draw probabilities ``p`` (S, J, K)."""
     u = rng.random(p.shape[:2])
+    if p.shape[2] == 2:
+        return (u >= p[:, :, 0]).astype(np.int8)
     cdf = np.cumsum(p, axis=2)[:, :, :-1]
     return (u[:, :, None] >= cdf).sum(axis=2).astype(np.int8)
