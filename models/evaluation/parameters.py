@@ -36,6 +36,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 PRIOR = 1.0
+BURN_IN = 100  # Gibbs sweeps before the first kept state (``AnnotatorDraws.gibbs``)
+DIAGONAL_PRIOR = 2.0  # the chain's pseudo-count on a confusion matrix's diagonal
+REFERENCE_SMOOTHING = 0.01  # DS's own pseudo-count: the point estimate q was computed with
 FAMILIES = ("confusion", "mace")
 # Which family a method's fitted parameters follow; methods not listed (majority vote, the GP
 # methods) have no annotator posterior of this kind: their draws stay independent per task.
@@ -86,6 +89,67 @@ class AnnotatorDraws:
         mean = alpha / alpha.sum(axis=2, keepdims=True)
         log_ratio = (np.log(np.maximum(theta, 1e-300)) - np.log(mean)[None]).astype(np.float32)
         prior = _prior_ratio(proba, task, samples, rng) if class_prior else None
+        return cls._sorted(task, annotator, label, log_ratio, prior, weight)
+
+    @classmethod
+    def gibbs(cls, proba: np.ndarray, task: np.ndarray, annotator: np.ndarray,
+              label: np.ndarray, *, n_labels: int, samples: int, rng: np.random.Generator,
+              class_prior: bool = True, weight: np.ndarray | None = None,
+              burn_in: int = BURN_IN) -> AnnotatorDraws:
+        """Confusion matrices (and the class prior) from their joint posterior with the labels:
+        a Gibbs chain from labels drawn from ``proba``, alternating π_j[k, ·] ~ Dir(α_k +
+        N_j[k, ·](z)) (hard counts of the current labels z; α_k 1, ``DIAGONAL_PRIOR`` at k),
+        ρ ~ Dir(1 + counts of z), and z_i from the posterior tilted by that draw;
+        ``burn_in`` sweeps, then one state per draw.
+        The tilt's reference θ̂ is the point estimate ``proba`` is the posterior of: its M step,
+        normalise(N_j(q) + ``REFERENCE_SMOOTHING``), DS's own fixed point."""
+        task, annotator, label = _ints(task, annotator, label)
+        n_tasks, n_classes = proba.shape
+        n_annotators = int(annotator.max()) + 1 if len(annotator) else 0
+        w = np.ones(len(task)) if weight is None else np.asarray(weight, dtype=np.float64)
+        cell = annotator * n_labels + label
+        soft = np.stack([np.bincount(cell, weights=proba[task, k] * w,
+                                     minlength=n_annotators * n_labels)
+                         .reshape(n_annotators, n_labels) for k in range(n_classes)], axis=1)
+        reference = soft + REFERENCE_SMOOTHING
+        log_reference = np.log(reference / reference.sum(axis=2, keepdims=True))
+        judged = np.unique(task)
+        rho_hat = np.maximum(proba[judged].mean(axis=0), 1e-300)
+        logq = np.log(np.maximum(proba, 1e-300))
+        z = _draw_rows(proba, rng)
+        log_ratio = np.empty((samples, n_annotators, n_classes, n_labels), dtype=np.float32)
+        prior = np.zeros((samples, n_classes)) if class_prior else None
+        size = n_annotators * n_classes * n_labels
+        # Dir(1) off the diagonal, DIAGONAL_PRIOR on it (when the labels are the classes): an
+        # annotator better than chance. A symmetric prior makes DS's posterior symmetric under
+        # swapping the classes with the confusion rows, and a chain on weakly identified data
+        # (few annotators) then wanders into the swapped mode.
+        alpha = np.full((n_classes, n_labels), PRIOR)
+        if n_labels == n_classes:
+            alpha += np.eye(n_classes) * (DIAGONAL_PRIOR - PRIOR)
+        for sweep in range(burn_in + samples):
+            counts = np.bincount((annotator * n_classes + z[task]) * n_labels + label,
+                                 weights=w, minlength=size)
+            theta = _dirichlet(counts.reshape(n_annotators, n_classes, n_labels) + alpha, 1,
+                               rng)[0]
+            ratio = np.log(np.maximum(theta, 1e-300)) - log_reference  # (A, K, L)
+            logp = logq.copy()
+            for k in range(n_classes):
+                logp[:, k] += np.bincount(task, weights=ratio[annotator, k, label] * w,
+                                          minlength=n_tasks)
+            shift = None
+            if class_prior:
+                rho = _dirichlet(np.bincount(z[judged], minlength=n_classes) + PRIOR, 1,
+                                 rng)[0]
+                shift = np.log(np.maximum(rho, 1e-300)) - np.log(rho_hat)
+                logp += shift
+            logp -= logp.max(axis=1, keepdims=True)
+            p = np.exp(logp)
+            z = _draw_rows(p / p.sum(axis=1, keepdims=True), rng)
+            if sweep >= burn_in:
+                log_ratio[sweep - burn_in] = ratio
+                if prior is not None and shift is not None:
+                    prior[sweep - burn_in] = shift
         return cls._sorted(task, annotator, label, log_ratio, prior, weight)
 
     @classmethod
@@ -204,9 +268,9 @@ def draw_parameters(family: str, proba: np.ndarray, task: np.ndarray, annotator:
     ``spam``), judgments as class indices of ``proba``'s columns."""
     rng = parameter_rng(seed)
     if family == "confusion":
-        return AnnotatorDraws.confusion(proba, task, annotator, label, n_labels=proba.shape[1],
-                                        samples=samples, rng=rng, class_prior=class_prior,
-                                        weight=weight)
+        return AnnotatorDraws.gibbs(proba, task, annotator, label, n_labels=proba.shape[1],
+                                    samples=samples, rng=rng, class_prior=class_prior,
+                                    weight=weight)
     if family == "mace":
         if competence is None or spam is None:
             raise ValueError("MACE's parameter draws need its fitted competence and spam")
@@ -214,6 +278,12 @@ def draw_parameters(family: str, proba: np.ndarray, task: np.ndarray, annotator:
                                    spam=spam, samples=samples, rng=rng,
                                    class_prior=class_prior, weight=weight)
     raise ValueError(f"unknown parameter family {family!r}; valid: {', '.join(FAMILIES)}")
+
+
+def _draw_rows(p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """(J,) a class per row of ``p`` (J, K)."""
+    u = rng.random(p.shape[0])
+    return (u[:, None] >= np.cumsum(p, axis=1)[:, :-1]).sum(axis=1)
 
 
 def _ints(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:

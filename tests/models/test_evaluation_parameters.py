@@ -62,11 +62,13 @@ def test_parameter_draws_widen_intervals_where_labels_rest_on_few_annotators() -
     for m in ("P@10", "AP"):
         plain, tied = labels.mean_draws(m), params.mean_draws(m)
         # each annotator's ~150 judgments leave its confusion matrix uncertain, and all 400
-        # tasks share those four draws: the spread of the mean over topics grows beyond what
-        # 400 independent coins give (measured on this set: 1.15-1.25 times)
-        assert tied.std(axis=0).min() > 1.1 * plain.std(axis=0).max(), m
-        # the draws stay centred on the stored posterior
-        assert np.abs(tied.mean(axis=0) - plain.mean(axis=0)).max() < 0.02, m
+        # tasks share those four draws (from their joint posterior with the labels): the spread
+        # of the mean over topics grows far beyond what 400 independent coins give (measured
+        # on this set: 3.1-3.5 times)
+        assert tied.std(axis=0).min() > 2.0 * plain.std(axis=0).max(), m
+        # centred near the stored posterior; the joint posterior's mean is not EM's point
+        # (measured: .023-.031 apart on this set)
+        assert np.abs(tied.mean(axis=0) - plain.mean(axis=0)).max() < 0.05, m
 
 
 def test_one_annotators_draw_moves_all_its_tasks_together() -> None:
@@ -79,9 +81,14 @@ def test_one_annotators_draw_moves_all_its_tasks_together() -> None:
     annotator = (task >= n // 2).astype(np.int64)
     label = (rng.random(n) < 0.5).astype(np.int64)
     proba = np.where(label[:, None] == 1, [0.2, 0.8], [0.7, 0.3])
-    draws = AnnotatorDraws.confusion(proba, task, annotator, label, n_labels=2, samples=300,
-                                     rng=np.random.default_rng(2), class_prior=False)
-    p = draws.topic_proba(task, proba)[:, :, 1]  # (S, n) P(relevant) per draw
+    for make in (AnnotatorDraws.gibbs, AnnotatorDraws.confusion):  # joint, and one step
+        draws = make(proba, task, annotator, label, n_labels=2, samples=300,
+                     rng=np.random.default_rng(2), class_prior=False)
+        _moves_together(draws.topic_proba(task, proba)[:, :, 1], annotator, label)
+
+
+def _moves_together(p: np.ndarray, annotator: np.ndarray, label: np.ndarray) -> None:
+    """``p`` (S, n): P(relevant) per draw."""
     first = np.flatnonzero((annotator == 0) & (label == 1))
     other = np.flatnonzero((annotator == 1) & (label == 1))
     same = np.corrcoef(p[:, first[0]], p[:, first[1]])[0, 1]
