@@ -14,19 +14,27 @@ which is exactly π^s Π P(y_a | k, θ^s) normalised when q is the model's own p
 a per-topic prior, clamped gold) when it is not: θ^s = θ̂ gives q back. τ_i is the power of a
 tempered task's likelihood (``models.dependence``; 1 unless the fit tempered).
 
-Two families of annotator posterior, each from the expected counts of the judgments given q (the
-M step of the model, counted with uncertainty) plus a uniform prior (``PRIOR`` = 1 pseudo-count):
+Two families of annotator posterior:
 
-- ``confusion`` (DS, IBCC, EBCC, ordinal-ds): each row of annotator j's confusion matrix
-  π_j[k, ·] ~ Dir(1 + N_j[k, ·]), N_j[k, l] = Σ_{a by j, y_a = l} q_{i_a}(k);
+- ``confusion`` (DS, IBCC, EBCC, ordinal-ds): the confusion matrices π_j and the class prior ρ
+  from their joint posterior with the labels (``AnnotatorDraws.gibbs``): a Gibbs chain started
+  from labels drawn from q alternates π_j[k, ·] ~ Dir(α_k + N_j[k, ·](z)) (hard counts of the
+  current labels z; α 1 off the diagonal, ``DIAGONAL_PRIOR`` on it: an annotator better than
+  chance, which also keeps the chain out of the class-swapped mode), ρ ~ Dir(1 + counts of z)
+  and z from the tilted posterior; after ``BURN_IN`` sweeps each state is a draw. The reference
+  θ̂ is q's own M step (the soft counts + ``REFERENCE_SMOOTHING``, DS's fixed point), so a draw
+  gives ρ^s Π π^s: the full posterior, not one draw around EM's point estimate, whose centre a
+  plug-in fit gets wrong when the parameters are weakly identified (``docs/benchmarks.md``).
+  ``AnnotatorDraws.confusion`` is that one-step variant (Dir(1 + soft counts under q) around
+  the Dirichlet mean).
 - ``mace`` (Hovy et al. 2013): P(y = l | k) = (1 − θ_j) ξ_jl + θ_j [k = l], θ_j ~ Beta(1 + K_j,
   1 + S_j) and ξ_j ~ Dir(1 + S_j[·]), with K_j (S_j) the expected number of j's judgments it
-  copied (spammed) under q and the fitted θ̂_j, ξ̂_j — MACE's own E-step counts.
+  copied (spammed) under q and the fitted θ̂_j, ξ̂_j — MACE's own E-step counts (one step).
 
-The class prior ρ ~ Dir(1 + Σ_i q_i) is drawn too where the model learns one. ordinal-ds
-constrains π_j to a cut-point model; the Dirichlet over its free rows is wider than that model's
-own posterior (the draws err on the side of width). Judgments stay in long format (arrays task,
-annotator, label); one draw of θ for all topics, the per-topic tilts vectorised over the draws.
+The class prior is drawn where the model learns one. For EBCC and ordinal-ds the Dirichlet over
+free confusion rows is wider than the model's own posterior (the draws err on the side of
+width). Judgments stay in long format (arrays task, annotator, label); one draw of θ for all
+topics, the per-topic tilts one sparse product per class over the draws.
 """
 
 from __future__ import annotations
