@@ -165,3 +165,33 @@ def test_same_seed_same_draws() -> None:
     assert np.array_equal(a.log_ratio, b.log_ratio)
     assert a.log_prior_ratio is not None and b.log_prior_ratio is not None
     assert np.array_equal(a.log_prior_ratio, b.log_prior_ratio)
+
+
+def test_graded_chain_and_tempered_judgments() -> None:
+    """Three grades: the chain's draws are distributions over the grades, centred near q; a
+    tempered fit's τ_i scales a task's log tilt (τ = ½: half of it)."""
+    rng = np.random.default_rng(6)
+    n = 150
+    truth = rng.integers(0, 3, n)
+    task = np.repeat(np.arange(n), 3)
+    annotator = rng.integers(0, 5, 3 * n)
+    label = np.where(rng.random(3 * n) < 0.7, truth[task], rng.integers(0, 3, 3 * n))
+    data = AnnotationData.from_rows([f"t{i % 5}" for i in task], [f"d{i:03d}" for i in task],
+                                    [f"w{j}" for j in annotator], label.tolist())
+    q = DawidSkene().fit(data).proba_
+    draws = draw_parameters("confusion", q, data.task, data.annotator, data.label, samples=100,
+                            seed=2)
+    assert draws.log_ratio.shape == (100, data.n_annotators, 3, 3)
+    p = draws.topic_proba(np.arange(data.n_tasks), q)
+    assert p.shape == (100, data.n_tasks, 3) and np.allclose(p.sum(axis=2), 1.0)
+    assert np.abs(p.mean(axis=0) - q).mean() < 0.1
+
+    half = AnnotatorDraws(draws.task, draws.annotator, draws.label, draws.log_ratio,
+                          weight=np.full(len(draws.task), 0.5))
+    full = AnnotatorDraws(draws.task, draws.annotator, draws.label, draws.log_ratio)
+    rows = np.arange(data.n_tasks)
+    lift = np.log(full.topic_proba(rows, q)) - np.log(q)[None]
+    lift_half = np.log(half.topic_proba(rows, q)) - np.log(q)[None]
+    # log p^s − log q is the tilt minus a per-task normaliser: compare differences of classes
+    assert np.allclose(lift_half[..., 1] - lift_half[..., 0],
+                       0.5 * (lift[..., 1] - lift[..., 0]), atol=1e-4)
