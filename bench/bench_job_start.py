@@ -108,8 +108,8 @@ def main() -> None:
     for name, (seconds, cpu) in results.items():
         print(f"| {name} | {statistics.median(seconds):.3f} | {cpu / n:.3f} |")
     fork, fresh = results["starter"], results["fresh interpreter"]
-    print(f"\nratio fresh / starter: wall {statistics.median(fresh[0]) / statistics.median(fork[0]):.1f}×, "
-          f"CPU {fresh[1] / max(fork[1], 1e-9):.1f}×")
+    wall = statistics.median(fresh[0]) / statistics.median(fork[0])
+    print(f"\nratio fresh / starter: wall {wall:.1f}×, CPU {fresh[1] / max(fork[1], 1e-9):.1f}×")
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from models.evaluation.joint import JointLoadings
+    from models.evaluation.parameters import AnnotatorDraws
     from models.evaluation.uncertainty import Posterior
 
 
@@ -51,6 +52,18 @@ def add_command(subparsers: argparse._SubParsersAction) -> None:  # type: ignore
                                "differences), the gold labels (--gold, or the gold column of "
                                "--tasks) a random sample of the judged pairs correcting the "
                                "posterior's bias (default posterior)")
+    evaluate.add_argument("--judgments", metavar="FILE",
+                          help="the judgment file the --tasks posterior was fitted on: each draw "
+                               "then first draws the annotators' parameters from their posterior "
+                               "(confusion matrices; MACE's with --annotators), then every task's "
+                               "label given them, so one annotator's errors move together")
+    evaluate.add_argument("--annotators", metavar="TSV",
+                          help="with --judgments: the annotators TSV of the fit (aggregate "
+                               "--annotators); its spam_p_<label> columns make MACE's draws")
+    evaluate.add_argument("--draws", choices=("parameters", "labels"), default=None,
+                          help="parameters: the annotators' parameters, then the labels (needs "
+                               "--judgments); labels: every task's label independently from "
+                               "--tasks (default: parameters with --judgments, else labels)")
     evaluate.add_argument("--relevant-from", type=int, default=1,
                           help="lowest label value that counts as relevant")
     evaluate.add_argument("--format", choices=("json", "tsv", "trec"), default="json")
@@ -83,6 +96,13 @@ def _evaluate(args: argparse.Namespace) -> int:
               "to draw: ignored", file=sys.stderr)
     if samples is None:
         samples = 1000
+    draws = args.draws or ("parameters" if args.judgments else "labels")
+    if draws == "parameters" and not args.judgments:
+        raise UsageError("--draws parameters needs --judgments (the judgments of the fit)")
+    if args.annotators and not args.judgments:
+        raise UsageError("--annotators goes with --judgments")
+    if args.qrels and args.judgments:
+        raise UsageError("--judgments goes with --tasks: fixed --qrels have nothing to draw")
     gold: dict[tuple[str, str], int] = {}
     current = args.qrels or args.tasks
     try:
@@ -105,10 +125,14 @@ def _evaluate(args: argparse.Namespace) -> int:
 
     gold_class = _ppi_gold(args, posterior, gold, samples) if args.interval == "ppi" else None
     joint = _joint(args.joint, posterior) if args.joint else None
+    stochastic = samples > 0 and not posterior.deterministic
+    parameters = (_parameter_draws(args, posterior, samples)
+                  if draws == "parameters" and stochastic and joint is None else None)
     bar = ProgressBar("evaluate", enabled=not args.quiet)
     try:
         scores = evaluate_runs(posterior, runs, measures, samples=samples, seed=args.seed,
-                               progress=bar, gold_class=gold_class, joint=joint)
+                               progress=bar, gold_class=gold_class, parameters=parameters,
+                               joint=joint)
     finally:
         bar.close()
     reference = None
@@ -116,6 +140,8 @@ def _evaluate(args: argparse.Namespace) -> int:
         reference = evaluate_runs(Posterior.from_qrels(gold, relevant_from=args.relevant_from),
                                   runs, measures, samples=0)
     result = report(scores, reference=reference)
+    if not result["samples"]:
+        result["draws"] = None  # how draws were made (report: labels, parameters, joint-gp)
     for run, count in result["unjudged_topics"].items():
         print(f"run {run}: {count} topic(s) without judgments, not scored", file=sys.stderr)
     if args.format == "json":
@@ -163,3 +189,49 @@ def _ppi_gold(args: argparse.Namespace, posterior: Posterior,
         raise UsageError(f"ppi_needs_gold: {exc} (give --gold QRELS, or a gold column in "
                          "--tasks)") from None
     return gold_class
+
+
+def _parameter_draws(args: argparse.Namespace, posterior: Posterior,
+                     samples: int) -> AnnotatorDraws:
+    """The annotators' parameter draws for ``--judgments`` (and ``--annotators``): the same
+    function as the service's evaluation job, on the judgments of the --tasks pairs."""
+    import numpy as np
+
+    from app.cli.errors import UsageError
+    from app.cli.loading import file_error, load_annotation_data, read_input
+    from app.evaluations.inputs import mace_parameters
+    from app.formats.errors import FileFormatError
+    from models.evaluation.parameters import draw_parameters
+
+    graded = posterior.classes.tolist() != [0, 1]
+    current = args.judgments
+    try:
+        data = load_annotation_data(read_input(args.judgments, "--judgments"),
+                                    relevant_from=args.relevant_from, graded=graded,
+                                    scale=posterior.classes.tolist() if graded else None)
+        mace = None
+        if args.annotators:
+            current = args.annotators
+            mace = mace_parameters(read_input(args.annotators, "--annotators"),
+                                   annotators=data.annotator_ids, classes=posterior.classes)
+    except FileFormatError as exc:
+        raise UsageError(file_error(exc, current)) from None
+    except ValueError as exc:
+        raise UsageError(f"{current}: {exc}") from None
+    if data.classes.tolist() != posterior.classes.tolist():
+        raise UsageError(f"--judgments has the classes {data.classes.tolist()}, --tasks "
+                         f"{posterior.classes.tolist()}: give the fit's own judgments (and "
+                         "--relevant-from)")
+    row_of = {key: r for r, key in enumerate(zip(posterior.topics.tolist(),
+                                                  posterior.docs.tolist(), strict=True))}
+    rows = np.array([row_of.get(key, -1) for key in zip(data.topic_ids.tolist(),
+                                                       data.doc_ids.tolist(), strict=True)],
+                    dtype=np.int64)
+    on = rows[data.task] >= 0  # judgments of pairs the --tasks posterior has
+    if not on.any():
+        raise UsageError("--judgments has no judgment of a --tasks pair")
+    family = "confusion" if mace is None else "mace"
+    return draw_parameters(family, posterior.proba, rows[data.task][on], data.annotator[on],
+                           data.label[on], samples=samples, seed=args.seed,
+                           competence=None if mace is None else mace[0],
+                           spam=None if mace is None else mace[1], class_prior=mace is None)

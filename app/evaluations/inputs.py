@@ -91,3 +91,45 @@ def posterior_from_tasks(raw: bytes | str, *, relevant_from: int = 1
     posterior = Posterior(topics=np.array(topics, dtype=object), docs=np.array(docs, dtype=object),
                           proba=proba, classes=classes, relevant_index=relevant_index)
     return posterior, gold
+
+
+def mace_parameters(raw: bytes | str, *, annotators: np.ndarray, classes: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray] | None:
+    """MACE's θ_j and ξ_j of ``annotators`` (external ids) from the annotators TSV of
+    ``crowdqrels aggregate --method mace --annotators`` (columns annotator, competence,
+    spam_p_<label>); None for a TSV without spam_p columns (another method's table)."""
+    lines = [line for line in split_lines(decode_text(raw)) if line.strip()]
+    if not lines:
+        raise FileFormatError("the annotators file is empty", code="empty_file")
+    header = lines[0].split("\t")
+    spam_cols = [f"spam_p_{int(v)}" for v in classes]
+    if not any(h.startswith("spam_p_") for h in header):
+        return None
+    missing = [c for c in ("annotator", "competence", *spam_cols) if c not in header]
+    if missing:
+        raise FileFormatError(f"the annotators TSV has no column {', '.join(missing)}",
+                              code="invalid_header", line=1)
+    at = {name: header.index(name) for name in ("annotator", "competence", *spam_cols)}
+    values: dict[str, list[float]] = {}
+    for line_no, line in enumerate(lines[1:], start=2):
+        cells = line.split("\t")
+        if len(cells) != len(header):
+            raise FileFormatError(f"line {line_no}: {len(cells)} fields, the header has "
+                                  f"{len(header)}", code="invalid_row", line=line_no)
+        try:
+            row = [float(cells[at[c]]) for c in ("competence", *spam_cols)]
+        except ValueError:
+            raise FileFormatError(f"line {line_no}: competence and spam_p_<label> must be "
+                                  "numbers", code="invalid_row", line=line_no) from None
+        if not all(0.0 <= v <= 1.0 for v in row):  # also NaN
+            raise FileFormatError(f"line {line_no}: competence and spam_p_<label> must lie "
+                                  "between 0 and 1", code="invalid_row", line=line_no)
+        values[cells[at["annotator"]]] = row
+    absent = [str(a) for a in annotators.tolist() if str(a) not in values]
+    if absent:
+        raise FileFormatError(f"the annotators TSV has no row for annotator {absent[0]!r} "
+                              f"(and {len(absent) - 1} more) of the judgments",
+                              code="invalid_row")
+    table = np.array([values[str(a)] for a in annotators.tolist()]).reshape(-1,
+                                                                          1 + len(classes))
+    return table[:, 0], table[:, 1:]

@@ -7,7 +7,9 @@ from typing import Any
 
 from app.collections.tables import Collection
 from app.corpus.service import known_topics, load_runs
+from app.evaluations.draws import fit_parameter_draws
 from app.evaluations.service import (
+    drawing_fit,
     encode_result,
     gold_posterior,
     joint_loadings,
@@ -45,15 +47,29 @@ def _evaluate(context: JobContext) -> dict[str, Any]:
     measures = parse_measures(evaluation.measures)
     gold_class = (ppi_gold(session, collection=collection, posterior=posterior)
                   if evaluation.interval == "ppi" else None)
-    joint = joint_loadings(session, source=evaluation.source, posterior=posterior)
+    joint = (joint_loadings(session, source=evaluation.source, posterior=posterior)
+             if evaluation.draws == "parameters" else None)
     timings["load_s"] = time.perf_counter() - start
+
+    parameters = None
+    if (evaluation.draws == "parameters" and joint is None and evaluation.samples > 0
+            and not posterior.deterministic):
+        start = time.perf_counter()
+        context.progress(0.0, "drawing the annotators' parameters")
+        fit = drawing_fit(session, evaluation.source)
+        if fit is None:
+            raise ValueError("the qrels are no longer one fit with annotator parameters")
+        parameters = fit_parameter_draws(session, collection=collection, aggregation=fit,
+                                         posterior=posterior, samples=evaluation.samples,
+                                         seed=evaluation.seed)
+        timings["parameters_s"] = time.perf_counter() - start
 
     start = time.perf_counter()
     context.progress(0.0, "scoring")
     scores = evaluate_runs(posterior, runs, measures, samples=evaluation.samples,
                            seed=evaluation.seed,
                            progress=lambda f, m: context.progress(0.95 * f, m),
-                           gold_class=gold_class, joint=joint)
+                           gold_class=gold_class, parameters=parameters, joint=joint)
     reference = (evaluate_runs(gold, runs, measures, samples=0) if gold is not None else None)
     result = report(scores, reference=reference)
     result["unknown_topics"] = {r: n for r, n in unknown.items() if n}
@@ -65,5 +81,6 @@ def _evaluate(context: JobContext) -> dict[str, Any]:
                    "common_topics": result["common_topics"],
                    "unknown_topics": result["unknown_topics"],
                    "unjudged_topics": result["unjudged_topics"], "gold": reference is not None,
-                   "interval": evaluation.interval, "draws": result["draws"]},
+                   "interval": evaluation.interval,
+                   "draws": result["draws"] if result["samples"] else None},
     }

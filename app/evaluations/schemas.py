@@ -15,6 +15,8 @@ if TYPE_CHECKING:
 # An aggregation id or "gold"; union / intersection of two or more of them.
 SourceRef = RowId | Literal["gold"]
 IntervalKind = Literal["posterior", "ppi"]
+# How the draws of the qrels are made (``models.evaluation.parameters``).
+DrawsKind = Literal["parameters", "labels"]
 Source = SourceRef | dict[Literal["union", "intersection"], list[SourceRef]]
 
 
@@ -35,11 +37,21 @@ class EvaluationCreate(BaseModel):
         description='"posterior": the 95 % interval of the draws; "ppi": prediction-powered '
                     "intervals of the means over topics from the collection's gold sample "
                     "(needs gold on judged pairs of both classes, and samples > 0)")
+    draws: DrawsKind | None = Field(
+        default=None,
+        description='"parameters": each draw first draws the annotators\' parameters from their '
+                    "posterior, then every task's label given them and its judgments, so one "
+                    'annotator\'s errors move together (fits of ds, ibcc, ebcc, mace, '
+                    'ordinal-ds); "labels": every task\'s label independently from its stored '
+                    'posterior; null: "parameters" where the qrels are one such fit and samples '
+                    '> 0, else "labels"')
 
     @model_validator(mode="after")
     def _ppi_draws(self) -> EvaluationCreate:
         if self.interval == "ppi" and self.samples == 0:
             raise ValueError("a prediction-powered interval needs draws: samples > 0")
+        if self.draws == "parameters" and self.samples == 0:
+            raise ValueError("parameter draws need draws: samples > 0")
         return self
 
 
@@ -52,6 +64,8 @@ class EvaluationPublic(BaseModel):
     samples: int
     seed: int
     interval: str
+    # "parameters" or "labels" (how the draws are made; "labels" for evaluations made before)
+    draws: str
     status: str
     progress: Progress
     created_at: datetime
@@ -83,6 +97,7 @@ def public(evaluation: Evaluation, *,
         id=evaluation.id, collection_id=evaluation.collection_id, aggregation=evaluation.source,
         runs=evaluation.runs, measures=evaluation.measures, samples=evaluation.samples,
         seed=evaluation.seed, interval=evaluation.interval or "posterior",
+        draws=evaluation.draws or "labels",
         status=evaluation.status,
         progress=Progress.of(evaluation),
         created_at=evaluation.created_at, started_at=evaluation.started_at,

@@ -26,6 +26,7 @@ from models.evaluation import relevant_index
 from models.evaluation.joint import KIND as JOINT_KIND
 from models.evaluation.joint import JointLoadings
 from models.evaluation.measures import UnknownMeasure, parse_measures
+from models.evaluation.parameters import METHOD_FAMILY, parameter_family
 from models.evaluation.ppi import PPINeedsGold, check_gold, gold_classes
 from models.evaluation.uncertainty import Posterior, combine
 
@@ -184,6 +185,48 @@ def posterior_rows(posterior: Posterior) -> list[dict[str, Any]]:
     return rows
 
 
+def drawing_fit(session: Session, source: Any) -> Aggregation | None:
+    """The fit whose annotator parameters the draws of ``source`` can draw: a single
+    aggregation of a method with an annotator posterior (``METHOD_FAMILY``); None otherwise
+    (gold, a union or intersection, majority vote, the GP methods)."""
+    mode, refs = source_refs(source)
+    if mode is not None or refs == ["gold"]:
+        return None
+    aggregation = session.get(Aggregation, refs[0])
+    if aggregation is None or parameter_family(aggregation.method) is None:
+        return None
+    return aggregation
+
+
+def has_joint_posterior(session: Session, source: Any) -> bool:
+    """Whether ``source`` is one binary GP fit that stored its joint posterior of f."""
+    mode, refs = source_refs(source)
+    if mode is not None or refs == ["gold"]:
+        return False
+    return session.get(AggregationArtifact, (refs[0], JOINT_KIND)) is not None
+
+
+def resolve_draws(session: Session, *, source: Any, draws: str | None, samples: int) -> str:
+    """"parameters" or "labels" for a request (``draws`` null: "parameters" where the source is
+    a fit that has them and there are draws to make); 422 ``parameter_draws_unsupported`` for
+    "parameters" asked of a source without model parameters to draw. "parameters" are the
+    annotators' (a fit of ``METHOD_FAMILY``) or, for a binary GP fit, its latent function
+    (the joint posterior the fit stored)."""
+    fit = drawing_fit(session, source)
+    if fit is None and has_joint_posterior(session, source):
+        fit = source
+    if draws is None:
+        return "parameters" if fit is not None and samples > 0 else "labels"
+    if draws == "parameters" and fit is None:
+        methods = sorted(METHOD_FAMILY)
+        raise InvalidInput("parameter draws need the qrels of one fit of "
+                           f"{', '.join(methods)} (annotator parameters to draw) or of a "
+                           "binary GP fit with a GP over the tasks; use "
+                           '"draws": "labels"', code="parameter_draws_unsupported",
+                           methods=methods)
+    return draws
+
+
 # -- evaluations -------------------------------------------------------------------------------
 def create_evaluation(session: Session, *, runner: JobRunner, collection: Collection,
                       spec: EvaluationCreate) -> Evaluation:
@@ -210,10 +253,12 @@ def create_evaluation(session: Session, *, runner: JobRunner, collection: Collec
     if not runs:
         raise InvalidInput(f"collection {collection.name!r} has no runs: PUT .../runs/{{name}} "
                            "first", code="no_runs")
+    draws = resolve_draws(session, source=spec.aggregation, draws=spec.draws,
+                          samples=spec.samples)
     evaluation = Evaluation(
         collection_id=collection.id, source=spec.aggregation, runs=runs, measures=measures,
-        samples=spec.samples, seed=spec.seed, interval=spec.interval, status="queued", progress=0.0,
-        progress_message="queued")
+        samples=spec.samples, seed=spec.seed, interval=spec.interval, draws=draws,
+        status="queued", progress=0.0, progress_message="queued")
     submit_job(session, runner, "evaluation", evaluation)
     return evaluation
 

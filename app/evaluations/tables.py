@@ -25,6 +25,9 @@ class Evaluation(JobColumns, Base):
     # "posterior" (the draws' interval) or "ppi" (prediction-powered, from the gold sample).
     interval: Mapped[str] = mapped_column("interval_kind", String(16), default="posterior",
                                           server_default="posterior")
+    # How the draws are made: "labels" (each task independently from its stored posterior) or
+    # "parameters" (the annotators' parameters from their posterior first; resolved at creation).
+    draws: Mapped[str] = mapped_column(String(16), default="labels", server_default="labels")
     # Small facts of the finished job: topics scored, unknown / unjudged topics per run.
     report: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     # The full result (results, pairs, rankings) as gzip JSON: tens of thousands of rows (MBs

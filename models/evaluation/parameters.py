@@ -1,96 +1,329 @@
-"""Draws of the qrels that carry the annotators' parameter uncertainty.
+"""Draws of the qrels that carry the annotators' parameter uncertainty (issue #34, item 3.1).
 
 Independent per-task draws from a fitted posterior q treat every task's label as a separate coin:
 one annotator's errors, which a fit estimates once and applies to all its tasks, never move
 together, and the spread of a run's mean over topics shrinks with the number of tasks as if the
-annotators' reliabilities were known. Here each draw s first draws every annotator's confusion
-matrix θ_j^s from its posterior, then tilts each task's stored posterior by how much more (or
-less) its judgments are likely under θ^s than under the point estimate θ̂:
+annotators' reliabilities were known. Here draw s first draws every annotator's parameters θ^s
+(and the class prior ρ^s) from their posterior, then each task's label from its posterior given
+θ^s and its judgments. With θ̂, ρ̂ the posterior means that q was computed with,
 
-    p_i^s(k) ∝ q_i(k) · Π_{a ∈ i} θ^s_{j_a}[k, y_a] / θ̂_{j_a}[k, y_a],
+    p_i^s(k) ∝ q_i(k) · ρ^s_k / ρ̂_k · Π_{a ∈ i} [ P(y_a | k, θ^s_{j_a}) / P(y_a | k, θ̂_{j_a}) ]^τ_i,
 
-so θ^s = θ̂ gives q back (whatever the fit — DS, MACE, a GP, a calibrated read-out), and one
-draw of θ shifts every task an annotator judged the same way. θ_j's posterior is Dirichlet per
-true class k: Dir(α + N_j[k, ·]) with N_j[k, l] = Σ_{a by j} q_{i_a}(k)·[y_a = l] the soft
-confusion counts given q (Dawid–Skene's M step, counted with uncertainty), α = 1 (uniform), and
-θ̂ its mean. Judgments stay in long format; the draws are vectorised per topic over the draws.
+which is exactly π^s Π P(y_a | k, θ^s) normalised when q is the model's own posterior
+π̂ Π P(y_a | k, θ̂) (Dawid & Skene 1979), and keeps whatever else q holds (a calibrated read-out,
+a per-topic prior, clamped gold) when it is not: θ^s = θ̂ gives q back. τ_i is the power of a
+tempered task's likelihood (``models.dependence``; 1 unless the fit tempered).
+
+Two families of annotator posterior:
+
+- ``confusion`` (DS, IBCC, EBCC, ordinal-ds): the confusion matrices π_j and the class prior ρ
+  from their joint posterior with the labels (``AnnotatorDraws.gibbs``): a Gibbs chain started
+  from labels drawn from q alternates π_j[k, ·] ~ Dir(α_k + N_j[k, ·](z)) (hard counts of the
+  current labels z; α 1 off the diagonal, ``DIAGONAL_PRIOR`` on it: an annotator better than
+  chance, which also keeps the chain out of the class-swapped mode), ρ ~ Dir(1 + counts of z)
+  and z from the tilted posterior; after ``BURN_IN`` sweeps each state is a draw. The reference
+  θ̂ is q's own M step (the soft counts + ``REFERENCE_SMOOTHING``, DS's fixed point), so a draw
+  gives ρ^s Π π^s: the full posterior, not one draw around EM's point estimate, whose centre a
+  plug-in fit gets wrong when the parameters are weakly identified (``docs/benchmarks.md``).
+  ``AnnotatorDraws.confusion`` is that one-step variant (Dir(1 + soft counts under q) around
+  the Dirichlet mean).
+- ``mace`` (Hovy et al. 2013): P(y = l | k) = (1 − θ_j) ξ_jl + θ_j [k = l], θ_j ~ Beta(1 + K_j,
+  1 + S_j) and ξ_j ~ Dir(1 + S_j[·]), with K_j (S_j) the expected number of j's judgments it
+  copied (spammed) under q and the fitted θ̂_j, ξ̂_j — MACE's own E-step counts (one step).
+
+The class prior is drawn where the model learns one. For EBCC and ordinal-ds the Dirichlet over
+free confusion rows is wider than the model's own posterior (the draws err on the side of
+width). Judgments stay in long format (arrays task, annotator, label); one draw of θ for all
+topics, the per-topic tilts one sparse product per class over the draws.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 PRIOR = 1.0
+BURN_IN = 100  # Gibbs sweeps before the first kept state (``AnnotatorDraws.gibbs``)
+DIAGONAL_PRIOR = 2.0  # the chain's pseudo-count on a confusion matrix's diagonal
+REFERENCE_SMOOTHING = 0.01  # DS's own pseudo-count: the point estimate q was computed with
+FAMILIES = ("confusion", "mace")
+# Which family a method's fitted parameters follow; methods not listed (majority vote, the GP
+# methods) have no annotator posterior of this kind: their draws stay independent per task.
+METHOD_FAMILY = {"ds": "confusion", "ibcc": "confusion", "ebcc": "confusion",
+                 "ordinal-ds": "confusion", "mace": "mace"}
+
+
+def parameter_family(method: str) -> str | None:
+    """The family of ``method``'s annotator parameters, None without one."""
+    return METHOD_FAMILY.get(method)
+
+
+def parameter_rng(seed: int | None) -> np.random.Generator:
+    """The generator of the parameter draws of an evaluation with ``seed``: its own stream,
+    apart from the per-topic label draws (``[seed, topic]``) and PPI's (``[seed, topic, 1]``)."""
+    return np.random.default_rng([int(seed or 0), 0, 2])
 
 
 @dataclass(frozen=True)
 class AnnotatorDraws:
-    """Per draw s the log ratio log θ^s − log θ̂ of every annotator's confusion matrix, and the
-    judgments (long format, by task) that turn it into per-task tilts."""
+    """Per draw s the log ratio log P(y | k, θ^s) − log P(y | k, θ̂) of every annotator's label
+    table and of the class prior, and the judgments (long format, sorted by task) that turn them
+    into per-task tilts."""
 
-    task: np.ndarray  # (n,) task index into the posterior's rows
+    task: np.ndarray  # (n,) row of the posterior each judgment belongs to, sorted
     annotator: np.ndarray  # (n,) annotator index
     label: np.ndarray  # (n,) observed class index
-    log_ratio: np.ndarray  # (S, A, K, L) float32
+    log_ratio: np.ndarray  # (S, A, K, L) float32, [s, j, k, l]
+    log_prior_ratio: np.ndarray | None = None  # (S, K): log ρ^s − log ρ̂; None: ρ fixed
+    weight: np.ndarray | None = None  # (n,) τ of each judgment's task; None: all 1
 
     @classmethod
-    def draw(cls, proba: np.ndarray, task: np.ndarray, annotator: np.ndarray,
-             label: np.ndarray, n_labels: int, samples: int,
-             rng: np.random.Generator) -> AnnotatorDraws:
+    def confusion(cls, proba: np.ndarray, task: np.ndarray, annotator: np.ndarray,
+                  label: np.ndarray, *, n_labels: int, samples: int, rng: np.random.Generator,
+                  class_prior: bool = True, weight: np.ndarray | None = None) -> AnnotatorDraws:
+        """Dirichlet rows of every annotator's confusion matrix from the soft counts of its
+        judgments under ``proba`` (the posterior of the tasks ``task`` indexes, (J, K))."""
+        task, annotator, label = _ints(task, annotator, label)
         n_annotators = int(annotator.max()) + 1 if len(annotator) else 0
         n_classes = proba.shape[1]
-        counts = np.zeros((n_annotators, n_classes, n_labels))
-        for k in range(n_classes):  # soft confusion counts N_j[k, l]
-            flat = annotator * n_labels + label
-            counts[:, k, :] = np.bincount(flat, weights=proba[task, k],
-                                          minlength=n_annotators * n_labels).reshape(
-                                              n_annotators, n_labels)
-        alpha = counts + PRIOR
+        w = np.ones(len(task)) if weight is None else np.asarray(weight, dtype=np.float64)
+        flat = annotator * n_labels + label
+        counts = np.stack([np.bincount(flat, weights=proba[task, k] * w,
+                                       minlength=n_annotators * n_labels)
+                           .reshape(n_annotators, n_labels) for k in range(n_classes)], axis=1)
+        alpha = counts + PRIOR  # (A, K, L)
+        theta = _dirichlet(alpha, samples, rng)  # (S, A, K, L)
         mean = alpha / alpha.sum(axis=2, keepdims=True)
-        gamma = rng.standard_gamma(np.broadcast_to(alpha, (samples, *alpha.shape)))
-        theta = gamma / gamma.sum(axis=3, keepdims=True)
         log_ratio = (np.log(np.maximum(theta, 1e-300)) - np.log(mean)[None]).astype(np.float32)
+        prior = _prior_ratio(proba, task, samples, rng) if class_prior else None
+        return cls._sorted(task, annotator, label, log_ratio, prior, weight)
+
+    @classmethod
+    def gibbs(cls, proba: np.ndarray, task: np.ndarray, annotator: np.ndarray,
+              label: np.ndarray, *, n_labels: int, samples: int, rng: np.random.Generator,
+              class_prior: bool = True, weight: np.ndarray | None = None,
+              burn_in: int = BURN_IN) -> AnnotatorDraws:
+        """Confusion matrices (and the class prior) from their joint posterior with the labels:
+        a Gibbs chain from labels drawn from ``proba``, alternating π_j[k, ·] ~ Dir(α_k +
+        N_j[k, ·](z)) (hard counts of the current labels z; α_k 1, ``DIAGONAL_PRIOR`` at k),
+        ρ ~ Dir(1 + counts of z), and z_i from the posterior tilted by that draw;
+        ``burn_in`` sweeps, then one state per draw.
+        The tilt's reference θ̂ is the point estimate ``proba`` is the posterior of: its M step,
+        normalise(N_j(q) + ``REFERENCE_SMOOTHING``), DS's own fixed point."""
+        task, annotator, label = _ints(task, annotator, label)
+        n_tasks, n_classes = proba.shape
+        n_annotators = int(annotator.max()) + 1 if len(annotator) else 0
+        w = np.ones(len(task)) if weight is None else np.asarray(weight, dtype=np.float64)
+        cell = annotator * n_labels + label
+        soft = np.stack([np.bincount(cell, weights=proba[task, k] * w,
+                                     minlength=n_annotators * n_labels)
+                         .reshape(n_annotators, n_labels) for k in range(n_classes)], axis=1)
+        reference = soft + REFERENCE_SMOOTHING
+        log_reference = np.log(reference / reference.sum(axis=2, keepdims=True))
+        judged = np.unique(task)
+        rho_hat = np.maximum(proba[judged].mean(axis=0), 1e-300)
+        logq = np.log(np.maximum(proba, 1e-300))
+        z = _draw_rows(proba, rng)
+        log_ratio = np.empty((samples, n_annotators, n_classes, n_labels), dtype=np.float32)
+        prior = np.zeros((samples, n_classes)) if class_prior else None
+        size = n_annotators * n_classes * n_labels
+        # Dir(1) off the diagonal, DIAGONAL_PRIOR on it (when the labels are the classes): an
+        # annotator better than chance. A symmetric prior makes DS's posterior symmetric under
+        # swapping the classes with the confusion rows, and a chain on weakly identified data
+        # (few annotators) then wanders into the swapped mode.
+        alpha = np.full((n_classes, n_labels), PRIOR)
+        if n_labels == n_classes:
+            alpha += np.eye(n_classes) * (DIAGONAL_PRIOR - PRIOR)
+        for sweep in range(burn_in + samples):
+            counts = np.bincount((annotator * n_classes + z[task]) * n_labels + label,
+                                 weights=w, minlength=size)
+            theta = _dirichlet(counts.reshape(n_annotators, n_classes, n_labels) + alpha, 1,
+                               rng)[0]
+            ratio = np.log(np.maximum(theta, 1e-300)) - log_reference  # (A, K, L)
+            logp = logq.copy()
+            for k in range(n_classes):
+                logp[:, k] += np.bincount(task, weights=ratio[annotator, k, label] * w,
+                                          minlength=n_tasks)
+            shift = None
+            if class_prior:
+                rho = _dirichlet(np.bincount(z[judged], minlength=n_classes) + PRIOR, 1,
+                                 rng)[0]
+                shift = np.log(np.maximum(rho, 1e-300)) - np.log(rho_hat)
+                logp += shift
+            logp -= logp.max(axis=1, keepdims=True)
+            p = np.exp(logp)
+            z = _draw_rows(p / p.sum(axis=1, keepdims=True), rng)
+            if sweep >= burn_in:
+                log_ratio[sweep - burn_in] = ratio
+                if prior is not None and shift is not None:
+                    prior[sweep - burn_in] = shift
+        return cls._sorted(task, annotator, label, log_ratio, prior, weight)
+
+    @classmethod
+    def mace(cls, proba: np.ndarray, task: np.ndarray, annotator: np.ndarray,
+             label: np.ndarray, *, competence: np.ndarray, spam: np.ndarray, samples: int,
+             rng: np.random.Generator, class_prior: bool = False,
+             weight: np.ndarray | None = None) -> AnnotatorDraws:
+        """MACE's θ_j (Beta) and ξ_j (Dirichlet) from the expected copy and spam counts of
+        j's judgments under ``proba`` and the fitted ``competence`` θ̂ (A,) and ``spam`` ξ̂
+        (A, K)."""
+        task, annotator, label = _ints(task, annotator, label)
+        n_annotators, n_classes = spam.shape
+        if proba.shape[1] != n_classes or len(competence) != n_annotators:
+            raise ValueError("competence (A,), spam (A, K) and proba (J, K) disagree")
+        if len(annotator) and annotator.max() >= n_annotators:
+            raise ValueError("a judgment's annotator has no fitted competence")
+        w = np.ones(len(task)) if weight is None else np.asarray(weight, dtype=np.float64)
+        theta_hat = np.clip(np.asarray(competence, dtype=np.float64), 0.0, 1.0)[annotator]
+        xi_hat = np.asarray(spam, dtype=np.float64)[annotator, label]
+        # P(copied | y_a, q) = q_i(y_a) θ / ((1 − θ) ξ_{y_a} + θ): MACE's E-step responsibility
+        copied = proba[task, label] * theta_hat / np.maximum((1 - theta_hat) * xi_hat
+                                                             + theta_hat, 1e-300)
+        knowing = np.bincount(annotator, weights=copied * w, minlength=n_annotators)
+        spammed = np.bincount(annotator * n_classes + label, weights=(1 - copied) * w,
+                              minlength=n_annotators * n_classes).reshape(n_annotators,
+                                                                          n_classes)
+        pair = np.stack([knowing, spammed.sum(axis=1)], axis=1) + PRIOR  # (A, 2)
+        theta = _dirichlet(pair, samples, rng)[..., 0]  # (S, A)
+        xi = _dirichlet(spammed + PRIOR, samples, rng)  # (S, A, K)
+        ref = _mace_table(pair[:, 0] / pair.sum(axis=1),
+                          (spammed + PRIOR) / (spammed + PRIOR).sum(axis=1, keepdims=True))
+        log_ratio = (np.log(np.maximum(_mace_table(theta, xi), 1e-300))
+                     - np.log(ref)[None]).astype(np.float32)
+        prior = _prior_ratio(proba, task, samples, rng) if class_prior else None
+        return cls._sorted(task, annotator, label, log_ratio, prior, weight)
+
+    @classmethod
+    def _sorted(cls, task: np.ndarray, annotator: np.ndarray, label: np.ndarray,
+                log_ratio: np.ndarray, prior: np.ndarray | None,
+                weight: np.ndarray | None) -> AnnotatorDraws:
         order = np.argsort(task, kind="stable")
         return cls(task=task[order], annotator=annotator[order], label=label[order],
-                   log_ratio=log_ratio)
+                   log_ratio=log_ratio, log_prior_ratio=prior,
+                   weight=None if weight is None else np.asarray(weight, np.float64)[order])
+
+    def _by_cell(self) -> np.ndarray:
+        """(S, A·L, K): the log ratios by (annotator, observed label), contiguous for the
+        per-topic gathers (made once, on first use)."""
+        cached = self.__dict__.get("_cells")
+        if cached is None:
+            s, a, k, n_labels = self.log_ratio.shape
+            cached = np.ascontiguousarray(self.log_ratio.transpose(0, 1, 3, 2)).reshape(
+                s, a * n_labels, k)
+            object.__setattr__(self, "_cells", cached)
+        return cached
 
     @property
     def samples(self) -> int:
         return int(self.log_ratio.shape[0])
 
+    def restrict(self, rows: np.ndarray) -> AnnotatorDraws:
+        """The same draws for a posterior whose row of task i is ``rows[i]`` (-1: not in it; its
+        judgments still informed θ, but tilt no row)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        moved = rows[self.task]
+        keep = moved >= 0
+        order = np.argsort(moved[keep], kind="stable")
+        return replace(self, task=moved[keep][order], annotator=self.annotator[keep][order],
+                       label=self.label[keep][order],
+                       weight=None if self.weight is None else self.weight[keep][order])
+
     def topic_proba(self, rows: np.ndarray, proba: np.ndarray) -> np.ndarray:
         """(S, len(rows), K): the tilted posterior of the tasks ``rows`` (their stored ``proba``
-        (len(rows), K)) in every draw."""
-        local = np.full(int(max(rows.max(initial=-1), self.task.max(initial=-1))) + 1, -1)
-        local[rows] = np.arange(len(rows))
-        sel = np.flatnonzero(local[self.task] >= 0)
-        where = local[self.task[sel]]
-        tilt = np.zeros((self.samples, len(rows), proba.shape[1]))
+        (len(rows), K)) in every draw. A task's tilt is a sum over its judgments' cells
+        (annotator, label): one sparse (rows x cells) product per class, no per-judgment copy of
+        the draws."""
+        import scipy.sparse as sp
+
+        rows = np.asarray(rows, dtype=np.int64)
+        start = np.searchsorted(self.task, rows, side="left")
+        stop = np.searchsorted(self.task, rows, side="right")
+        sizes = stop - start
+        # the judgments of every row, row after row: start[r], ..., stop[r] - 1
+        sel = np.repeat(start - np.cumsum(sizes) + sizes, sizes) + np.arange(sizes.sum())
+        n_samples, n_annotators, n_classes, n_labels = self.log_ratio.shape
+        tilt = np.zeros((n_samples, len(rows), n_classes))
         if len(sel):
-            by_label = self.log_ratio.transpose(0, 1, 3, 2)  # (S, A, L, K)
-            ratio = by_label[:, self.annotator[sel], self.label[sel]]  # (S, n, K)
-            for k in range(proba.shape[1]):
-                tilt[:, :, k] = _sum_by(ratio[:, :, k], where, len(rows))
-        logp = np.log(np.maximum(proba, 1e-300))[None] + tilt
+            counts = sp.csr_matrix(
+                (np.ones(len(sel)) if self.weight is None else self.weight[sel],
+                 (np.repeat(np.arange(len(rows)), sizes),
+                  self.annotator[sel] * n_labels + self.label[sel])),
+                shape=(len(rows), n_annotators * n_labels))
+            cells = self._by_cell()  # (S, A·L, K)
+            for k in range(n_classes):
+                tilt[:, :, k] = (counts @ cells[:, :, k].T).T
+        if self.log_prior_ratio is not None:
+            tilt += self.log_prior_ratio[:, None, :]
+        logq = np.log(np.maximum(proba, 1e-300))
+        if n_classes == 2:  # the logistic of the log odds: half the work of a softmax
+            odds = (logq[:, 1] - logq[:, 0])[None] + tilt[:, :, 1] - tilt[:, :, 0]
+            p1 = 0.5 * (1.0 + np.tanh(0.5 * odds))
+            return np.stack([1.0 - p1, p1], axis=2)
+        logp = logq[None] + tilt
         logp -= logp.max(axis=2, keepdims=True)
         p = np.exp(logp)
         return p / p.sum(axis=2, keepdims=True)
 
 
-def _sum_by(values: np.ndarray, group: np.ndarray, n_groups: int) -> np.ndarray:
-    """(S, n) summed over judgments into (S, n_groups) by ``group`` (sorted)."""
-    out = np.zeros((values.shape[0], n_groups))
-    if not len(group):
-        return out
-    starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
-    out[:, group[starts]] = np.add.reduceat(values, starts, axis=1)
-    return out
+def draw_parameters(family: str, proba: np.ndarray, task: np.ndarray, annotator: np.ndarray,
+                    label: np.ndarray, *, samples: int, seed: int | None,
+                    competence: np.ndarray | None = None, spam: np.ndarray | None = None,
+                    class_prior: bool = True, weight: np.ndarray | None = None
+                    ) -> AnnotatorDraws:
+    """The parameter draws of an evaluation (the service's job, the CLI and the bench call this
+    one function): ``family`` "confusion" or "mace" (which needs the fitted ``competence`` and
+    ``spam``), judgments as class indices of ``proba``'s columns."""
+    rng = parameter_rng(seed)
+    if family == "confusion":
+        return AnnotatorDraws.gibbs(proba, task, annotator, label, n_labels=proba.shape[1],
+                                    samples=samples, rng=rng, class_prior=class_prior,
+                                    weight=weight)
+    if family == "mace":
+        if competence is None or spam is None:
+            raise ValueError("MACE's parameter draws need its fitted competence and spam")
+        return AnnotatorDraws.mace(proba, task, annotator, label, competence=competence,
+                                   spam=spam, samples=samples, rng=rng,
+                                   class_prior=class_prior, weight=weight)
+    raise ValueError(f"unknown parameter family {family!r}; valid: {', '.join(FAMILIES)}")
+
+
+def _draw_rows(p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """(J,) a class per row of ``p`` (J, K)."""
+    u = rng.random(p.shape[0])
+    return (u[:, None] >= np.cumsum(p, axis=1)[:, :-1]).sum(axis=1)
+
+
+def _ints(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+    return tuple(np.asarray(a, dtype=np.int64) for a in arrays)
+
+
+def _dirichlet(alpha: np.ndarray, samples: int, rng: np.random.Generator) -> np.ndarray:
+    """(S, *alpha.shape): Dirichlet draws over the last axis of ``alpha``."""
+    gamma = rng.standard_gamma(np.broadcast_to(alpha, (samples, *alpha.shape)))
+    return gamma / np.maximum(gamma.sum(axis=-1, keepdims=True), 1e-300)
+
+
+def _prior_ratio(proba: np.ndarray, task: np.ndarray, samples: int,
+                 rng: np.random.Generator) -> np.ndarray:
+    """(S, K): log ρ^s − log ρ̂, ρ ~ Dir(1 + Σ_i q_i) over the judged tasks."""
+    judged = np.unique(task)
+    alpha = proba[judged].sum(axis=0) + PRIOR
+    rho = _dirichlet(alpha, samples, rng)
+    return np.log(np.maximum(rho, 1e-300)) - np.log(alpha / alpha.sum())[None]
+
+
+def _mace_table(theta: np.ndarray, xi: np.ndarray) -> np.ndarray:
+    """(..., A, K, L): P(y = l | k) = (1 − θ) ξ_l + θ [k = l] from θ (..., A), ξ (..., A, L)."""
+    k = xi.shape[-1]
+    return ((1.0 - theta)[..., None, None] * xi[..., None, :]
+            + theta[..., None, None] * np.eye(k))
 
 
 def draw_tilted(p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """(S, J) a class per draw and task from per-draw probabilities ``p`` (S, J, K)."""
     u = rng.random(p.shape[:2])
+    if p.shape[2] == 2:
+        return (u >= p[:, :, 0]).astype(np.int8)
     cdf = np.cumsum(p, axis=2)[:, :, :-1]
     return (u[:, :, None] >= cdf).sum(axis=2).astype(np.int8)

@@ -52,9 +52,9 @@ class RunScores:
     ppi_all: dict[str, np.ndarray] | None = None
     ppi_q: np.ndarray | None = None
     ppi_pairs: int = 0
-    # how the draws were made: "independent" per task, "annotator-parameters" (tilted by drawn
-    # confusion matrices) or "joint-gp" (one draw of a GP's latent function for all tasks)
-    draw_kind: str = "independent"
+    # how the draws were made: "labels" (independent per task), "parameters" (tilted by drawn
+    # annotator parameters) or "joint-gp" (one draw of a GP's latent function for all tasks)
+    draw_kind: str = "labels"
 
     def answered(self) -> np.ndarray:
         """(R, T) True where a run answered a judged topic: the topics of its mean."""
@@ -225,8 +225,8 @@ def evaluate_runs(posterior: Posterior, runs: Mapping[str, Mapping[str, Sequence
     scores = RunScores(runs=run_names, topics=topics, measures=list(measures), value=value,
                        draws=draws, n_draws=n_draws, seed=seed, unjudged_topics=unjudged,
                        fixed=posterior.deterministic, qrels_topics=len(all_topics),
-                       draw_kind=("joint-gp" if latent is not None else "annotator-parameters"
-                                  if parameters is not None and stochastic else "independent"))
+                       draw_kind=("joint-gp" if latent is not None else "parameters"
+                                  if parameters is not None and stochastic else "labels"))
     if ppi is not None:
         ppi.finish(scores)
     return scores

@@ -130,8 +130,8 @@ def test_annotator_parameter_draws_move_an_annotators_tasks_together() -> None:
     post = Posterior.binary(topics, docs, q)
     runs = {"r": {t: list(docs[topics == t]) for t in np.unique(topics)}}
     measures = parse_measures(["P@10"])
-    theta = AnnotatorDraws.draw(post.proba, task, annotator, label, 2, 1000,
-                                np.random.default_rng(1))
+    theta = AnnotatorDraws.confusion(post.proba, task, annotator, label, n_labels=2,
+                                     samples=1000, rng=np.random.default_rng(1))
     plain = evaluate_runs(post, runs, measures, samples=1000, seed=2).mean_draws("P@10")
     tied = evaluate_runs(post, runs, measures, samples=1000, seed=2,
                          parameters=theta).mean_draws("P@10")
@@ -139,8 +139,8 @@ def test_annotator_parameter_draws_move_an_annotators_tasks_together() -> None:
     assert tied.std() > 1.08 * plain.std(), (tied.std(), plain.std())
     assert abs(tied.mean() - plain.mean()) < 0.05
 
-    pinned = AnnotatorDraws.draw(post.proba, task, annotator, label, 2, 5,
-                                 np.random.default_rng(1))
+    pinned = AnnotatorDraws.confusion(post.proba, task, annotator, label, n_labels=2,
+                                      samples=5, rng=np.random.default_rng(1))
     pinned = AnnotatorDraws(pinned.task, pinned.annotator, pinned.label,
                             np.zeros_like(pinned.log_ratio))
     assert np.allclose(pinned.topic_proba(np.arange(n), post.proba), post.proba[None])

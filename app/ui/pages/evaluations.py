@@ -55,6 +55,8 @@ async def start_evaluation(request: Request, session: SessionDep, runner: Runner
             "samples": samples, "seed": whole_number(form, "seed", 0)}
         if str(form.get("interval") or "") == "ppi" and source != "gold":
             fields["interval"] = "ppi"
+        if str(form.get("draws") or "") == "labels":  # empty: the API's default
+            fields["draws"] = "labels"
         if words(form.get("measures")):  # empty: the API's default measures
             fields["measures"] = words(form.get("measures"))
         try:
@@ -120,7 +122,11 @@ def _draws(evaluation: Any) -> dict[str, Any]:
                 "same qrels)")
     else:
         text = "no draws of the qrels (0 requested): no intervals"
-    return {"made": int(made), "requested": requested, "fixed": fixed, "text": text}
+    # "parameters": each draw drew the annotators' parameters first (``models.evaluation.
+    # parameters``); "labels": each task's label independently
+    kind = getattr(evaluation, "draws", None) or "labels"
+    return {"made": int(made), "requested": requested, "fixed": fixed, "text": text,
+            "kind": kind}
 
 
 def _coverage(report: dict[str, Any], order: list[str]) -> dict[str, Any]:

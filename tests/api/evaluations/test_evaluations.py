@@ -73,8 +73,10 @@ def evaluate(client, body: dict) -> dict:
 
 def test_evaluation_job_matches_the_cli(client, tmp_path: Path) -> None:
     aggregation = setup_collection(client)
+    # "labels": independent draws, as the CLI makes them without --judgments (the parameter
+    # draws' own comparison: test_evaluations_draws.py)
     done = evaluate(client, {"aggregation": aggregation, "runs": None, "measures": MEASURES,
-                             "samples": 200, "seed": 3})
+                             "samples": 200, "seed": 3, "draws": "labels"})
     assert done["runs"] == ["bm25", "dense", "early"]
     assert done["report"]["unknown_topics"] == {"early": 1}
     assert done["report"]["topics"] == 4 and done["report"]["gold"] is True
@@ -122,7 +124,7 @@ def test_evaluation_job_matches_the_cli(client, tmp_path: Path) -> None:
 
 def test_a_gp_fit_is_drawn_jointly_as_by_the_cli(client, tmp_path: Path) -> None:
     """LK with topic intercepts (a GP over the tasks' topics) stores its joint posterior; the
-    evaluation job draws from it ("draws": "joint-gp"; a DS fit: "independent"), and
+    evaluation job draws from it ("draws": "joint-gp"; a DS fit asking for labels: "labels"), and
     `crowdqrels evaluate --joint` with the file `aggregate --joint` wrote from the same fit gives
     the same numbers. A file that is not one is a usage error."""
     ds = setup_collection(client)
@@ -131,7 +133,8 @@ def test_a_gp_fit_is_drawn_jointly_as_by_the_cli(client, tmp_path: Path) -> None
                           json={"method": "lk", "params": params, "seed": 1}).json()
     assert wait_for(client, created["id"])["status"] == "succeeded"
     body = {"runs": ["bm25"], "measures": ["P@10", "AP"], "samples": 200, "seed": 3}
-    assert evaluate(client, {**body, "aggregation": ds})["report"]["draws"] == "independent"
+    assert evaluate(client, {**body, "aggregation": ds, "draws": "labels"}
+                    )["report"]["draws"] == "labels"
     done = evaluate(client, {**body, "aggregation": created["id"]})
     assert done["report"]["draws"] == "joint-gp"
     assert "drawn jointly from the GP fit" in client.get(f"/ui/evaluations/{done['id']}").text

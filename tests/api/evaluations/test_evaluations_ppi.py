@@ -27,7 +27,8 @@ def test_ppi_intervals_match_the_cli(client, tmp_path: Path) -> None:
     assert client.put(f"{API}/collections/ev/gold", content=sample.encode(),
                       headers={"content-type": "text/plain"}).status_code == 200
     done = evaluate(client, {"aggregation": aggregation, "measures": MEASURES, "samples": 100,
-                             "seed": 2, "interval": "ppi", "runs": ["bm25", "dense"]})
+                             "seed": 2, "interval": "ppi", "runs": ["bm25", "dense"],
+                             "draws": "labels"})
     assert done["interval"] == "ppi" and done["report"]["interval"] == "ppi"
     for row in done["results"]:  # the means over topics
         assert row["interval_kind"] == "ppi"

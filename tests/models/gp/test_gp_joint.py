@@ -93,5 +93,5 @@ def test_joint_draws_widen_a_runs_score_and_round_trip(twins) -> None:  # type: 
     # a fit without a GP over tasks stores no directions: its draws are the independent ones
     none = JointLoadings(topics, data.doc_ids, np.zeros((data.n_tasks, 0), dtype=np.float32))
     flat = evaluate_runs(post, runs, measures, samples=1000, seed=3, joint=none)
-    assert flat.draw_kind == "independent"
+    assert flat.draw_kind == "labels"
     np.testing.assert_array_equal(flat.mean_draws("P@10"), plain)
