@@ -158,6 +158,9 @@ class MACE(Aggregator):
                     if tol > 0 and abs(history[-1] - history[-2]) <= tol * data.n_judgments:
                         break
                 run += 1
+                # "auto": the learned prior starts where MACE's uniform one ended (its
+                # generalisation, from a solution that keeps every class in use)
+                knowing0, spam0 = knowing, spam
                 restart_ll[prior].append(ll)
                 if prior not in best or ll > best[prior].log_likelihood:
                     groups = 1 if topics is None else topics.n_groups
