@@ -53,10 +53,10 @@ CLI_DIGESTS: dict[str, tuple[str, str, str, str]] = {
         "84fe6046627f0e10b5c5f6c7cc3b5005e07033ddb9d18ad530cfe5ceb18ed557",
     ),
     'ds': (
-        "1b01a064ed37cd14af76acb1a33930eb25c87a118140e743a52890f769e7c4f0",
-        "7c58d37401683c0a6d80626d40064bcbe5d8c10b736bcf8169a71c6cb78f85a1",
-        "e9e74f0245386c17be7b07af4cfe864e39beaab851819d5ab058502040630049",
-        "37b75a425925eca1460c5d4ae53cee441910d879326b90dfba415e858c880494",
+        "dcfb63d7dbc3761b9136cea920eb9192643897652016be18dce5971a70da6a39",
+        "6ef8e7537dfa011c94485439bbef2fe36e2f7fe2be54d3714e6fb0af73cc1b63",
+        "6de80928fbfc81e4b066bbc16fa9d68dc366da64f94e72fcb05051804f2cda4c",
+        "8d24d2b10ddd830c24b1bb4dbbe850860371d020f4fbdca2f83f2731ffa94a75",
     ),
     'ibcc': (
         "fe6d090af879ae7a8cc30ab113a5af1c0335a43fa5729d288c1353c8f18a5a71",
@@ -71,10 +71,10 @@ CLI_DIGESTS: dict[str, tuple[str, str, str, str]] = {
         "5686a7e942c0c014ce6eb706292a36c8d336da9aab15705e7ac1b6a5a76e7ac0",
     ),
     'ds-clamp-folds': (
-        "fa9aae3097b12cbb53a072cc412e0c2c3b0d484d9c1ecddacc8d8b7514d1d677",
-        "e78d0b6efa97f37b15381f65f85d84ca1a40b6e02c617d90eba6a3cded6f4138",
-        "d28fb835e1e4a85434765b4010a09a6eecd308f45375c17fe640624f98b6c69f",
-        "b5807f8fe440a6247d7283eb3a58a15b6b91900888e1898246e4aba0439e898a",
+        "a8e96b7a8656af4c50ba3f399adf4d811254877be192f90c9ebdc4c8f6a095a6",
+        "76fdcfcf08c9d3fe6e0da69a6202b012adff4e221e7f1dc2ddc31ec2baa18583",
+        "573b21acff87a92617233dc271e2bcade26ccc797be51830ffe4c8e008feddb4",
+        "ab8835bf8b0ab52301dd72b702022cfbbd24624155a4cd1814a4a7b704090d8c",
     ),
     'ibcc-calibrate': (
         "67656736f7b284a46c0b37149171fba229020c12eda6dc699934cc76d5156a10",
@@ -108,11 +108,11 @@ API_RUNS = {
 # fields), tasks JSON, fit summary JSON
 API_DIGESTS: dict[str, tuple[str, str, str, str, str]] = {
     'ds': (
-        "1b01a064ed37cd14af76acb1a33930eb25c87a118140e743a52890f769e7c4f0",
-        "a6bb11885546b7d39641042519e5438bed3bc46ecc7ea6b1e65c8aea1a678cc3",
-        "8f3d84c0cedbe0b63e79b2a45b068859d34dc55395d1722e2f09e41ea6d7b4cb",
-        "c2efc072d5df7a1cba5b0d8a5f42f3d89e3a46e0bc006d91ba9861be92d03e23",
-        "3c85860b27f24f2d1dab6c4d549a690b8db55d394dd902bc8cd80a0faf6ab453",
+        "dcfb63d7dbc3761b9136cea920eb9192643897652016be18dce5971a70da6a39",
+        "e142209d796d589ca5c67c6483e24f9f3e428dcae8b69261bb5c082627af95f6",
+        "b19c30d1e85e7fdaa472b2cae93084ad755974927750c81f356b96f987c5f194",
+        "5847bd574065589be8d5cae3dfe2ac9fcc164e3956adef35f09060d761f9ae9b",
+        "bf5ec22fbce0c9c43bfaa3a0e11fc703b7f5dcee41dae07a08828295a6c5b32f",
     ),
     'mace': (
         "f6bb69b44f3ddfe00dede280e49a37d6f4f9a88e1a82ed26568a2208ba027473",
