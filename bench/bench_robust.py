@@ -4,6 +4,7 @@ majority vote, the best single judge and crowd-kit 1.4.2, on models.synthetic's 
     python bench/bench_robust.py judges            # dense judges: exact accuracy / quadratic κ
     python bench/bench_robust.py crowds            # sparse skewed crowds: accuracy
     python bench/bench_robust.py judges --seeds 3 --tasks 2000
+    python bench/bench_robust.py crowds --methods 'mace;mace{"class_prior":"uniform"}'
 
 No gold is used by any fit; gold only scores. Prints markdown tables (mean over seeds). A
 script, never part of the test run.
@@ -12,6 +13,7 @@ script, never part of the test run.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import warnings
 from pathlib import Path
@@ -34,11 +36,18 @@ JUDGE_METHODS = (
     ("ordinal-ds", {"dependence": "ignore"}), ("ordinal-ds", {}),
     ("mace", {}), ("ebcc", {}),
 )
-# (grades, class prior or None for the generator's default)
-CROWD_SETS = ((2, None), (2, (0.7, 0.3)), (4, None), (5, None))
+# (grades, class prior or None for the generator's default, workers, power-law exponent,
+# worker accuracy range): 150 workers drawn by a power law (a few do most tasks), or 1,000
+# drawn uniformly (many workers with a handful of tasks each, as on most real crowd sets); 3
+# judgments per task; the last two: weak workers (majority vote near .65, as on two real sets)
+CROWD_SETS = ((2, None, 150, 1.0, (0.6, 0.95)), (2, (0.7, 0.3), 150, 1.0, (0.6, 0.95)),
+              (4, None, 150, 1.0, (0.6, 0.95)), (5, None, 150, 1.0, (0.6, 0.95)),
+              (2, None, 1000, 0.0, (0.6, 0.95)), (4, None, 1000, 0.0, (0.6, 0.95)),
+              (5, None, 1000, 0.0, (0.6, 0.95)), (4, None, 1000, 0.0, (0.35, 0.85)),
+              (5, None, 1000, 0.0, (0.35, 0.85)))
 CROWD_METHODS = (("mv", {}), ("ds", {}), ("ibcc", {}), ("ebcc", {}), ("mace", {}),
-                 ("mace", {"class_prior": "learned"}), ("crowdkit-ds", {}),
-                 ("crowdkit-mace", {}))
+                 ("mace", {"class_prior": "uniform"}), ("crowdkit-ds", {}),
+                 ("crowdkit-mace", {}), ("crowdkit-mace-sorted", {}))
 
 
 def _name(method: str, params: dict) -> str:
@@ -51,7 +60,14 @@ def _labels(method: str, params: dict, s, seed: int) -> np.ndarray:  # type: ign
         from crowdkit.aggregation import MACE, DawidSkene
 
         frame = pd.DataFrame({"task": s.task, "worker": s.annotator, "label": s.label})
-        model = DawidSkene(n_iter=100) if method == "crowdkit-ds" else MACE(random_state=seed)
+        if method == "crowdkit-mace-sorted":
+            # crowd-kit 1.4.2 gives worker k the spam distribution of the k-th worker in sorted
+            # order while it numbers workers by first appearance (docs/models.md): rows sorted
+            # by worker make the two agree
+            frame = frame.sort_values("worker", kind="stable")
+        # crowd-kit re-seeds every MACE restart alike: one restart is its 10
+        model = (DawidSkene(n_iter=100) if method == "crowdkit-ds"
+                 else MACE(n_restarts=1, random_state=seed))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             found = model.fit_predict(frame)
@@ -85,21 +101,35 @@ def _judges(args: argparse.Namespace) -> None:
         print(f"| {judges}, {r}, {b}, {noise} | {cells} |", flush=True)
 
 
+def _methods(spec: str | None) -> tuple[tuple[str, dict], ...]:
+    """``--methods 'mace;mace{"class_prior":"uniform"}'``: method names with JSON params."""
+    if not spec:
+        return CROWD_METHODS
+    out = []
+    for item in spec.split(";"):
+        name, brace, rest = item.partition("{")
+        out.append((name, json.loads(brace + rest) if brace else {}))
+    return (("mv", {}), *out)
+
+
 def _crowds(args: argparse.Namespace) -> None:
-    names = [_name(m, p) for m, p in CROWD_METHODS]
-    print("| grades, class prior | " + " | ".join(names) + " |")
+    methods = _methods(args.methods)
+    names = [_name(m, p) for m, p in methods]
+    print("| grades, class mix, workers | " + " | ".join(names) + " |")
     print("|---|" + "---:|" * len(names))
-    for grades, prior in CROWD_SETS:
+    for grades, prior, workers, alpha, accuracy in CROWD_SETS:
         rows = []
         for seed in range(args.seeds):
-            s = crowd_dataset(args.tasks, 150, grades=grades, class_prior=prior,
-                              random_state=seed)
+            s = crowd_dataset(args.tasks, workers, grades=grades, class_prior=prior,
+                              alpha=alpha, accuracy=accuracy, random_state=seed)
             rows.append([float(np.mean(_labels(m, p, s, seed) == s.truth))
-                         for m, p in CROWD_METHODS])
+                         for m, p in methods])
         mean = np.mean(np.array(rows), axis=0)
         label = "default" if prior is None else "/".join(str(v) for v in prior)
-        print(f"| {grades}, {label} | " + " | ".join(f"{v:.3f}" for v in mean) + " |",
-              flush=True)
+        drawn = "power law" if alpha > 0 else "uniformly"
+        weak = "" if accuracy == (0.6, 0.95) else f", accuracy {accuracy[0]}-{accuracy[1]}"
+        print(f"| {grades}, {label}, {workers} {drawn}{weak} | "
+              + " | ".join(f"{v:.3f}" for v in mean) + " |", flush=True)
 
 
 def main() -> None:
@@ -107,6 +137,8 @@ def main() -> None:
     parser.add_argument("what", choices=("judges", "crowds"))
     parser.add_argument("--seeds", type=int, default=2)
     parser.add_argument("--tasks", type=int, default=1500)
+    parser.add_argument("--methods", help="crowds: ';'-separated methods, each with optional "
+                                          "JSON params (majority vote is always first)")
     args = parser.parse_args()
     (_judges if args.what == "judges" else _crowds)(args)
 

@@ -5,9 +5,14 @@
 EM maximises the marginal log-likelihood  Σ_i log Σ_t ρ_t Π_{a ∈ i} π_{j(a)}[t, y_a],  starting
 from the majority-vote posterior (an M step first). ``smoothing`` is a pseudo-count added to every
 confusion-matrix cell (0 gives the plain maximum-likelihood update; cells are clipped at 1e-10
-as crowd-kit does). With ``use_gold`` the posterior of a task with a gold label is held at that
-label. Stops after ``n_iter`` iterations or when the log-likelihood per judgment changes by less
-than ``tol``.
+as crowd-kit does). ``population_prior`` adds s pseudo-judgments to every confusion row, spread
+like the population's row, m[t, ·] ∝ 1 + Σ_j N_j[t, ·] (the crowd's pooled expected counts,
+re-estimated at every M step): the MAP update of a Dirichlet(s · m[t]) prior, so an annotator
+with a handful of judgments borrows the crowd's confusion instead of a 0/1 maximum-likelihood
+row (the empirical-Bayes mean of a hierarchical DS; its strength fixed at s = K by default,
+the mass of Laplace's one per cell). With ``use_gold`` the posterior of a task with a gold label
+is held at that label. Stops after ``n_iter`` iterations or when the log-likelihood per judgment
+changes by less than ``tol``.
 
 Confusion matrices are (n_annotators, K, K) — K is tiny; both EM passes are one sparse product over
 the judgments each (``Judgments``), never a tasks × annotators array.
@@ -45,7 +50,11 @@ class DawidSkene(Aggregator):
         smoothing: Annotated[float | None, Range(0.0, MAX_PRIOR)] = None,
         use_gold: bool = False,
         dependence: str = "auto",
+        population_prior: Annotated[float | None, Range(0.0, MAX_PRIOR)] = None,
     ) -> None:
+        if population_prior is not None and population_prior < 0:
+            raise ValueError("population_prior must be >= 0")
+        self.population_prior = population_prior
         if n_iter < 0:
             raise ValueError("n_iter must be >= 0")
         if dependence not in DEPENDENCE:
@@ -110,7 +119,8 @@ class DawidSkene(Aggregator):
             start: str) -> _Fit:
         """EM from the class-major posterior ``post``, then the final M step. The objective EM
         increases is the posterior of the parameters under the pseudo-counts, the marginal
-        log-likelihood + smoothing · Σ log π (a Dirichlet(1 + smoothing) prior on every row)."""
+        log-likelihood + Σ (smoothing + s · m) log π (a Dirichlet(1 + smoothing + s · m[t]) prior
+        on every row, ``population_prior``)."""
         history: list[float] = []
         objective = float("nan")
         n_iter = 0
@@ -123,7 +133,9 @@ class DawidSkene(Aggregator):
             if len(history) > 1 and abs(history[-1] - history[-2]) / n < self.tol:
                 break
         if history:
-            objective = history[-1] + self.smoothing_ * float(np.log(confusion).sum())
+            log_confusion = np.log(confusion)
+            objective = (history[-1] + self.smoothing_ * float(log_confusion.sum())
+                         + float(np.einsum("tl,jtl->", self._pseudo, log_confusion)))
         prior, confusion = self._m_step(idx, post)
         return _Fit(start, prior, confusion, post, n_iter, history, objective)
 
@@ -140,6 +152,12 @@ class DawidSkene(Aggregator):
         prior = np.clip(prior, _EPS, None)
         prior /= prior.sum()
         confusion = idx.expected_counts(post).transpose(2, 0, 1)  # [j, t, l]
+        strength = float(k if self.population_prior is None else self.population_prior)
+        self._pseudo = np.zeros((k, k))
+        if strength > 0:  # a Dirichlet(s · m[t]) prior on each row, m the crowd's pooled row
+            pooled = confusion.sum(axis=0) + 1.0
+            self._pseudo = (strength / pooled.sum(axis=1, keepdims=True)) * pooled
+            confusion = confusion + self._pseudo
         confusion = np.clip(confusion + self.smoothing_, _EPS, None)
         confusion /= confusion.sum(axis=2, keepdims=True)
         return prior, confusion

@@ -13,6 +13,15 @@ takes exp(ψ(counts + prior)) / exp(ψ(Σ counts + prior)) (ψ: digamma) instead
 Options follow MACE.java: control (gold) labels held fixed (``use_gold``); ``threshold`` keeps
 only the share of tasks with the lowest posterior entropy (the others are flagged unselected).
 
+The class prior (``class_prior``): MACE's uniform one, or learned (per topic by default, the
+topics' priors shrunk towards each other by a type-II ML Dirichlet, ``models.dirichlet``) with,
+under VB, every ξ_j shrunk towards the crowd's pooled spam distribution instead of the uniform
+one, so that a leniency the whole crowd shares is not read as a class prior. ``"auto"`` (the
+default) fits both from the same random starts and keeps the one with the higher Bayesian
+information criterion, log-likelihood − ½ d ln n (d: the learned prior's free parameters,
+n: judged tasks; Schwarz 1978): MACE's uniform prior unless the judgments call for another
+(docs/models.md, "Sparse skewed crowds: MACE's uniform prior").
+
 Everything is a gather or a segment sum over judgments (np.bincount): no tasks × annotators array.
 """
 
@@ -28,11 +37,12 @@ from scipy.special import digamma
 
 from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
 from models.data import UNKNOWN, AnnotationData
+from models.dirichlet import GROUPINGS, ClassPrior, e_log_dirichlet
 from models.params import MAX_PRIOR, Iterations, Prior, Range, Restarts, Seed, Tolerance
 from models.warm import cold_check_due, result_column, warm_record
 
 VARIANTS = ("em", "vb")
-CLASS_PRIORS = ("learned", "uniform")
+CLASS_PRIORS = ("auto", "learned", "uniform")
 WARM_TOL = 1e-5  # log-likelihood gain per judgment below which a warm start stops
 
 
@@ -54,7 +64,8 @@ class MACE(Aggregator):
         use_gold: bool = False,
         threshold: Annotated[float, Range(0.0, 1.0, low_open=True)] = 1.0,
         random_state: Seed = None,
-        class_prior: str = "uniform",
+        class_prior: str = "auto",
+        class_prior_by: str = "topic",
     ) -> None:
         if variant not in VARIANTS:
             raise ValueError(f"variant must be 'em' or 'vb', got {variant!r}")
@@ -67,8 +78,13 @@ class MACE(Aggregator):
         if alpha <= 0 or beta <= 0 or strategy_prior <= 0:
             raise ValueError("alpha, beta and strategy_prior must be > 0")
         if class_prior not in CLASS_PRIORS:
-            raise ValueError(f"class_prior must be 'learned' or 'uniform', got {class_prior!r}")
+            raise ValueError(f"class_prior must be one of {', '.join(CLASS_PRIORS)}, "
+                             f"got {class_prior!r}")
+        if class_prior_by not in GROUPINGS:
+            raise ValueError(f"class_prior_by must be one of {', '.join(GROUPINGS)}, "
+                             f"got {class_prior_by!r}")
         self.class_prior = class_prior
+        self.class_prior_by = class_prior_by
         self.variant = variant
         self.n_restarts = n_restarts
         self.n_iter = n_iter
@@ -98,44 +114,80 @@ class MACE(Aggregator):
         idx = _Judgments.from_data(data, gold)
         rng = np.random.default_rng(self.random_state)
         checked = init is None or cold_check_due(init, data.n_judgments, check)
+        priors = ["uniform", "learned"] if self.class_prior == "auto" else [self.class_prior]
+        # "auto" runs both priors from each start: half the starts keep the cost of one prior's.
+        n_cold = -(-self.n_restarts // len(priors)) if checked else 0
         # The warm restart first, then the cold fit's random ones (a cold fit: only those).
-        starts = (([] if init is None else ["warm"])
-                  + (["cold"] * self.n_restarts if checked else []))
-        total = max(len(starts) * max(self.n_iter, 1), 1)
+        starts = ([] if init is None else ["warm"]) + ["cold"] * n_cold
+        total = max(len(starts) * len(priors) * max(self.n_iter, 1), 1)
+        grouped = (self.class_prior_by == "topic"
+                   and np.unique(data.topic_ids[idx.judged]).shape[0] > 1)
 
-        best: tuple[float, np.ndarray, np.ndarray, list[float], str] | None = None
-        restart_ll: list[float] = []
-        for r, start in enumerate(starts):
+        best: dict[str, _Run] = {}
+        restart_ll: dict[str, list[float]] = {prior: [] for prior in priors}
+        run = 0
+        for start in starts:
             if start == "warm":
                 assert init is not None
-                knowing, spam = _aligned_parameters(init, data)
+                knowing0, spam0 = _aligned_parameters(init, data)
                 # A warm start begins near the optimum: stop once an iteration gains little.
                 tol = max(self.tol, WARM_TOL)
             else:
                 # MACE.java's initialisation: uniform(0, 1) + smoothing, normalised, per annotator.
-                knowing = rng.random((data.n_annotators, 2)) + smoothing
-                knowing /= knowing.sum(axis=1, keepdims=True)
-                spam = rng.random((data.n_annotators, k)) + smoothing
-                spam /= spam.sum(axis=1, keepdims=True)
+                knowing0 = rng.random((data.n_annotators, 2)) + smoothing
+                knowing0 /= knowing0.sum(axis=1, keepdims=True)
+                spam0 = rng.random((data.n_annotators, k)) + smoothing
+                spam0 /= spam0.sum(axis=1, keepdims=True)
                 tol = self.tol
-            log_prior = np.full(k, -np.log(k))  # the first E step: MACE's uniform prior
-            ll, _, counts = _e_step(idx, knowing, spam, log_prior)
-            history = [ll]
-            for it in range(self.n_iter):
-                knowing, spam, log_prior = self._m_step(counts, smoothing)
-                ll, _, counts = _e_step(idx, knowing, spam, log_prior)
-                history.append(ll)
-                progress((r * self.n_iter + it + 1) / total,
-                         f"restart {r + 1}/{len(starts)}, log-likelihood {ll:.2f}")
-                if tol > 0 and abs(history[-1] - history[-2]) <= tol * data.n_judgments:
-                    break
-            restart_ll.append(ll)
-            if best is None or ll > best[0]:
-                best = (ll, knowing, spam, log_prior, history, start)
-        assert best is not None
-        ll, knowing, spam, log_prior, history, self.start_ = best
+            for prior in priors:
+                # a fresh per-topic prior each run: its Dirichlet ν₀ is re-fitted as EM goes
+                topics = (ClassPrior.build(data, "topic", 1.0, idx.judged, True)
+                          if prior == "learned" and grouped else None)
+                knowing, spam = knowing0, spam0
+                log_prior = np.full(k, -np.log(k))  # the first E step: MACE's uniform prior
+                ll, proba, counts = _e_step(idx, knowing, spam, log_prior)
+                history = [ll]
+                for it in range(self.n_iter):
+                    knowing, spam, log_prior = self._m_step(counts, smoothing, prior, proba,
+                                                            topics)
+                    ll, proba, counts = _e_step(idx, knowing, spam, log_prior)
+                    history.append(ll)
+                    progress((run * self.n_iter + it + 1) / total,
+                             f"restart {run + 1}/{len(starts) * len(priors)}, "
+                             f"log-likelihood {ll:.2f}")
+                    if tol > 0 and abs(history[-1] - history[-2]) <= tol * data.n_judgments:
+                        break
+                run += 1
+                # "auto": the learned prior starts where MACE's uniform one ended (its
+                # generalisation, from a solution that keeps every class in use)
+                knowing0, spam0 = knowing, spam
+                restart_ll[prior].append(ll)
+                if prior not in best or ll > best[prior].log_likelihood:
+                    groups = 1 if topics is None else topics.n_groups
+                    best[prior] = _Run(ll, knowing, spam, log_prior, history, start, groups)
+        # Schwarz's criterion between the priors, at each one's best restart: the
+        # log-likelihood at the normalised parameters (VB's exp-digamma weights are not) less
+        # ½ ln n per free parameter: K − 1 per group's prior, and under VB K − 1 for the
+        # pooled spam distribution.
+        n_judged = max(int(idx.judged.sum()), 1)
+        self.class_prior_scores_ = {}
+        for prior, fit in best.items():
+            free = 0 if prior == "uniform" else (k - 1) * (
+                fit.groups + (1 if self.variant == "vb" else 0))
+            self.class_prior_scores_[prior] = (
+                _e_step(idx, *fit.normalised())[0] - 0.5 * free * np.log(n_judged))
+        chosen = max(priors, key=lambda p: self.class_prior_scores_[p])
+        fit = best[chosen]
+        self.class_prior_used_ = chosen
+        self.class_prior_groups_ = fit.groups
+        ll, knowing, spam, log_prior, history, self.start_ = (
+            fit.log_likelihood, fit.knowing, fit.spam, fit.log_prior, fit.history, fit.start)
         _, proba, _ = _e_step(idx, knowing, spam, log_prior)
-        self.prior_ = np.exp(log_prior) / np.exp(log_prior).sum()
+        prior_rows = np.exp(log_prior).reshape(-1, k)
+        prior_rows /= prior_rows.sum(axis=1, keepdims=True)
+        # per topic: the judged tasks' mean of their topics' priors
+        self.prior_ = (prior_rows[0] if prior_rows.shape[0] == 1
+                       else prior_rows[idx.judged].mean(axis=0))
         self.cold_checked_ = init is not None and checked
         self.cold_checked_at_ = (data.n_judgments if checked
                                  else int(getattr(init, "cold_checked_at_", 0)))
@@ -143,7 +195,7 @@ class MACE(Aggregator):
         self.log_likelihood_ = ll
         self.loss_history_ = [-v / max(data.n_judgments, 1) for v in history]
         self.objective_history_ = history
-        self.restart_log_likelihoods_ = restart_ll
+        self.restart_log_likelihoods_ = restart_ll[chosen]  # the kept prior's restarts
         self.annotator_ids_ = data.annotator_ids
         # Normalised: under VB the exp-digamma values are sub-normalised weights.
         self.competence_ = knowing[:, 1] / knowing.sum(axis=1)
@@ -155,15 +207,22 @@ class MACE(Aggregator):
                                            self.threshold)
         return self
 
-    def _m_step(self, counts: tuple[np.ndarray, np.ndarray, np.ndarray], smoothing: float
+    def _m_step(self, counts: tuple[np.ndarray, np.ndarray, np.ndarray], smoothing: float,
+                prior: str, proba: np.ndarray, topics: ClassPrior | None
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(knowing, spam, log class prior) from the expected counts. The class prior is the
-        judged tasks' mean posterior (``class_prior="learned"``; VB: its Dirichlet(1) posterior's
-        exp E[log]) or MACE's uniform one."""
+        """(knowing, spam, log class prior) from the expected counts. The class prior is MACE's
+        uniform one, or learned: the judged tasks' mean posterior (VB: its Dirichlet(1)
+        posterior's exp E[log]), per topic with ``topics`` ((n_tasks, K) log prior rows). A
+        learned prior under VB shrinks ξ_j towards the crowd's pooled spam distribution (the
+        Dirichlet's mean; its strength stays K · strategy_prior) instead of the uniform one."""
         knowing_counts, spam_counts, class_counts = counts
         k = class_counts.shape[0]
-        if self.class_prior == "uniform":
+        if prior == "uniform":
             log_prior = np.full(k, -np.log(k))
+        elif topics is not None:
+            nu = topics.posterior(proba)
+            log_prior = (e_log_dirichlet(nu) if self.variant == "vb"
+                         else np.log(nu / nu.sum(axis=1, keepdims=True)))[topics.group]
         elif self.variant == "em":
             log_prior = np.log((class_counts + smoothing) / (class_counts + smoothing).sum())
         else:
@@ -174,7 +233,11 @@ class MACE(Aggregator):
             return (knowing / knowing.sum(axis=1, keepdims=True),
                     spam / spam.sum(axis=1, keepdims=True), log_prior)
         knowing = knowing_counts + np.array([self.alpha, self.beta])
-        spam = spam_counts + self.strategy_prior
+        if prior == "uniform":
+            spam = spam_counts + self.strategy_prior
+        else:
+            pooled = spam_counts.sum(axis=0) + 1.0
+            spam = spam_counts + (self.strategy_prior * k / pooled.sum()) * pooled
         return (np.exp(digamma(knowing) - digamma(knowing.sum(axis=1, keepdims=True))),
                 np.exp(digamma(spam) - digamma(spam.sum(axis=1, keepdims=True))), log_prior)
 
@@ -201,6 +264,11 @@ class MACE(Aggregator):
                 "log_likelihood": self.log_likelihood_,
                 "restart_log_likelihoods": list(self.restart_log_likelihoods_),
                 "variant": self.variant,
+                "class_prior": self.class_prior_used_,
+                "class_prior_scores": dict(self.class_prior_scores_),
+                "prior": self.prior_.tolist(),
+                # only when a per-topic prior was kept (the fit page says so)
+                **({"class_prior_by": "topic"} if self.class_prior_groups_ > 1 else {}),
                 "threshold": self.threshold,
                 "n_selected": int(self.selected_.sum()),
                 **warm_record(self),
@@ -224,6 +292,26 @@ class MACE(Aggregator):
                            np.empty((0, len(classes))))
         init.cold_checked_at_ = int(cold_checked_at)
         return init
+
+
+@dataclass(frozen=True)
+class _Run:
+    """One restart's end: log-likelihood, parameters (VB: exp-digamma weights), log class prior
+    ((K,) or per task (n_tasks, K)), history, start ("cold" or "warm"), class-prior groups."""
+
+    log_likelihood: float
+    knowing: np.ndarray
+    spam: np.ndarray
+    log_prior: np.ndarray
+    history: list[float]
+    start: str
+    groups: int
+
+    def normalised(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(knowing, spam, log prior) as probabilities: VB's weights are sub-normalised."""
+        log_prior = self.log_prior - np.log(np.exp(self.log_prior).sum(axis=-1, keepdims=True))
+        return (self.knowing / self.knowing.sum(axis=1, keepdims=True),
+                self.spam / self.spam.sum(axis=1, keepdims=True), log_prior)
 
 
 @dataclass(frozen=True)
@@ -303,7 +391,7 @@ def _e_step(
     columns = [log_joint[:, c] for c in range(k)]
     for c, column in enumerate(columns):
         column += base
-        column += log_prior[c]
+        column += log_prior[c] if log_prior.ndim == 1 else log_prior[:, c]
     if idx.impossible is not None:
         log_joint[idx.impossible] = -np.inf  # a control label: only its own class is possible
     top = columns[0].copy()

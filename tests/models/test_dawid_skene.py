@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from scipy.stats import spearmanr
 
 from models.data import AnnotationData
@@ -30,7 +31,7 @@ def test_one_em_step_by_hand() -> None:
     # Task 2 (A says 1, B says 0): P(0) ∝ 3/8 · 3/7 · 5/7 = 45/392,
     #                              P(1) ∝ 5/8 · 7/9 · 1/3 = 35/216.
     data = _two_annotators()
-    ds = DawidSkene(n_iter=1, smoothing=1.0).fit(data)
+    ds = DawidSkene(n_iter=1, smoothing=1.0, population_prior=0).fit(data)
     a, b = 45 / 392, 35 / 216
     np.testing.assert_allclose(ds.proba_[2], [a / (a + b), b / (a + b)])
     # Task 0 (both say 1): P(0) ∝ 3/8 · 3/7 · 2/7, P(1) ∝ 5/8 · 7/9 · 2/3.
@@ -39,6 +40,36 @@ def test_one_em_step_by_hand() -> None:
     expected_ll = np.log(c + d) * 2 + np.log(a + b) + np.log(
         3 / 8 * 4 / 7 * 5 / 7 + 5 / 8 * 2 / 9 * 1 / 3)
     np.testing.assert_allclose(ds.objective_history_[0], expected_ll)
+
+
+def test_population_prior_by_hand() -> None:
+    # Majority-vote counts N_j[t, l] as above: A: t0 (1, .5), t1 (0, 2.5); B: t0 (1.5, 0),
+    # t1 (.5, 2). Pooled rows 1 + Σ_j N_j: t0 (3.5, 1.5), t1 (1.5, 5.5), so with s = 2 the
+    # pseudo-counts are t0 (1.4, .6), t1 (3/7, 11/7), and A's rows become
+    # t0 (2.4, 1.1) / 3.5 and t1 (3/7, 2.5 + 11/7) / 4.5 (no smoothing).
+    data = _two_annotators()
+    ds = DawidSkene(n_iter=0, smoothing=0.0, population_prior=2.0).fit(data)
+    np.testing.assert_allclose(ds.confusion_[0], [[2.4 / 3.5, 1.1 / 3.5],
+                                                  [3 / 7 / 4.5, (2.5 + 11 / 7) / 4.5]])
+    np.testing.assert_allclose(ds.confusion_[1], [[2.9 / 3.5, 0.6 / 3.5],
+                                                  [(0.5 + 3 / 7) / 4.5, (2 + 11 / 7) / 4.5]])
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_many_sparse_workers_hold_majority_vote(seed: int) -> None:
+    """Many workers with a handful of tasks each (crowd_dataset: 600 tasks, 3 judgments each,
+    300 workers drawn uniformly, 4 grades): plain DS gives each worker a near 0/1 confusion
+    matrix fitted to its own few answers and falls .1-.2 below majority vote; with the crowd's
+    pooled confusion as prior (the default) it holds majority vote."""
+    from models.synthetic import crowd_dataset
+
+    s = crowd_dataset(600, 300, grades=4, class_prior=(0.55, 0.25, 0.12, 0.08), alpha=0.0,
+                      random_state=seed)
+    data = s.to_annotation_data(with_features=False)
+    mv = float(np.mean(MajorityVote().fit(data).labels_ == s.truth))
+    assert float(np.mean(DawidSkene().fit(data).labels_ == s.truth)) >= mv - 0.01
+    plain = DawidSkene(population_prior=0).fit(data)
+    assert float(np.mean(plain.labels_ == s.truth)) < mv - 0.05
 
 
 def test_gold_is_held_fixed() -> None:

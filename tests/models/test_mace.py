@@ -203,14 +203,70 @@ def test_learned_class_prior_holds_a_skewed_sparse_crowd() -> None:
     """88 / 12 binary, 3 judgments per task, some spammers (models.synthetic.crowd_dataset):
     MACE's uniform prior on the truth hands the ambiguous tasks to the rare class and falls far
     below majority vote; the learned prior (class_prior="learned") does not."""
-    from models.majority_vote import MajorityVote
     from models.synthetic import crowd_dataset
 
     s = crowd_dataset(1500, 100, random_state=1)
     data = s.to_annotation_data(with_features=False)
     mv = float(np.mean(MajorityVote().fit(data).labels_ == s.truth))
-    uniform = MACE(random_state=0, n_restarts=2).fit(data)
+    uniform = MACE(random_state=0, n_restarts=2, class_prior="uniform").fit(data)
     learned = MACE(random_state=0, n_restarts=2, class_prior="learned").fit(data)
     assert float(np.mean(uniform.labels_ == s.truth)) < mv - 0.03
     assert float(np.mean(learned.labels_ == s.truth)) >= mv
     assert learned.prior_[0] > 0.8
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_default_holds_majority_vote_on_a_skewed_sparse_crowd(seed: int) -> None:
+    """The default (class_prior="auto") on small 88 / 12 crowds, 3 judgments per task: at least
+    majority vote − .01 (MACE's uniform prior alone: .07 and .10 below on seeds 0 and 1), because
+    the judgments' likelihood calls for the learned prior far beyond its ½ ln n per parameter."""
+    from models.synthetic import crowd_dataset
+
+    s = crowd_dataset(600, 60, random_state=seed)
+    data = s.to_annotation_data(with_features=False)
+    mv = float(np.mean(MajorityVote().fit(data).labels_ == s.truth))
+    mace = MACE(random_state=seed, n_restarts=2).fit(data)
+    assert mace.class_prior_used_ == "learned"
+    assert float(np.mean(mace.labels_ == s.truth)) >= mv - 0.01
+    assert mace.prior_[0] > 0.75
+
+
+def test_default_keeps_the_uniform_prior_on_balanced_classes() -> None:
+    """Algorithm 10 (classes 50 / 50), 3 judgments per task: a learned prior and pooled spam
+    distribution move the log-likelihood by about 1 (they trade leniency for class prior along
+    a flat ridge), less than Schwarz's ½ ln n each, so the default is MACE as published, bit for
+    bit."""
+    for seed in (0, 2):
+        data = generate(500, 40, noise_level=NOISE_LEVELS["0-2"], redundancy=3,
+                        random_state=seed).to_annotation_data(with_features=False)
+        auto = MACE(random_state=seed, n_restarts=2).fit(data)
+        uniform = MACE(random_state=seed, n_restarts=1, class_prior="uniform").fit(data)
+        assert auto.class_prior_used_ == "uniform"
+        assert set(auto.class_prior_scores_) == {"uniform", "learned"}
+        np.testing.assert_array_equal(auto.proba_, uniform.proba_)
+
+
+def test_learned_prior_per_topic() -> None:
+    """Two topics with opposite class mixes: the learned prior is one per topic (shrunk by a
+    type-II ML Dirichlet), each near its topic's mix, and the fit says so in its info."""
+    rng = np.random.default_rng(3)
+    n_tasks, n_ann = 400, 30
+    topic = np.repeat(["a", "b"], n_tasks // 2)
+    truth = np.where(topic == "a", rng.random(n_tasks) < 0.1, rng.random(n_tasks) < 0.9)
+    task = np.repeat(np.arange(n_tasks), 3)
+    ann = np.concatenate([rng.choice(n_ann, 3, replace=False) for _ in range(n_tasks)])
+    label = np.where(rng.random(task.shape[0]) < 0.8, truth[task], 1 - truth[task])
+    data = AnnotationData(task=task, annotator=ann, label=label.astype(np.int64),
+                          topic_ids=topic, doc_ids=np.array([f"d{i}" for i in range(n_tasks)]),
+                          annotator_ids=np.array([f"a{j}" for j in range(n_ann)]),
+                          classes=np.arange(2), gold=truth.astype(np.int64))
+    mace = MACE(random_state=0, n_restarts=2, class_prior="learned").fit(data)
+    assert mace.class_prior_groups_ == 2
+    assert mace.result(data).info["class_prior_by"] == "topic"
+    first = mace.proba_[:n_tasks // 2, 1].mean()
+    second = mace.proba_[n_tasks // 2:, 1].mean()
+    assert first < 0.25 < 0.75 < second
+    collection = MACE(random_state=0, n_restarts=2, class_prior="learned",
+                      class_prior_by="collection").fit(data)
+    assert collection.class_prior_groups_ == 1
+    assert "class_prior_by" not in collection.result(data).info
