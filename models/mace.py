@@ -20,7 +20,11 @@ one, so that a leniency the whole crowd shares is not read as a class prior. ``"
 default) fits both from the same random starts and keeps the one with the higher Bayesian
 information criterion, log-likelihood − ½ d ln n (d: the learned prior's free parameters,
 n: judged tasks; Schwarz 1978): MACE's uniform prior unless the judgments call for another
-(docs/models.md, "Sparse skewed crowds: MACE's uniform prior").
+(docs/models.md, "Sparse skewed crowds: MACE's uniform prior"). Dense judgments (at least
+``models.dependence.DENSE`` per judged task: judges who all grade every task) keep the uniform
+prior: there the prior moves a posterior of many judgments little, the skew failure it mends is a
+sparse crowd's (one rare vote deciding a task), and what the learned prior would absorb is the
+judges' shared leniency (measured: −.076 on dense lenient judges, docs/models.md).
 
 Everything is a gather or a segment sum over judgments (np.bincount): no tasks × annotators array.
 """
@@ -37,6 +41,7 @@ from scipy.special import digamma
 
 from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
 from models.data import UNKNOWN, AnnotationData
+from models.dependence import wanted
 from models.dirichlet import GROUPINGS, ClassPrior, e_log_dirichlet
 from models.params import MAX_PRIOR, Iterations, Prior, Range, Restarts, Seed, Tolerance
 from models.warm import cold_check_due, result_column, warm_record
@@ -114,7 +119,8 @@ class MACE(Aggregator):
         idx = _Judgments.from_data(data, gold)
         rng = np.random.default_rng(self.random_state)
         checked = init is None or cold_check_due(init, data.n_judgments, check)
-        priors = ["uniform", "learned"] if self.class_prior == "auto" else [self.class_prior]
+        priors = ([self.class_prior] if self.class_prior != "auto"
+                  else ["uniform"] if wanted("auto", data.task) else ["uniform", "learned"])
         # "auto" runs both priors from each start: half the starts keep the cost of one prior's.
         n_cold = -(-self.n_restarts // len(priors)) if checked else 0
         # The warm restart first, then the cold fit's random ones (a cold fit: only those).

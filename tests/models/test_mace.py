@@ -246,6 +246,21 @@ def test_default_keeps_the_uniform_prior_on_balanced_classes() -> None:
         np.testing.assert_array_equal(auto.proba_, uniform.proba_)
 
 
+def test_default_keeps_the_uniform_prior_for_dense_judges() -> None:
+    """Judges who all grade every task (≥ models.dependence.DENSE per task) and share a
+    leniency: the default keeps MACE's uniform prior without fitting a learned one (the learned
+    prior would absorb the shared leniency: −.076 on such a set, docs/models.md), bit for bit
+    the uniform fit; a sparse crowd of the same size still compares both."""
+    from models.synthetic import judges_dataset
+
+    s = judges_dataset(200, 10, grades=2, leniency=0.7, judge_correlation=0.0, random_state=3)
+    data = s.to_annotation_data(with_features=False)
+    auto = MACE(random_state=0, n_restarts=2).fit(data)
+    uniform = MACE(random_state=0, n_restarts=1, class_prior="uniform").fit(data)
+    assert auto.class_prior_used_ == "uniform" and set(auto.class_prior_scores_) == {"uniform"}
+    np.testing.assert_array_equal(auto.proba_, uniform.proba_)
+
+
 def test_learned_prior_per_topic() -> None:
     """Two topics with opposite class mixes: the learned prior is one per topic (shrunk by a
     type-II ML Dirichlet), each near its topic's mix, and the fit says so in its info."""
