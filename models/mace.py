@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Self
+from typing import Annotated, Any, Literal, Self
 
 import numpy as np
 import scipy.sparse as sp
@@ -28,11 +28,20 @@ from scipy.special import digamma
 
 from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
 from models.data import UNKNOWN, AnnotationData
-from models.params import MAX_PRIOR, Iterations, Prior, Range, Restarts, Seed, Tolerance
+from models.params import (
+    MAX_PRIOR,
+    Iterations,
+    Prior,
+    Range,
+    Restarts,
+    Seed,
+    Tolerance,
+    validated,
+)
 from models.warm import cold_check_due, result_column, warm_record
 
-VARIANTS = ("em", "vb")
-CLASS_PRIORS = ("learned", "uniform")
+Variant = Literal["em", "vb"]  # EM with smoothing, or variational Bayes with priors
+ClassPriorKind = Literal["learned", "uniform"]
 WARM_TOL = 1e-5  # log-likelihood gain per judgment below which a warm start stops
 
 
@@ -41,9 +50,10 @@ class MACE(Aggregator):
 
     method = "mace"
 
+    @validated
     def __init__(
         self,
-        variant: str = "vb",
+        variant: Variant = "vb",
         n_restarts: Restarts = 10,
         n_iter: Iterations = 50,
         tol: Tolerance = 0.0,
@@ -54,20 +64,8 @@ class MACE(Aggregator):
         use_gold: bool = False,
         threshold: Annotated[float, Range(0.0, 1.0, low_open=True)] = 1.0,
         random_state: Seed = None,
-        class_prior: str = "uniform",
+        class_prior: ClassPriorKind = "uniform",
     ) -> None:
-        if variant not in VARIANTS:
-            raise ValueError(f"variant must be 'em' or 'vb', got {variant!r}")
-        if n_restarts < 1 or n_iter < 0:
-            raise ValueError("n_restarts must be >= 1 and n_iter >= 0")
-        if not 0.0 < threshold <= 1.0:
-            raise ValueError("threshold must be in (0, 1]")
-        if smoothing is not None and smoothing < 0:
-            raise ValueError("smoothing must be >= 0")
-        if alpha <= 0 or beta <= 0 or strategy_prior <= 0:
-            raise ValueError("alpha, beta and strategy_prior must be > 0")
-        if class_prior not in CLASS_PRIORS:
-            raise ValueError(f"class_prior must be 'learned' or 'uniform', got {class_prior!r}")
         self.class_prior = class_prior
         self.variant = variant
         self.n_restarts = n_restarts

@@ -71,9 +71,17 @@ from scipy.special import log_ndtr, ndtr
 from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
 from models.data import AnnotationData
 from models.dawid_skene import Judgments, e_step, majority_start
-from models.dependence import DEPENDENCE, wanted
-from models.dirichlet import GROUPINGS, ClassPrior
-from models.params import InnerIterations1, Iterations, Prior, PriorOrZero, Range, Tolerance
+from models.dependence import Dependence, wanted
+from models.dirichlet import ClassPrior, Grouping
+from models.params import (
+    InnerIterations1,
+    Iterations,
+    Prior,
+    PriorOrZero,
+    Range,
+    Tolerance,
+    validated,
+)
 
 _EPS = 1e-10
 _LOG_SQRT_2PI = 0.5 * np.log(2.0 * np.pi)
@@ -446,6 +454,7 @@ class OrdinalDawidSkene(Aggregator):
     # the difficulty levels of a fit with ``task_difficulty`` (None: every task at d = 0)
     _grid: np.ndarray | None = None
 
+    @validated
     def __init__(
         self,
         n_iter: Iterations = 100,
@@ -459,25 +468,11 @@ class OrdinalDawidSkene(Aggregator):
         learn_cutpoints: bool = False,
         learn_gaps: bool = False,
         use_gold: bool = False,
-        class_prior_by: str = "topic",
+        class_prior_by: Grouping = "topic",
         task_difficulty: bool = False,
-        dependence: str = "auto",
+        dependence: Dependence = "auto",
     ) -> None:
-        if dependence not in DEPENDENCE:
-            raise ValueError(f"dependence must be one of {', '.join(DEPENDENCE)}")
         self.dependence = dependence
-        if n_iter < 0 or m_step_iterations < 1:
-            raise ValueError("n_iter must be >= 0 and m_step_iterations >= 1")
-        if tol < 0:
-            raise ValueError("tol must be >= 0")
-        if not 0.0 <= spam_prior < 1.0 or spam_strength <= 0:
-            raise ValueError("spam_prior must be in [0, 1) and spam_strength > 0")
-        if bias_prior_sd <= 0 or spread_prior <= 0 or scale_use_prior_sd < 0:
-            raise ValueError("bias_prior_sd and spread_prior must be > 0, "
-                             "scale_use_prior_sd >= 0")
-        if class_prior_by not in GROUPINGS:
-            raise ValueError(f"class_prior_by must be one of {', '.join(GROUPINGS)}, "
-                             f"got {class_prior_by!r}")
         self.n_iter = n_iter
         self.tol = tol
         self.bias_prior_sd = bias_prior_sd

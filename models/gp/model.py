@@ -17,14 +17,14 @@ not relevance: not added. Without features MAGP and GPMV fit LK and say so in
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 import numpy as np
 from scipy.special import ndtr
 
 from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
 from models.data import UNKNOWN, AnnotationData
-from models.dirichlet import GROUPINGS
+from models.dirichlet import Grouping
 from models.gp.competence import grade_agreement
 from models.gp.constants import DEFAULT_QUADRATURE_POINTS
 from models.params import (
@@ -41,6 +41,7 @@ from models.params import (
     Seed,
     StepRate,
     Tolerance,
+    validated,
 )
 
 # TensorFlow and GPflow are imported inside the functions that use them: importing this module
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
     from models.gp.training import CrowdGPCore, EMTrace
 
 KERNELS = ("rbf", "linear")
-MEAN_FUNCTIONS = ("zero", "constant", "linear")
+MeanFunction = Literal["zero", "constant", "linear"]
 
 
 class CrowdGP(Aggregator):
@@ -61,11 +62,12 @@ class CrowdGP(Aggregator):
     method = ""
     uses_features = True
 
+    @validated
     def __init__(
         self,
         kernel: str = "rbf",
         feature_groups: str | None = None,
-        mean_function: str = "linear",
+        mean_function: MeanFunction = "linear",
         per_task_deviation: bool = True,
         deviation_variance: Prior = 1.0,
         learn_deviation: bool = True,
@@ -87,12 +89,9 @@ class CrowdGP(Aggregator):
         spam_prior: OpenProbability = 0.1,
         spam_strength: Prior = 10.0,
         use_gold: bool = False,
-        class_prior_by: str = "collection",
+        class_prior_by: Grouping = "collection",
         readout_noise: PriorOrZero = 0.0,
     ) -> None:
-        if class_prior_by not in GROUPINGS:  # the groupings of IBCC's / EBCC's class prior
-            raise ValueError(
-                f"class_prior_by must be one of {', '.join(GROUPINGS)}, got {class_prior_by!r}")
         self.class_prior_by = class_prior_by
         self.readout_noise = readout_noise
         self.kernel = kernel
@@ -125,20 +124,6 @@ class CrowdGP(Aggregator):
             if len(parts) > 1 and len(parts) != groups:
                 raise ValueError(f"kernel {kernel!r} has {len(parts)} parts for {groups} feature "
                                  "groups: give one kernel per group, or a single kernel")
-        if not 0.0 < spam_prior < 1.0 or spam_strength <= 0:
-            raise ValueError("spam_prior must be in (0, 1) and spam_strength > 0")
-        if mean_function not in MEAN_FUNCTIONS:
-            raise ValueError(f"mean_function must be one of {', '.join(MEAN_FUNCTIONS)}")
-        if not 0.0 < e_step_rate <= 1.0:
-            raise ValueError("e_step_rate must be in (0, 1]")
-        if m_step_max_tasks < 1:
-            raise ValueError("m_step_max_tasks must be a positive number of tasks")
-        if n_inducing < 1 or n_quadrature < 1 or full_gp_max_tasks < 0:
-            raise ValueError("n_inducing and n_quadrature must be >= 1, full_gp_max_tasks >= 0")
-        if n_iter < 0 or tol < 0 or e_step_sweeps < 1 or m_step_iterations < 0:
-            raise ValueError("n_iter, tol and m_step_iterations must be >= 0, e_step_sweeps >= 1")
-        if deviation_variance <= 0:
-            raise ValueError("deviation_variance must be > 0")
 
     # -- fitting ------------------------------------------------------------------------------
     def fit(self, data: AnnotationData, progress: ProgressCallback = no_progress) -> Self:
@@ -420,6 +405,7 @@ class LK(CrowdGP):
     method = "lk"
     uses_features = False
 
+    @validated
     def __init__(
         self,
         deviation_variance: Prior = 1.0,
@@ -439,7 +425,7 @@ class LK(CrowdGP):
         spam_prior: OpenProbability = 0.1,
         spam_strength: Prior = 10.0,
         use_gold: bool = False,
-        class_prior_by: str = "collection",
+        class_prior_by: Grouping = "collection",
         readout_noise: PriorOrZero = 0.0,
     ) -> None:
         super().__init__(
@@ -467,11 +453,12 @@ class GPMV(CrowdGP):
 
     method = "gpmv"
 
+    @validated
     def __init__(
         self,
         kernel: str = "rbf",
         feature_groups: str | None = None,
-        mean_function: str = "linear",
+        mean_function: MeanFunction = "linear",
         per_task_deviation: bool = True,
         full_gp_max_tasks: FullGPTasks = 500,
         n_inducing: InducingPoints = 200,

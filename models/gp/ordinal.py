@@ -34,9 +34,16 @@ from scipy.special import ndtri
 
 from models.base import AggregationResult, ProgressCallback, no_progress
 from models.data import AnnotationData
+from models.dirichlet import Grouping
 from models.gp.competence import grade_agreement
 from models.gp.constants import DEFAULT_QUADRATURE_POINTS
-from models.gp.model import CrowdGP, build_kernel, build_mean_function, topic_intercepts
+from models.gp.model import (
+    CrowdGP,
+    MeanFunction,
+    build_kernel,
+    build_mean_function,
+    topic_intercepts,
+)
 from models.ordinal_ds import check_ordinal_scale, grade_columns
 from models.params import (
     FullGPTasks,
@@ -52,6 +59,7 @@ from models.params import (
     Seed,
     StepRate,
     Tolerance,
+    validated,
 )
 
 # TensorFlow and GPflow load inside fit() (models.gp.ordinal_likelihood): importing this module,
@@ -70,11 +78,12 @@ class OrdinalGP(CrowdGP):
 
     method = "ordinal-gp"
 
+    @validated
     def __init__(
         self,
         kernel: str = "rbf",
         feature_groups: str | None = None,
-        mean_function: str = "linear",
+        mean_function: MeanFunction = "linear",
         per_task_deviation: bool = True,
         deviation_variance: Prior = 1.0,
         learn_deviation: bool = True,
@@ -92,7 +101,7 @@ class OrdinalGP(CrowdGP):
         n_quadrature: QuadraturePoints = DEFAULT_QUADRATURE_POINTS,
         random_state: Seed = None,
         readout_noise: PriorOrZero = 0.0,
-        class_prior_by: str = "collection",
+        class_prior_by: Grouping = "collection",
     ) -> None:
         super().__init__(
             kernel=kernel, feature_groups=feature_groups, mean_function=mean_function,
@@ -104,10 +113,6 @@ class OrdinalGP(CrowdGP):
             m_step_iterations=m_step_iterations, m_step_max_tasks=m_step_max_tasks,
             n_quadrature=n_quadrature, random_state=random_state, class_prior_by=class_prior_by,
         )
-        if not 0.0 <= spam_prior < 1.0 or spam_strength <= 0:
-            raise ValueError("spam_prior must be in [0, 1) and spam_strength > 0")
-        if readout_noise < 0:
-            raise ValueError("readout_noise must be >= 0")
         self.spam_prior = spam_prior
         self.spam_strength = spam_strength
         self.readout_noise = readout_noise
