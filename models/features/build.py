@@ -132,11 +132,9 @@ def build_features(
     tasks = [(str(t), str(d)) for t, d in tasks]
     if len(set(tasks)) != len(tasks):
         raise ValueError("tasks must be distinct (topic, doc) pairs")
-    n = len(tasks)
     blocks: list[tuple[str, list[str], np.ndarray]] = []
     notes: list[str] = []
     missing = _missing_text(tasks, topic_texts, doc_texts, notes)
-    have_texts = topic_texts is not None and doc_texts is not None
     watch = _Stopwatch(timings)
     if topic_texts is not None and doc_texts is not None:
         lex = _lexical_block(tasks, topic_texts, doc_texts, missing, analyzer=analyzer,
@@ -145,24 +143,20 @@ def build_features(
         watch.lap("lexical")
     elif topic_texts is not None or doc_texts is not None:
         notes.append("lexical features need both topic and document texts: skipped")
-
     if runs:
         names, values = ranking_features(tasks, runs, default_depth=default_depth)
         blocks.append(("ranking", names, values))
         watch.lap("ranking")
-
     if embeddings:
-        if not have_texts:
+        if topic_texts is None or doc_texts is None:
             raise ValueError("semantic features need both topic_texts and doc_texts")
         from models.features.embeddings import semantic_features
 
-        names, values = semantic_features(
-            tasks, topic_texts, doc_texts, embedder=embedder, n_product_dims=n_product_dims
-        )
+        names, values = semantic_features(tasks, topic_texts, doc_texts, embedder=embedder,
+                                          n_product_dims=n_product_dims)
         blocks.append(("semantic", names, values))
         watch.lap("semantic")
-
-    names, groups, raw = _columns(blocks, n)
+    names, groups, raw = _columns(blocks, len(tasks))
     matrix, mean, scale, constant, imputed = _standardise(raw)
     watch.lap("standardise")
     return TaskFeatures(
