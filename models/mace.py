@@ -18,7 +18,7 @@ Everything is a gather or a segment sum over judgments (np.bincount): no tasks Ã
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Self
 
@@ -110,38 +110,37 @@ class MACE(Aggregator):
                 # A warm start begins near the optimum: stop once an iteration gains little.
                 tol = max(self.tol, WARM_TOL)
             else:
-                # MACE.java's initialisation: uniform(0, 1) + smoothing, normalised, per annotator.
-                knowing = rng.random((data.n_annotators, 2)) + smoothing
-                knowing /= knowing.sum(axis=1, keepdims=True)
-                spam = rng.random((data.n_annotators, k)) + smoothing
-                spam /= spam.sum(axis=1, keepdims=True)
+                knowing, spam = _random_start(rng, data.n_annotators, k, smoothing)
                 tol = self.tol
-            log_prior = np.full(k, -np.log(k))  # the first E step: MACE's uniform prior
-            ll, _, counts = _e_step(idx, knowing, spam, log_prior)
-            history = [ll]
-            for it in range(self.n_iter):
-                knowing, spam, log_prior = self._m_step(counts, smoothing)
-                ll, _, counts = _e_step(idx, knowing, spam, log_prior)
-                history.append(ll)
+
+            def report(it: int, ll: float, r: int = r) -> None:
                 progress((r * self.n_iter + it + 1) / total,
                          f"restart {r + 1}/{len(starts)}, log-likelihood {ll:.2f}")
-                if tol > 0 and abs(history[-1] - history[-2]) <= tol * data.n_judgments:
-                    break
+
+            ll, knowing, spam, log_prior, history = self._em(
+                idx, knowing, spam, smoothing=smoothing, tol=tol,
+                n_judgments=data.n_judgments, report=report)
             restart_ll.append(ll)
             if best is None or ll > best[0]:
                 best = (ll, knowing, spam, log_prior, history, start)
         assert best is not None
         ll, knowing, spam, log_prior, history, self.start_ = best
-        _, proba, _ = _e_step(idx, knowing, spam, log_prior)
-        self.prior_ = np.exp(log_prior) / np.exp(log_prior).sum()
         self.cold_checked_ = init is not None and checked
         self.cold_checked_at_ = (data.n_judgments if checked
                                  else int(getattr(init, "cold_checked_at_", 0)))
+        self.restart_log_likelihoods_ = restart_ll
+        self._store(data, idx, ll, knowing, spam, log_prior, history)
+        return self
 
+    def _store(self, data: AnnotationData, idx: _Judgments, ll: float, knowing: np.ndarray,
+               spam: np.ndarray, log_prior: np.ndarray, history: list[float]) -> None:
+        """The fitted attributes of the kept restart: competences, spam distributions, the
+        posterior (one more E step), its entropy and the confident selection."""
+        _, proba, _ = _e_step(idx, knowing, spam, log_prior)
+        self.prior_ = np.exp(log_prior) / np.exp(log_prior).sum()
         self.log_likelihood_ = ll
         self.loss_history_ = [-v / max(data.n_judgments, 1) for v in history]
         self.objective_history_ = history
-        self.restart_log_likelihoods_ = restart_ll
         self.annotator_ids_ = data.annotator_ids
         # Normalised: under VB the exp-digamma values are sub-normalised weights.
         self.competence_ = knowing[:, 1] / knowing.sum(axis=1)
@@ -151,7 +150,26 @@ class MACE(Aggregator):
                                          0.0), axis=1)
         self.selected_ = _select_confident(self.entropy_, data.judgments_per_task() > 0,
                                            self.threshold)
-        return self
+
+    def _em(self, idx: _Judgments, knowing: np.ndarray, spam: np.ndarray, *, smoothing: float,
+            tol: float, n_judgments: int, report: Callable[[int, float], None]
+            ) -> tuple[float, np.ndarray, np.ndarray, np.ndarray, list[float]]:
+        """One restart from (``knowing``, ``spam``): the first E step under MACE's uniform
+        class prior, then up to ``n_iter`` M and E steps, stopping once an iteration gains at
+        most ``tol`` log-likelihood per judgment (0: never). (log-likelihood, knowing, spam,
+        log class prior, log-likelihood history)."""
+        k = spam.shape[1]
+        log_prior = np.full(k, -np.log(k))  # the first E step: MACE's uniform prior
+        ll, _, counts = _e_step(idx, knowing, spam, log_prior)
+        history = [ll]
+        for it in range(self.n_iter):
+            knowing, spam, log_prior = self._m_step(counts, smoothing)
+            ll, _, counts = _e_step(idx, knowing, spam, log_prior)
+            history.append(ll)
+            report(it, ll)
+            if tol > 0 and abs(history[-1] - history[-2]) <= tol * n_judgments:
+                break
+        return ll, knowing, spam, log_prior, history
 
     def _m_step(self, counts: tuple[np.ndarray, np.ndarray, np.ndarray], smoothing: float
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -338,6 +356,16 @@ def _row_sum(table: np.ndarray) -> np.ndarray:
     for c in range(1, table.shape[1]):
         total += table[:, c]
     return total
+
+
+def _random_start(rng: np.random.Generator, n_annotators: int, k: int,
+                  smoothing: float) -> tuple[np.ndarray, np.ndarray]:
+    """MACE.java's initialisation: uniform(0, 1) + smoothing, normalised, per annotator."""
+    knowing = rng.random((n_annotators, 2)) + smoothing
+    knowing /= knowing.sum(axis=1, keepdims=True)
+    spam = rng.random((n_annotators, k)) + smoothing
+    spam /= spam.sum(axis=1, keepdims=True)
+    return knowing, spam
 
 
 def _aligned_parameters(init: MACE, data: AnnotationData) -> tuple[np.ndarray, np.ndarray]:

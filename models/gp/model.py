@@ -118,24 +118,11 @@ class CrowdGP(Aggregator):
         self.spam_prior = spam_prior
         self.spam_strength = spam_strength
         self.use_gold = use_gold
-        parts = _parse_kernel(kernel)
-        if feature_groups:
-            groups = _check_groups(feature_groups)
-            if len(parts) > 1 and len(parts) != groups:
-                raise ValueError(f"kernel {kernel!r} has {len(parts)} parts for {groups} feature "
-                                 "groups: give one kernel per group, or a single kernel")
+        _check_kernel(kernel, feature_groups)
 
     # -- fitting ------------------------------------------------------------------------------
     def fit(self, data: AnnotationData, progress: ProgressCallback = no_progress) -> Self:
-        import gpflow
-        
-        from models.gp.training import (
-            CrowdGPCore,
-            EMSettings,
-            fit_task_noise,
-            kmeans_inducing,
-            run_em,
-        )
+        from models.gp.training import CrowdGPCore, fit_task_noise
 
         if not data.is_binary:
             raise ValueError(f"{self.method} needs binary labels: binarise with relevant_from")
@@ -152,17 +139,7 @@ class CrowdGP(Aggregator):
         task, annotator, label, n_annotators = self._judgments(data, rng)
         fallback = self.fallback_ is not None
         likelihood = self._likelihood(data.n_tasks, n_annotators, fallback)
-        kernel = inducing = mean = None
-        if X is not None:
-            kernel = build_kernel(self.kernel, X.shape[1], self.feature_groups)
-            if data.n_tasks > self.full_gp_max_tasks:
-                inducing = kmeans_inducing(X, self.n_inducing, rng)
-            mean = build_mean_function(self.mean_function, X.shape[1])
-            if self._class_prior_by() == "topic":
-                X, mean, inducing = self._topic_offsets(X, mean, inducing, data.topic_ids)
-        elif self._class_prior_by() == "topic":
-            X, kernel, inducing = topic_intercepts(data.topic_ids)
-            self.info_["class_prior_by"] = "topic"
+        X, kernel, inducing, mean = self._gp_prior(X, data, rng)
         deviation = self.per_task_deviation or X is None
         core_class = CrowdGPCore
         if self.asymmetric_noise:
@@ -175,6 +152,20 @@ class CrowdGP(Aggregator):
             deviation_variance=self.deviation_variance,
             gold_task=gold_task, gold_label=gold_label,
         )
+        trace = self._run_em(core, progress)
+        if self.estimate_difficulty and not self.learn_task_noise and self._models_noise():
+            fit_task_noise(core)
+        self._store_fit(core, trace, likelihood, gold_task, gold_label, inducing)
+        progress(1.0, f"{self.method}: {trace.n_iter} EM iterations, {trace.seconds:.1f} s")
+        return self
+
+    def _run_em(self, core: CrowdGPCore, progress: ProgressCallback) -> EMTrace:
+        """Variational EM on ``core`` with this model's settings (the deviation variance
+        fixed unless ``learn_deviation``)."""
+        import gpflow
+
+        from models.gp.training import EMSettings, run_em
+
         if not self.learn_deviation:
             gpflow.set_trainable(core.deviation_variance, False)
         settings = EMSettings(
@@ -182,9 +173,33 @@ class CrowdGP(Aggregator):
             m_iter=self.m_step_iterations, m_max_tasks=self.m_step_max_tasks,
             seed=self.random_state,
         )
-        trace = run_em(core, settings, progress)
-        if self.estimate_difficulty and not self.learn_task_noise and self._models_noise():
-            fit_task_noise(core)
+        return run_em(core, settings, progress)
+
+    def _gp_prior(self, X: np.ndarray | None, data: AnnotationData, rng: np.random.Generator
+                  ) -> tuple[np.ndarray | None, Any, Any, Any]:
+        """(features, kernel, inducing points, mean function) of the GP over tasks: over the
+        standardised features ``X`` (with per-topic offsets when the class prior is per topic),
+        per-topic intercepts alone without features, or none (LK)."""
+        kernel = inducing = mean = None
+        if X is not None:
+            kernel = build_kernel(self.kernel, X.shape[1], self.feature_groups)
+            if data.n_tasks > self.full_gp_max_tasks:
+                from models.gp.training import kmeans_inducing
+
+                inducing = kmeans_inducing(X, self.n_inducing, rng)
+            mean = build_mean_function(self.mean_function, X.shape[1])
+            if self.class_prior_by == "topic":  # one offset per topic beside the features
+                X, mean, inducing = self._topic_offsets(X, mean, inducing, data.topic_ids)
+        elif self.class_prior_by == "topic":  # LK's per-topic intercepts, without features
+            X, kernel, inducing = topic_intercepts(data.topic_ids)
+            self.info_["class_prior_by"] = "topic"
+        return X, kernel, inducing, mean
+
+    def _store_fit(self, core: CrowdGPCore, trace: EMTrace, likelihood: Any,
+                   gold_task: np.ndarray | None, gold_label: np.ndarray | None,
+                   inducing: Any) -> None:
+        """The fitted attributes: posterior of f, P(relevant) (gold clamped), the noise and
+        bias parameters, the objective history and the fit's info."""
         m_f, v_f, _ = core._state()
         self.core_ = core
         self.trace_: EMTrace = trace
@@ -204,14 +219,9 @@ class CrowdGP(Aggregator):
         self.deviation_variance_ = float(core.tau2.numpy())
         self.objective_history_ = list(trace.objective)
         self.info_.update(self._fit_info(core, trace, inducing))
-        progress(1.0, f"{self.method}: {trace.n_iter} EM iterations, {trace.seconds:.1f} s")
-        return self
 
     def _models_noise(self) -> bool:
         return True
-
-    def _class_prior_by(self) -> str:
-        return self.class_prior_by
 
     def _topic_offsets(self, X: np.ndarray, mean: Any, inducing: np.ndarray | None,
                        topic_ids: np.ndarray) -> tuple[np.ndarray, Any, np.ndarray | None]:
@@ -552,6 +562,17 @@ def _parse_kernel(kind: str) -> list[str]:
     if not parts or any(p not in KERNELS for p in parts):
         raise ValueError(f"kernel must be 'rbf', 'linear' or a sum like 'rbf+linear', got {kind!r}")
     return parts
+
+
+def _check_kernel(kernel: str, feature_groups: str | None) -> None:
+    """ValueError unless ``kernel`` is a kernel or a sum of them, one per feature group when
+    ``feature_groups`` (well formed) gives several."""
+    parts = _parse_kernel(kernel)
+    if feature_groups:
+        groups = _check_groups(feature_groups)
+        if len(parts) > 1 and len(parts) != groups:
+            raise ValueError(f"kernel {kernel!r} has {len(parts)} parts for {groups} feature "
+                             "groups: give one kernel per group, or a single kernel")
 
 
 _GROUP = re.compile(r"\s*(\d*)\s*:\s*(\d*)\s*")
