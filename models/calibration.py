@@ -41,7 +41,7 @@ from models.base import (
 )
 from models.data import UNKNOWN, AnnotationData
 from models.evaluation.heldout import heldout_predictions
-from models.registry import GOLD_PARAM_SPECS, Calibration
+from models.params import Calibration, param_spec
 
 _CLIP = 1e-6
 
@@ -150,7 +150,7 @@ class GoldCalibrated(Aggregator):
                  calibration: Calibration = "platt") -> None:
         if n_folds < 2:
             raise ValueError("calibration needs at least 2 folds over the gold")
-        problem = GOLD_PARAM_SPECS["calibration"].check_argument(calibration)
+        problem = param_spec("calibration", Calibration, "platt").check_argument(calibration)
         if problem is not None:
             raise ValueError(problem)
         self.calibration = calibration

@@ -225,6 +225,8 @@ Seed = Annotated[int | None, Range(0, 2**32 - 1)]
 QuadraturePoints = Annotated[int, Range(1, 200)]
 # inducing points of a sparse GP: O(M^3) per step
 InducingPoints = Annotated[int, Range(1, 5_000)]
+# the map a fit calibrated on held-out gold fits (models.calibration): logistic, or monotone
+Calibration = Literal["platt", "isotonic"]
 # the largest collection fitted with a full GP (an n x n kernel matrix: 10,000 tasks = 800 MB)
 FullGPTasks = Annotated[int, Range(0, 10_000)]
 # tasks sampled per M step (more than a collection has is harmless)

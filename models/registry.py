@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any
 
 from models.base import Aggregator
-from models.params import ParamSpec, Range, param_spec, signature_specs
+from models.params import Calibration, ParamSpec, Range, param_spec, signature_specs
 
 METHOD_PATHS: dict[str, str] = {
     "mv": "models.majority_vote:MajorityVote",
@@ -34,10 +34,7 @@ BINARY_ONLY_METHODS = GP_METHODS - ORDINAL_METHODS
 
 # Parameters of every method that clamps gold (``use_gold``) besides its constructor's:
 # calibrate_folds k >= 2 recalibrates P(relevant) on k-fold held-out gold (models.calibration);
-# each fold is a whole refit, so at most 100 of them.
-# The map fitted to the held-out gold: "platt" (logistic) or "isotonic" (monotone, no shape).
-Calibration = Literal["platt", "isotonic"]
-CALIBRATION_METHODS: tuple[str, ...] = get_args(Calibration)
+# each fold is a whole refit, so at most 100 of them; calibration: the map it fits.
 GOLD_PARAM_SPECS: dict[str, ParamSpec] = {
     "calibrate_folds": param_spec("calibrate_folds", Annotated[int, Range(0, 100)], 0),
     "calibration": param_spec("calibration", Calibration, "platt"),
