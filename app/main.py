@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 import anyio
 from fastapi import FastAPI
@@ -64,6 +64,29 @@ def build_routes(app: FastAPI) -> None:
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
+    app = FastAPI(
+        lifespan=_lifespan(settings),
+        title="crowdqrels",
+        version="0.1.0",
+        description="Aggregate noisy crowd relevance judgments into qrels.",
+        docs_url=None,  # /docs and /redoc: app.ui.docs, with assets served locally
+        redoc_url=None,
+    )
+    app.state.settings = settings
+    app.state.listing_cache = ListingCache()
+    app.state.next_inputs = NextInputs()
+    app.state.prefill = None  # set while the lifespan runs
+    _add_middleware(app, settings)
+    register_error_handlers(app)
+    _include_routers(app, settings)
+    install_openapi(app, settings)
+    install_dashboard(app)  # after the API's error handlers: pages get theirs as HTML
+    return app
+
+
+def _lifespan(settings: Settings) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    """What runs beside the application: the job runner, the maintenance sweeps and the
+    dashboard prefill, started before the first request and stopped after the last."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -91,18 +114,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             runner.stop()
             release()  # frozen objects (settle) go back to the collector with the application
 
-    app = FastAPI(
-        lifespan=lifespan,
-        title="crowdqrels",
-        version="0.1.0",
-        description="Aggregate noisy crowd relevance judgments into qrels.",
-        docs_url=None,  # /docs and /redoc: app.ui.docs, with assets served locally
-        redoc_url=None,
-    )
-    app.state.settings = settings
-    app.state.listing_cache = ListingCache()
-    app.state.next_inputs = NextInputs()
-    app.state.prefill = None  # set while the lifespan runs
+    return lifespan
+
+
+def _add_middleware(app: FastAPI, settings: Settings) -> None:
+    """The middleware, innermost first (each one added wraps those before it)."""
     app.add_middleware(RefuseNul)  # inside BodySizeLimit, which counts the body it reads
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     # How browsers may keep the dashboard's pages and static files (app.ui.caching): every
@@ -119,7 +135,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                            allow_methods=["*"], allow_headers=["*"])
     # Outermost: every answer is timed, counted and logged with its request id, 401s included.
     app.add_middleware(ObserveRequests)
-    register_error_handlers(app)
+
+
+def _include_routers(app: FastAPI, settings: Settings) -> None:
     app.include_router(health_router)
     app.include_router(health_router, prefix=API_PREFIX)
     # admin (anyone with auth off), or anyone with CROWDQRELS_METRICS_PUBLIC=true
@@ -142,6 +160,3 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(evaluations_router, prefix=API_PREFIX)
     app.include_router(auth_router, prefix=API_PREFIX)
     app.include_router(auth_ui_router)
-    install_openapi(app, settings)
-    install_dashboard(app)  # after the API's error handlers: pages get theirs as HTML
-    return app

@@ -106,7 +106,7 @@ def in_process(url: str, repeat: int) -> dict[str, float]:
     """Best of ``repeat`` for the old and the new computation, and that they are equal."""
     from sqlalchemy import select
 
-    from app.aggregations.service import agreement_matrix
+    from app.aggregations.agreement import agreement_matrix
     from app.collections.tables import Collection
     from app.core.db import get_sessionmaker
 

@@ -34,7 +34,6 @@ from _server import RF10, ROOT, reset_postgres, running_api
 sys.path.insert(0, str(ROOT))
 POSTGRES = os.environ.get("CROWDQRELS_BENCH_POSTGRES_URL",
                           "postgresql+psycopg://postgres@127.0.0.1:5432/crowdqrels_bench_next")
-STRATEGIES = ("uncertainty", "expected-change", "random")
 
 
 def wait(client: httpx.Client, ident: int) -> dict:
@@ -115,6 +114,8 @@ def full_read(database_url: str, ident: int, strategy: str, repeat: int) -> floa
 
 
 def main() -> None:
+    from models.sampling.rejudge import REJUDGE_STRATEGIES
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--database", choices=("sqlite", "postgres"), default="sqlite")
     parser.add_argument("--repeat", type=int, default=5)
@@ -143,7 +144,7 @@ def main() -> None:
             ids[(method, graded)] = wait(client, created["id"])["id"]
         batch = 0
         for (method, graded), ident in ids.items():
-            for strategy in STRATEGIES:
+            for strategy in REJUDGE_STRATEGIES:
                 url_ = f"/api/v1/aggregations/{ident}/next?n=100&strategy={strategy}&seed=0"
                 first = timed(client, url_)
                 again = statistics.median(timed(client, url_) for _ in range(args.repeat))

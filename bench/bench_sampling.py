@@ -66,7 +66,7 @@ def run_sampling(args: argparse.Namespace) -> None:
     from scipy.stats import kendalltau
 
     from models.sampling.design import build_pools
-    from models.sampling.sampler import STRATEGIES, TopicState, estimate, plan_round
+    from models.sampling.sampler import SAMPLING_STRATEGIES, TopicState, estimate, plan_round
 
     rankings, qrels = synthetic_runs(topics=args.topics, docs=args.docs, runs=args.runs,
                                      depth=args.depth, seed=1234)
@@ -81,7 +81,7 @@ def run_sampling(args: argparse.Namespace) -> None:
     rmse: dict[tuple[str, float], list[float]] = {}
     tau: dict[tuple[str, float], list[float]] = {}
     started = time.perf_counter()
-    for strategy in args.strategies or STRATEGIES:
+    for strategy in args.strategies or SAMPLING_STRATEGIES:
         for seed in range(args.seeds):
             rng = np.random.default_rng(seed)
             states = {t: TopicState() for t in pools}

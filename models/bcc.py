@@ -40,7 +40,7 @@ small (n_annotators·K × K·M) table and every M step one product with its tran
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Self
+from typing import Annotated, Literal, Self
 
 import numpy as np
 import scipy.sparse as sp
@@ -49,17 +49,18 @@ from scipy.special import digamma
 from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
 from models.data import UNKNOWN, AnnotationData
 from models.dawid_skene import confusion_columns, expected_accuracy
-from models.dependence import DEPENDENCE, residual_correlation, tempering, wanted
+from models.dependence import Dependence, residual_correlation, tempering, wanted
 from models.dirichlet import (
-    GROUPINGS,
     ClassPrior,
+    Grouping,
     e_log_dirichlet,
     kl_dirichlet,
     polya_fixed_point,
 )
-from models.params import Iterations1, Prior, Range, Restarts, Seed, Tolerance
+from models.params import Iterations1, Prior, Range, Restarts, Seed, Tolerance, validated
 
-PRIORS = ("fixed", "empirical")
+# the confusion prior α₀: fixed, or fitted by empirical Bayes
+ConfusionPrior = Literal["fixed", "empirical"]
 
 
 @dataclass(frozen=True)
@@ -152,33 +153,24 @@ class IBCC(Aggregator):
 
     method = "ibcc"
 
+    @validated
     def __init__(
         self,
-        prior: str = "fixed",
+        prior: ConfusionPrior = "fixed",
         alpha_diagonal: Prior = 4.0,
         alpha_off_diagonal: Prior = 1.0,
         class_prior: Prior = 1.0,
-        class_prior_by: str = "collection",
+        class_prior_by: Grouping = "collection",
         n_iter: Iterations1 = 200,
         tol: Tolerance = 1e-6,
         use_gold: bool = False,
-        dependence: str = "auto",
+        dependence: Dependence = "auto",
     ) -> None:
-        if dependence not in DEPENDENCE:
-            raise ValueError(f"dependence must be one of {', '.join(DEPENDENCE)}")
         self.dependence = dependence
-        if prior not in PRIORS:
-            raise ValueError(f"prior must be one of {', '.join(PRIORS)}, got {prior!r}")
-        if alpha_diagonal <= 0 or alpha_off_diagonal <= 0 or class_prior <= 0:
-            raise ValueError("alpha_diagonal, alpha_off_diagonal and class_prior must be > 0")
-        if n_iter < 1 or tol < 0:
-            raise ValueError("n_iter must be >= 1 and tol >= 0")
         self.prior = prior
         self.alpha_diagonal = alpha_diagonal
         self.alpha_off_diagonal = alpha_off_diagonal
         self.class_prior = class_prior
-        if class_prior_by not in GROUPINGS:
-            raise ValueError(f"class_prior_by must be one of {', '.join(GROUPINGS)}")
         self.class_prior_by = class_prior_by
         self.n_iter = n_iter
         self.tol = tol
@@ -269,12 +261,13 @@ class EBCC(Aggregator):
 
     method = "ebcc"
 
+    @validated
     def __init__(
         self,
         n_subtypes: Annotated[int, Range(1, 50)] = 10,
         a_pi: Prior = 0.1,
         class_prior: Prior = 1.0,
-        class_prior_by: str = "collection",
+        class_prior_by: Grouping = "collection",
         alpha_diagonal: Prior = 4.0,
         alpha_off_diagonal: Prior = 1.0,
         n_iter: Iterations1 = 500,
@@ -283,17 +276,9 @@ class EBCC(Aggregator):
         use_gold: bool = False,
         random_state: Seed = None,
     ) -> None:
-        if n_subtypes < 1 or n_restarts < 1 or n_iter < 1:
-            raise ValueError("n_subtypes, n_restarts and n_iter must be >= 1")
-        if min(a_pi, class_prior, alpha_diagonal, alpha_off_diagonal) <= 0:
-            raise ValueError("a_pi, class_prior and the alpha pseudo-counts must be > 0")
-        if tol < 0:
-            raise ValueError("tol must be >= 0")
         self.n_subtypes = n_subtypes
         self.a_pi = a_pi
         self.class_prior = class_prior
-        if class_prior_by not in GROUPINGS:
-            raise ValueError(f"class_prior_by must be one of {', '.join(GROUPINGS)}")
         self.class_prior_by = class_prior_by
         self.alpha_diagonal = alpha_diagonal
         self.alpha_off_diagonal = alpha_off_diagonal

@@ -41,6 +41,7 @@ from models.base import (
 )
 from models.data import UNKNOWN, AnnotationData
 from models.evaluation.heldout import heldout_predictions
+from models.params import Calibration, param_spec
 
 _CLIP = 1e-6
 
@@ -146,12 +147,12 @@ class GoldCalibrated(Aggregator):
 
     def __init__(self, make: Callable[[], Aggregator], *, n_folds: int = 5,
                  random_state: int | None = None, relevant_from: int | None = None,
-                 calibration: str = "platt") -> None:
+                 calibration: Calibration = "platt") -> None:
         if n_folds < 2:
             raise ValueError("calibration needs at least 2 folds over the gold")
-        if calibration not in CALIBRATIONS:
-            raise ValueError(f"calibration must be one of {', '.join(CALIBRATIONS)}, "
-                             f"got {calibration!r}")
+        problem = param_spec("calibration", Calibration, "platt").check_argument(calibration)
+        if problem is not None:
+            raise ValueError(problem)
         self.calibration = calibration
         self.make = make
         self.n_folds = n_folds

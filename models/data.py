@@ -255,9 +255,7 @@ class AnnotationData:
         if gold_arr is not None:
             # Gold comes per row; keep the last known value per task. Ignored values and other
             # negatives (RF10's -1) are unknown.
-            known = gold_arr >= 0
-            if ignore:
-                known &= ~np.isin(gold_arr, list(ignore))
+            known = _known_gold(gold_arr, ignore)
             gold_task = np.full(len(pair_uniq), UNKNOWN, dtype=np.int64)
             gold_task[task[known]] = gold_arr[known]
         return cls._assemble(task, task_topics, task_docs, annotator, ann_uniq, label_arr,
@@ -284,27 +282,9 @@ class AnnotationData:
         notes: list[str] = []
         pair_count = task_topics.shape[0]
         if gold_task is not None:
-            # Ignored values and other negatives (RF10's -1) are no gold.
-            known = gold_task >= 0
-            if ignore:
-                known &= ~np.isin(gold_task, list(ignore))
-            gold_task = np.where(known, gold_task, UNKNOWN)
-
-        keep = np.ones(label_arr.shape[0], dtype=bool)
-        if ignore:
-            dropped = np.isin(label_arr, list(ignore))
-            if dropped.any():
-                notes.append(f"dropped {int(dropped.sum())} 'could not judge' judgments")
-            keep &= ~dropped
-        idx = np.flatnonzero(keep)
-        # Latest judgment per (task, annotator): scan in reverse arrival order, keep first seen.
-        key = task[idx] * np.int64(len(ann_uniq)) + annotator[idx]
-        _, first_from_end = np.unique(key[::-1], return_index=True)
-        latest = np.sort(idx[::-1][first_from_end])
-        if latest.shape[0] < idx.shape[0]:
-            notes.append(
-                f"kept the latest of repeated judgments: dropped {idx.shape[0] - latest.shape[0]}"
-            )
+            gold_task = np.where(_known_gold(gold_task, ignore), gold_task, UNKNOWN)
+        latest = _latest_usable(task, annotator, label_arr, n_annotators=len(ann_uniq),
+                                ignore=ignore, notes=notes)
 
         # Tasks and annotators left without a usable judgment (e.g. only "broken link") are not
         # part of the data: no model can say anything about them.
@@ -324,32 +304,8 @@ class AnnotationData:
         ann_uniq = ann_uniq[used_annotators]
         if gold_task is not None:
             gold_task = gold_task[used_tasks]
-
-        raw = label_arr[latest]
-        if relevant_from is not None:
-            values = np.array([0, 1], dtype=np.int64)
-            label = (raw >= relevant_from).astype(np.int64)
-            if gold_task is not None:
-                gold_task = np.where(
-                    gold_task == UNKNOWN, UNKNOWN, (gold_task >= relevant_from).astype(np.int64)
-                )
-        else:
-            if scale is not None:
-                values = scale
-                if not np.isin(raw, values).all():
-                    raise ValueError("a label is outside the label scale")
-                if gold_task is not None:
-                    gold_task = np.where(np.isin(gold_task, values), gold_task, UNKNOWN)
-            else:
-                known_gold = [] if gold_task is None else [gold_task[gold_task >= 0]]
-                values = np.unique(np.concatenate([raw, *known_gold]))
-            label = np.searchsorted(values, raw).astype(np.int64)
-            if gold_task is not None:
-                gold_task = np.where(
-                    gold_task == UNKNOWN, UNKNOWN, np.searchsorted(values, gold_task)
-                ).astype(np.int64)
-        if values.shape[0] < 2:
-            raise ValueError("graded labels need at least two label values: pass the scale")
+        values, label, gold_task = _label_codes(label_arr[latest], gold_task,
+                                                relevant_from=relevant_from, scale=scale)
 
         return cls(
             task=task_index.astype(np.int64),
@@ -362,6 +318,67 @@ class AnnotationData:
             gold=gold_task,
             notes=tuple(notes),
         )
+
+
+def _known_gold(gold: np.ndarray, ignore: set[int]) -> np.ndarray:
+    """Where ``gold`` is a gold label: ignored values and other negatives (RF10's -1) are none."""
+    known = gold >= 0
+    if ignore:
+        known &= ~np.isin(gold, list(ignore))
+    return known
+
+
+def _latest_usable(task: np.ndarray, annotator: np.ndarray, label: np.ndarray, *,
+                   n_annotators: int, ignore: set[int], notes: list[str]) -> np.ndarray:
+    """The rows kept (sorted): no ignored label, and the latest judgment per (task,
+    annotator). What was dropped is said in ``notes``."""
+    keep = np.ones(label.shape[0], dtype=bool)
+    if ignore:
+        dropped = np.isin(label, list(ignore))
+        if dropped.any():
+            notes.append(f"dropped {int(dropped.sum())} 'could not judge' judgments")
+        keep &= ~dropped
+    idx = np.flatnonzero(keep)
+    # Latest judgment per (task, annotator): scan in reverse arrival order, keep first seen.
+    key = task[idx] * np.int64(n_annotators) + annotator[idx]
+    _, first_from_end = np.unique(key[::-1], return_index=True)
+    latest = np.sort(idx[::-1][first_from_end])
+    if latest.shape[0] < idx.shape[0]:
+        notes.append(
+            f"kept the latest of repeated judgments: dropped {idx.shape[0] - latest.shape[0]}"
+        )
+    return latest
+
+
+def _label_codes(raw: np.ndarray, gold_task: np.ndarray | None, *, relevant_from: int | None,
+                 scale: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """(classes, label codes, gold codes): binary relevance from ``relevant_from``, else
+    indices into the label ``scale`` (default: the values seen)."""
+    if relevant_from is not None:
+        values = np.array([0, 1], dtype=np.int64)
+        label = (raw >= relevant_from).astype(np.int64)
+        if gold_task is not None:
+            gold_task = np.where(
+                gold_task == UNKNOWN, UNKNOWN, (gold_task >= relevant_from).astype(np.int64)
+            )
+    else:
+        if scale is not None:
+            values = scale
+            if not np.isin(raw, values).all():
+                raise ValueError("a label is outside the label scale")
+            if gold_task is not None:
+                gold_task = np.where(np.isin(gold_task, values), gold_task, UNKNOWN)
+        else:
+            known_gold = [] if gold_task is None else [gold_task[gold_task >= 0]]
+            values = np.unique(np.concatenate([raw, *known_gold]))
+        label = np.searchsorted(values, raw).astype(np.int64)
+        if gold_task is not None:
+            gold_task = np.where(
+                gold_task == UNKNOWN, UNKNOWN, np.searchsorted(values, gold_task)
+            ).astype(np.int64)
+    if values.shape[0] < 2:
+        raise ValueError("graded labels need at least two label values: pass the scale")
+    return values, label, gold_task
 
 
 def _encode(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -29,8 +29,8 @@ import scipy.sparse
 
 from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
 from models.data import UNKNOWN, AnnotationData
-from models.dependence import DEPENDENCE, residual_correlation, tempering, wanted
-from models.params import MAX_PRIOR, Iterations, Range, Tolerance
+from models.dependence import Dependence, residual_correlation, tempering, wanted
+from models.params import MAX_PRIOR, Iterations, Range, Tolerance, validated
 from models.warm import WarmStartUnavailable, cold_check_due, result_column, warm_record
 
 _EPS = 1e-10
@@ -43,25 +43,18 @@ class DawidSkene(Aggregator):
 
     method = "ds"
 
+    @validated
     def __init__(
         self,
         n_iter: Iterations = 100,
         tol: Tolerance = 1e-5,
         smoothing: Annotated[float | None, Range(0.0, MAX_PRIOR)] = None,
         use_gold: bool = False,
-        dependence: str = "auto",
+        dependence: Dependence = "auto",
         population_prior: Annotated[float | None, Range(0.0, MAX_PRIOR)] = None,
     ) -> None:
-        if population_prior is not None and population_prior < 0:
-            raise ValueError("population_prior must be >= 0")
         self.population_prior = population_prior
-        if n_iter < 0:
-            raise ValueError("n_iter must be >= 0")
-        if dependence not in DEPENDENCE:
-            raise ValueError(f"dependence must be one of {', '.join(DEPENDENCE)}")
         self.dependence = dependence
-        if (smoothing is not None and smoothing < 0) or tol < 0:
-            raise ValueError("smoothing and tol must be >= 0")
         self.n_iter = n_iter
         self.tol = tol
         self.smoothing = smoothing

@@ -26,13 +26,16 @@ correlate (ρ̄ ≤ 0: independent workers), keep τ_i = 1: the model unchanged.
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
 
-DEPENDENCE = ("auto", "adjust", "ignore")
+# adjust for dependent annotators always, never, or when the judgments are dense (``wanted``)
+Dependence = Literal["auto", "adjust", "ignore"]
 DENSE = 8.0  # "auto" adjusts when a judged task has at least this many judgments on average
 
 
-def wanted(dependence: str, task: np.ndarray) -> bool:
+def wanted(dependence: Dependence, task: np.ndarray) -> bool:
     """Whether to adjust: always (``"adjust"``), never (``"ignore"``), or (``"auto"``) when the
     judgments are dense, ≥ ``DENSE`` per judged task on average: LLM judges who all grade every
     task, where shared errors pile up on each task and ρ̄ is estimated from many pairs per task.

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 from scipy.special import digamma, gammaln
@@ -58,7 +59,8 @@ def polya_fixed_point(counts: np.ndarray, alpha: np.ndarray, n_steps: int = 20,
     return alpha
 
 
-GROUPINGS = ("collection", "topic")
+# what a class prior is shared by: the whole collection, or each topic
+Grouping = Literal["collection", "topic"]
 
 
 @dataclass
@@ -88,10 +90,8 @@ class ClassPrior:
         self._starts = np.searchsorted(g, np.arange(self.n_groups)) if runs else None
 
     @classmethod
-    def build(cls, data: AnnotationData, by: str, class_prior: float, judged: np.ndarray,
+    def build(cls, data: AnnotationData, by: Grouping, class_prior: float, judged: np.ndarray,
               empirical: bool) -> ClassPrior:
-        if by not in GROUPINGS:
-            raise ValueError(f"class_prior_by must be one of {', '.join(GROUPINGS)}, got {by!r}")
         if by == "topic":
             _, group = np.unique(data.topic_ids, return_inverse=True)
             group = group.astype(np.int64)

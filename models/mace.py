@@ -31,9 +31,9 @@ Everything is a gather or a segment sum over judgments (np.bincount): no tasks �
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Self
+from typing import Annotated, Any, Literal, Self
 
 import numpy as np
 import scipy.sparse as sp
@@ -42,12 +42,21 @@ from scipy.special import digamma
 from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
 from models.data import UNKNOWN, AnnotationData
 from models.dependence import wanted
-from models.dirichlet import GROUPINGS, ClassPrior, e_log_dirichlet
-from models.params import MAX_PRIOR, Iterations, Prior, Range, Restarts, Seed, Tolerance
+from models.dirichlet import ClassPrior, Grouping, e_log_dirichlet
+from models.params import (
+    MAX_PRIOR,
+    Iterations,
+    Prior,
+    Range,
+    Restarts,
+    Seed,
+    Tolerance,
+    validated,
+)
 from models.warm import cold_check_due, result_column, warm_record
 
-VARIANTS = ("em", "vb")
-CLASS_PRIORS = ("auto", "learned", "uniform")
+Variant = Literal["em", "vb"]  # EM with smoothing, or variational Bayes with priors
+ClassPriorKind = Literal["auto", "learned", "uniform"]
 WARM_TOL = 1e-5  # log-likelihood gain per judgment below which a warm start stops
 
 
@@ -56,9 +65,10 @@ class MACE(Aggregator):
 
     method = "mace"
 
+    @validated
     def __init__(
         self,
-        variant: str = "vb",
+        variant: Variant = "vb",
         n_restarts: Restarts = 10,
         n_iter: Iterations = 50,
         tol: Tolerance = 0.0,
@@ -69,25 +79,9 @@ class MACE(Aggregator):
         use_gold: bool = False,
         threshold: Annotated[float, Range(0.0, 1.0, low_open=True)] = 1.0,
         random_state: Seed = None,
-        class_prior: str = "auto",
-        class_prior_by: str = "topic",
+        class_prior: ClassPriorKind = "auto",
+        class_prior_by: Grouping = "topic",
     ) -> None:
-        if variant not in VARIANTS:
-            raise ValueError(f"variant must be 'em' or 'vb', got {variant!r}")
-        if n_restarts < 1 or n_iter < 0:
-            raise ValueError("n_restarts must be >= 1 and n_iter >= 0")
-        if not 0.0 < threshold <= 1.0:
-            raise ValueError("threshold must be in (0, 1]")
-        if smoothing is not None and smoothing < 0:
-            raise ValueError("smoothing must be >= 0")
-        if alpha <= 0 or beta <= 0 or strategy_prior <= 0:
-            raise ValueError("alpha, beta and strategy_prior must be > 0")
-        if class_prior not in CLASS_PRIORS:
-            raise ValueError(f"class_prior must be one of {', '.join(CLASS_PRIORS)}, "
-                             f"got {class_prior!r}")
-        if class_prior_by not in GROUPINGS:
-            raise ValueError(f"class_prior_by must be one of {', '.join(GROUPINGS)}, "
-                             f"got {class_prior_by!r}")
         self.class_prior = class_prior
         self.class_prior_by = class_prior_by
         self.variant = variant
@@ -139,42 +133,57 @@ class MACE(Aggregator):
                 # A warm start begins near the optimum: stop once an iteration gains little.
                 tol = max(self.tol, WARM_TOL)
             else:
-                # MACE.java's initialisation: uniform(0, 1) + smoothing, normalised, per annotator.
-                knowing0 = rng.random((data.n_annotators, 2)) + smoothing
-                knowing0 /= knowing0.sum(axis=1, keepdims=True)
-                spam0 = rng.random((data.n_annotators, k)) + smoothing
-                spam0 /= spam0.sum(axis=1, keepdims=True)
+                knowing0, spam0 = _random_start(rng, data.n_annotators, k, smoothing)
                 tol = self.tol
             for prior in priors:
                 # a fresh per-topic prior each run: its Dirichlet ν₀ is re-fitted as EM goes
                 topics = (ClassPrior.build(data, "topic", 1.0, idx.judged, True)
                           if prior == "learned" and grouped else None)
-                knowing, spam = knowing0, spam0
-                log_prior = np.full(k, -np.log(k))  # the first E step: MACE's uniform prior
-                ll, proba, counts = _e_step(idx, knowing, spam, log_prior)
-                history = [ll]
-                for it in range(self.n_iter):
-                    knowing, spam, log_prior = self._m_step(counts, smoothing, prior, proba,
-                                                            topics)
-                    ll, proba, counts = _e_step(idx, knowing, spam, log_prior)
-                    history.append(ll)
-                    progress((run * self.n_iter + it + 1) / total,
-                             f"restart {run + 1}/{len(starts) * len(priors)}, "
-                             f"log-likelihood {ll:.2f}")
-                    if tol > 0 and abs(history[-1] - history[-2]) <= tol * data.n_judgments:
-                        break
+                fitted = self._em(idx, knowing0, spam0, smoothing, prior, topics, tol,
+                                  lambda it, ll, r=run: progress(
+                                      (r * self.n_iter + it) / total,
+                                      f"restart {r + 1}/{len(starts) * len(priors)}, "
+                                      f"log-likelihood {ll:.2f}"), start, data.n_judgments)
                 run += 1
                 # "auto": the learned prior starts where MACE's uniform one ended (its
                 # generalisation, from a solution that keeps every class in use)
-                knowing0, spam0 = knowing, spam
-                restart_ll[prior].append(ll)
-                if prior not in best or ll > best[prior].log_likelihood:
-                    groups = 1 if topics is None else topics.n_groups
-                    best[prior] = _Run(ll, knowing, spam, log_prior, history, start, groups)
-        # Schwarz's criterion between the priors, at each one's best restart: the
-        # log-likelihood at the normalised parameters (VB's exp-digamma weights are not) less
-        # ½ ln n per free parameter: K − 1 per group's prior, and under VB K − 1 for the
-        # pooled spam distribution.
+                knowing0, spam0 = fitted.knowing, fitted.spam
+                restart_ll[prior].append(fitted.log_likelihood)
+                if prior not in best or fitted.log_likelihood > best[prior].log_likelihood:
+                    best[prior] = fitted
+        chosen = self._choose_prior(idx, best, k)
+        self.restart_log_likelihoods_ = restart_ll[chosen]  # the kept prior's restarts
+        self.cold_checked_ = init is not None and checked
+        self.cold_checked_at_ = (data.n_judgments if checked
+                                 else int(getattr(init, "cold_checked_at_", 0)))
+        self._store(data, idx, best[chosen])
+        return self
+
+    def _em(self, idx: _Judgments, knowing: np.ndarray, spam: np.ndarray, smoothing: float,
+            prior: str, topics: ClassPrior | None, tol: float,
+            report: Callable[[int, float], None], start: str, n_judgments: int) -> _Run:
+        """One restart's EM (VB) from (knowing, spam), MACE's uniform prior in the first E step,
+        until an iteration gains at most ``tol`` per judgment."""
+        k = spam.shape[1]
+        log_prior = np.full(k, -np.log(k))  # the first E step: MACE's uniform prior
+        ll, proba, counts = _e_step(idx, knowing, spam, log_prior)
+        history = [ll]
+        for it in range(self.n_iter):
+            knowing, spam, log_prior = self._m_step(counts, smoothing, prior, proba, topics)
+            ll, proba, counts = _e_step(idx, knowing, spam, log_prior)
+            history.append(ll)
+            report(it + 1, ll)
+            if tol > 0 and abs(history[-1] - history[-2]) <= tol * n_judgments:
+                break
+        groups = 1 if topics is None else topics.n_groups
+        return _Run(ll, knowing, spam, log_prior, history, start, groups)
+
+    def _choose_prior(self, idx: _Judgments, best: dict[str, _Run], k: int) -> str:
+        """Schwarz's criterion between the priors, at each one's best restart: the
+        log-likelihood at the normalised parameters (VB's exp-digamma weights are not) less
+        ½ ln n per free parameter: K − 1 per group's prior, and under VB K − 1 for the pooled
+        spam distribution. Sets ``class_prior_scores_``, ``class_prior_used_`` and
+        ``class_prior_groups_``."""
         n_judged = max(int(idx.judged.sum()), 1)
         self.class_prior_scores_ = {}
         for prior, fit in best.items():
@@ -182,26 +191,25 @@ class MACE(Aggregator):
                 fit.groups + (1 if self.variant == "vb" else 0))
             self.class_prior_scores_[prior] = (
                 _e_step(idx, *fit.normalised())[0] - 0.5 * free * np.log(n_judged))
-        chosen = max(priors, key=lambda p: self.class_prior_scores_[p])
-        fit = best[chosen]
+        chosen = max(best, key=lambda p: self.class_prior_scores_[p])
         self.class_prior_used_ = chosen
-        self.class_prior_groups_ = fit.groups
+        self.class_prior_groups_ = best[chosen].groups
+        return chosen
+
+    def _store(self, data: AnnotationData, idx: _Judgments, fit: _Run) -> None:
+        """The fitted attributes from the kept restart."""
         ll, knowing, spam, log_prior, history, self.start_ = (
             fit.log_likelihood, fit.knowing, fit.spam, fit.log_prior, fit.history, fit.start)
         _, proba, _ = _e_step(idx, knowing, spam, log_prior)
+        k = data.n_classes
         prior_rows = np.exp(log_prior).reshape(-1, k)
         prior_rows /= prior_rows.sum(axis=1, keepdims=True)
         # per topic: the judged tasks' mean of their topics' priors
         self.prior_ = (prior_rows[0] if prior_rows.shape[0] == 1
                        else prior_rows[idx.judged].mean(axis=0))
-        self.cold_checked_ = init is not None and checked
-        self.cold_checked_at_ = (data.n_judgments if checked
-                                 else int(getattr(init, "cold_checked_at_", 0)))
-
         self.log_likelihood_ = ll
         self.loss_history_ = [-v / max(data.n_judgments, 1) for v in history]
         self.objective_history_ = history
-        self.restart_log_likelihoods_ = restart_ll[chosen]  # the kept prior's restarts
         self.annotator_ids_ = data.annotator_ids
         # Normalised: under VB the exp-digamma values are sub-normalised weights.
         self.competence_ = knowing[:, 1] / knowing.sum(axis=1)
@@ -211,7 +219,6 @@ class MACE(Aggregator):
                                          0.0), axis=1)
         self.selected_ = _select_confident(self.entropy_, data.judgments_per_task() > 0,
                                            self.threshold)
-        return self
 
     def _m_step(self, counts: tuple[np.ndarray, np.ndarray, np.ndarray], smoothing: float,
                 prior: str, proba: np.ndarray, topics: ClassPrior | None
@@ -298,6 +305,16 @@ class MACE(Aggregator):
                            np.empty((0, len(classes))))
         init.cold_checked_at_ = int(cold_checked_at)
         return init
+
+
+def _random_start(rng: np.random.Generator, n_annotators: int, k: int, smoothing: float
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """MACE.java's initialisation: uniform(0, 1) + smoothing, normalised, per annotator."""
+    knowing = rng.random((n_annotators, 2)) + smoothing
+    knowing /= knowing.sum(axis=1, keepdims=True)
+    spam = rng.random((n_annotators, k)) + smoothing
+    spam /= spam.sum(axis=1, keepdims=True)
+    return knowing, spam
 
 
 @dataclass(frozen=True)

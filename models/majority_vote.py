@@ -12,23 +12,22 @@ ties are broken by the ``tie`` parameter, never by the order of a dict or of the
 
 from __future__ import annotations
 
-from typing import Self
+from typing import Literal, Self
 
 import numpy as np
 
 from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
 from models.data import AnnotationData
-from models.params import Seed
+from models.params import Seed, validated
 
-TIE_RULES = ("lowest", "highest", "random")
+TieRule = Literal["lowest", "highest", "random"]
 
 
 class MajorityVote(Aggregator):
     method = "mv"
 
-    def __init__(self, tie: str = "lowest", random_state: Seed = None) -> None:
-        if tie not in TIE_RULES:
-            raise ValueError(f"tie must be one of {', '.join(TIE_RULES)}, got {tie!r}")
+    @validated
+    def __init__(self, tie: TieRule = "lowest", random_state: Seed = None) -> None:
         self.tie = tie
         self.random_state = random_state
 

@@ -71,9 +71,17 @@ from scipy.special import log_ndtr, ndtr
 from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
 from models.data import AnnotationData
 from models.dawid_skene import Judgments, e_step, majority_start
-from models.dependence import DEPENDENCE, wanted
-from models.dirichlet import GROUPINGS, ClassPrior
-from models.params import InnerIterations1, Iterations, Prior, PriorOrZero, Range, Tolerance
+from models.dependence import Dependence, wanted
+from models.dirichlet import ClassPrior, Grouping
+from models.params import (
+    InnerIterations1,
+    Iterations,
+    Prior,
+    PriorOrZero,
+    Range,
+    Tolerance,
+    validated,
+)
 
 _EPS = 1e-10
 _LOG_SQRT_2PI = 0.5 * np.log(2.0 * np.pi)
@@ -446,6 +454,7 @@ class OrdinalDawidSkene(Aggregator):
     # the difficulty levels of a fit with ``task_difficulty`` (None: every task at d = 0)
     _grid: np.ndarray | None = None
 
+    @validated
     def __init__(
         self,
         n_iter: Iterations = 100,
@@ -459,25 +468,11 @@ class OrdinalDawidSkene(Aggregator):
         learn_cutpoints: bool = False,
         learn_gaps: bool = False,
         use_gold: bool = False,
-        class_prior_by: str = "topic",
+        class_prior_by: Grouping = "topic",
         task_difficulty: bool = False,
-        dependence: str = "auto",
+        dependence: Dependence = "auto",
     ) -> None:
-        if dependence not in DEPENDENCE:
-            raise ValueError(f"dependence must be one of {', '.join(DEPENDENCE)}")
         self.dependence = dependence
-        if n_iter < 0 or m_step_iterations < 1:
-            raise ValueError("n_iter must be >= 0 and m_step_iterations >= 1")
-        if tol < 0:
-            raise ValueError("tol must be >= 0")
-        if not 0.0 <= spam_prior < 1.0 or spam_strength <= 0:
-            raise ValueError("spam_prior must be in [0, 1) and spam_strength > 0")
-        if bias_prior_sd <= 0 or spread_prior <= 0 or scale_use_prior_sd < 0:
-            raise ValueError("bias_prior_sd and spread_prior must be > 0, "
-                             "scale_use_prior_sd >= 0")
-        if class_prior_by not in GROUPINGS:
-            raise ValueError(f"class_prior_by must be one of {', '.join(GROUPINGS)}, "
-                             f"got {class_prior_by!r}")
         self.n_iter = n_iter
         self.tol = tol
         self.bias_prior_sd = bias_prior_sd
@@ -495,13 +490,50 @@ class OrdinalDawidSkene(Aggregator):
     def fit(self, data: AnnotationData, progress: ProgressCallback = no_progress) -> Self:
         check_ordinal_scale(data.classes, data.label)
         gold = data.gold if (self.use_gold and data.gold is not None) else None
-        k = data.n_classes
         idx = Judgments.from_data(data, gold)
         if wanted(self.dependence, data.task):  # judges who share errors: τ_i (models.dependence)
             idx = idx.adjusted_for_dependence(data, gold, 0.01)
         self.dependence_rho_ = idx.rho
         post = majority_start(idx, gold)  # the posterior, class-major (K, n_tasks)
         n = max(data.n_judgments, 1)
+        self._start(data, idx)
+        joint: np.ndarray | None = None
+        history: list[float] = []
+        self.n_iter_ = 0
+        for it in range(self.n_iter):
+            prior, confusion = self._m_step(idx, post, joint)
+            if self._grid is None:
+                ll, post = e_step(idx, prior, confusion, self._log_prior_rows)
+            else:
+                ll, joint = _e_step_difficulty(idx, prior, np.log(confusion),
+                                               self._log_weights, self._log_prior_rows)
+                post = joint.sum(axis=1)
+            objective = ll + self._log_prior()
+            history.append(objective)
+            self.n_iter_ = it + 1
+            progress((it + 1) / self.n_iter, f"iteration {it + 1}, objective {objective:.2f}")
+            if len(history) > 1 and abs(history[-1] - history[-2]) / n < self.tol:
+                break
+        prior, confusion = self._m_step(idx, post, joint)
+        del self._judged_share  # per-task scratch of the fit
+        self._log_prior_rows = None  # per-task scratch as well
+        # the collection's prior (for competence and the info); per topic as well when asked
+        self.prior_ = prior
+        self.topic_prior_ = self._topic_means if self._topic_prior is not None else None
+        self.confusion_ = self._store_difficulty(confusion, joint, data.n_tasks)
+        self.proba_ = np.ascontiguousarray(post.T)
+        self.bias_ = self._theta[:, 0].copy()
+        self.spread_ = np.exp(self._theta[:, 1])
+        self.cutpoints_ = self._cuts(self._theta, self._shared)
+        self.objective_history_ = history
+        self.loss_history_ = [-v / n for v in history]
+        self.log_likelihood_ = history[-1] if history else float("nan")
+        return self
+
+    def _start(self, data: AnnotationData, idx: Judgments) -> None:
+        """The EM's starting state: annotator parameters, shared cut points, spam and strategy
+        rates, the (per-topic) class prior and the difficulty levels' weights."""
+        k = data.n_classes
         # Per annotator θ_j = (b_j, log s_j, γ_j1..γ_j,K−2); shared: the centre of the cut points
         # and the log gaps between them (start: cut points halfway between grades).
         n_own = 2 + (k - 2 if self.scale_use_prior_sd > 0 else 0)
@@ -530,51 +562,24 @@ class OrdinalDawidSkene(Aggregator):
         self._grid = np.asarray(DIFFICULTY_GRID) if self.task_difficulty else None
         if self._grid is not None:
             self._log_weights = np.full(self._grid.shape[0], -np.log(self._grid.shape[0]))
-        joint: np.ndarray | None = None
-        history: list[float] = []
-        self.n_iter_ = 0
-        for it in range(self.n_iter):
-            prior, confusion = self._m_step(idx, post, joint)
-            if self._grid is None:
-                ll, post = e_step(idx, prior, confusion, self._log_prior_rows)
-            else:
-                ll, joint = _e_step_difficulty(idx, prior, np.log(confusion),
-                                               self._log_weights, self._log_prior_rows)
-                post = joint.sum(axis=1)
-            objective = ll + self._log_prior()
-            history.append(objective)
-            self.n_iter_ = it + 1
-            progress((it + 1) / self.n_iter, f"iteration {it + 1}, objective {objective:.2f}")
-            if len(history) > 1 and abs(history[-1] - history[-2]) / n < self.tol:
-                break
-        prior, confusion = self._m_step(idx, post, joint)
-        del self._judged_share  # per-task scratch of the fit
-        self._log_prior_rows = None  # per-task scratch as well
-        # the collection's prior (for competence and the info); per topic as well when asked
-        self.prior_ = prior
-        self.topic_prior_ = self._topic_means if self._topic_prior is not None else None
-        if self._grid is not None:
-            weights = np.exp(self._log_weights)
-            # a judge's confusion on a task of the collection's mix of difficulties
-            confusion = np.einsum("jtlq,q->jtl", np.moveaxis(confusion, -1, 0), weights)
-            self.difficulty_weights_ = weights
-            # E[d_i²]: each task's noise variance in grade units², as MAGP's σ_i²; a task not
-            # yet through an E step (n_iter = 0) has the weights' mean
-            level_post = (joint.sum(axis=0) if joint is not None
-                          else np.broadcast_to(weights[:, None], (weights.shape[0], data.n_tasks)))
-            self.difficulty_ = self._grid**2 @ level_post
-        else:
+
+    def _store_difficulty(self, confusion: np.ndarray, joint: np.ndarray | None,
+                          n_tasks: int) -> np.ndarray:
+        """Sets ``difficulty_weights_`` and ``difficulty_`` (None without task difficulty) and
+        returns each judge's confusion, on the collection's mix of difficulties when fitted."""
+        if self._grid is None:
             self.difficulty_weights_ = None
             self.difficulty_ = None
-        self.confusion_ = confusion
-        self.proba_ = np.ascontiguousarray(post.T)
-        self.bias_ = self._theta[:, 0].copy()
-        self.spread_ = np.exp(self._theta[:, 1])
-        self.cutpoints_ = self._cuts(self._theta, self._shared)
-        self.objective_history_ = history
-        self.loss_history_ = [-v / n for v in history]
-        self.log_likelihood_ = history[-1] if history else float("nan")
-        return self
+            return confusion
+        weights = np.exp(self._log_weights)
+        self.difficulty_weights_ = weights
+        # E[d_i²]: each task's noise variance in grade units², as MAGP's σ_i²; a task not
+        # yet through an E step (n_iter = 0) has the weights' mean
+        level_post = (joint.sum(axis=0) if joint is not None
+                      else np.broadcast_to(weights[:, None], (weights.shape[0], n_tasks)))
+        self.difficulty_ = self._grid**2 @ level_post
+        # a judge's confusion on a task of the collection's mix of difficulties
+        return np.einsum("jtlq,q->jtl", np.moveaxis(confusion, -1, 0), weights)
 
     # -- M step -----------------------------------------------------------------------------
     def _cuts(self, theta: np.ndarray, shared: np.ndarray) -> np.ndarray:

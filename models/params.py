@@ -1,9 +1,13 @@
-"""The ranges the methods' parameters may take, declared in the constructors' signatures.
+"""The ranges and choices the methods' parameters may take, declared in the constructors'
+signatures, and the one validator that reads them.
 
-A constructor declares each parameter's type, default and range on one line, e.g.
-``n_iter: Iterations = 50`` or ``tol: Annotated[float, Range(0.0, 1.0, high_open=True)] = 1e-4``;
-``models.registry`` reads them (``typing.get_type_hints(..., include_extras=True)``) and refuses a
-value of the wrong type or outside its range before a fit is queued.
+A constructor declares each parameter's type, default and range or choices on one line, e.g.
+``n_iter: Iterations = 50``, ``tol: Annotated[float, Range(0.0, 1.0, high_open=True)] = 1e-4``
+or ``variant: Literal["em", "vb"] = "vb"``. ``signature_specs`` reads them
+(``typing.get_type_hints(..., include_extras=True)``) as ``ParamSpec``s: ``models.registry``
+refuses a request's value of the wrong type, outside its range or choices before a fit is queued
+(``ParamSpec.check``), and a constructor decorated with ``validated`` refuses the same values
+when it is called directly (``ParamSpec.check_argument``, ValueError): one declaration, one check.
 
 The ranges follow a few principles, so that every legitimate fit fits inside them while none can
 run for ever, exhaust memory or underflow to NaN:
@@ -20,9 +24,15 @@ run for ever, exhaust memory or underflow to NaN:
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
+import numbers
+import types
+import typing
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Any, Literal, TypeVar, Union
 
 
 @dataclass(frozen=True)
@@ -55,6 +65,138 @@ def _number(x: float) -> str:
     return f"{x:g}" if isinstance(x, float) else str(x)
 
 
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One parameter as its constructor declares it: default, JSON types, allowed range or
+    choices."""
+
+    name: str
+    default: Any
+    types: tuple[type, ...]  # of the value: bool, int, float, str (int accepted for float)
+    optional: bool  # None allowed
+    range: Range | None = None
+    choices: tuple[Any, ...] = ()  # a Literal's values; () for any value of the type
+
+    @property
+    def type_name(self) -> str:
+        text = " or ".join(t.__name__ for t in self.types)
+        return f"{text} or None" if self.optional else text
+
+    def describe(self) -> str:
+        """E.g. ``n_iter (integer, 0 <= n_iter <= 100000, default 50)``."""
+        bound = f", {self.range.describe(self.name)}" if self.range is not None else ""
+        return f"{self.name} ({self.type_name}{bound}, default {self.default!r})"
+
+    def check(self, value: Any) -> str | None:
+        """None if ``value`` (from JSON) is allowed, else why not."""
+        if value is None:
+            return self._null()
+        bad = _non_finite(value)
+        if bad is not None:
+            return f"parameter {self.name!r} must be a finite number, got {bad}"
+        if isinstance(value, bool):
+            ok = bool in self.types
+        elif isinstance(value, int):
+            ok = int in self.types or float in self.types
+        else:
+            ok = type(value) in self.types
+        if not ok:
+            return self._wrong_type(value)
+        return self._outside(value)
+
+    def check_argument(self, value: Any) -> str | None:
+        """As ``check``, for an argument given in Python: a numeric parameter takes any real
+        number (numpy's too); the range and the choices are the same."""
+        if value is None:
+            return self._null()
+        if self.range is not None and not isinstance(value, numbers.Real):
+            return self._wrong_type(value)
+        return self._outside(value)
+
+    def _null(self) -> str | None:
+        return None if self.optional else (f"parameter {self.name!r} must be of type "
+                                           f"{self.type_name}, not null")
+
+    def _wrong_type(self, value: Any) -> str:
+        shown = repr(value) if len(repr(value)) <= 60 else f"a {type(value).__name__}"
+        return f"parameter {self.name!r} must be of type {self.type_name}, got {shown}"
+
+    def _outside(self, value: Any) -> str | None:
+        if self.range is not None and float(value) not in self.range:
+            return (f"parameter {self.name!r} must satisfy {self.range.describe(self.name)}, "
+                    f"got {value!r}")
+        if self.choices and value not in self.choices:
+            *first, last = (repr(c) for c in self.choices)
+            alternatives = f"{', '.join(first)} or {last}" if first else last
+            return f"parameter {self.name!r} must be {alternatives}, got {value!r}"
+        return None
+
+
+def _non_finite(value: Any) -> str | None:
+    """The first NaN or infinity anywhere in ``value`` (JSON may carry them), as text."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list | tuple):
+        for item in value:
+            bad = _non_finite(item)
+            if bad is not None:
+                return bad
+    return None
+
+
+def param_spec(name: str, hint: Any, default: Any) -> ParamSpec:
+    """A ParamSpec from a constructor annotation: ``int``, ``float | None``, a ``Literal`` of
+    choices, or either wrapped in ``Annotated[..., Range(...)]``."""
+    bound = None
+    if typing.get_origin(hint) is typing.Annotated:
+        hint, *extras = typing.get_args(hint)
+        bound = next((e for e in extras if isinstance(e, Range)), None)
+    members = typing.get_args(hint) if typing.get_origin(hint) in (Union, types.UnionType) \
+        else (hint,)
+    choices = tuple(c for m in members if typing.get_origin(m) is Literal
+                    for c in typing.get_args(m))
+    members = (*members, *(type(c) for c in choices))
+    optional = type(None) in members
+    kinds = tuple(dict.fromkeys(t for t in members if t in (bool, int, float, str)))
+    if not kinds:
+        raise TypeError(f"parameter {name!r}: undeclared or unsupported type {hint!r}")
+    return ParamSpec(name, default, kinds, optional, bound, choices)
+
+
+@functools.cache
+def signature_specs(function: Callable[..., Any]) -> dict[str, ParamSpec]:
+    """Every keyword parameter of ``function`` (a constructor; ``validated`` or not) with its
+    declared type, default, range and choices; TypeError for one declared otherwise."""
+    function = inspect.unwrap(function)
+    signature = inspect.signature(function)
+    hints = typing.get_type_hints(function, include_extras=True)
+    return {name: param_spec(name, hints.get(name), p.default)
+            for name, p in signature.parameters.items()
+            if name != "self" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
+
+
+Init = TypeVar("Init", bound=Callable[..., None])
+
+
+def validated(init: Init) -> Init:
+    """A constructor that checks its arguments against its signature's declarations
+    (``signature_specs``) before it runs: ValueError naming the first one refused."""
+    signature = inspect.signature(init)
+
+    @functools.wraps(init)
+    def checked(*args: Any, **kwargs: Any) -> None:
+        specs = signature_specs(init)
+        for name, value in signature.bind(*args, **kwargs).arguments.items():
+            problem = specs[name].check_argument(value) if name in specs else None
+            if problem is not None:
+                raise ValueError(problem)
+        init(*args, **kwargs)
+
+    return checked  # type: ignore[return-value]
+
 MAX_ITERATIONS = 100_000
 MAX_RESTARTS = 1_000
 MIN_PRIOR, MAX_PRIOR = 1e-6, 1e6
@@ -83,6 +225,8 @@ Seed = Annotated[int | None, Range(0, 2**32 - 1)]
 QuadraturePoints = Annotated[int, Range(1, 200)]
 # inducing points of a sparse GP: O(M^3) per step
 InducingPoints = Annotated[int, Range(1, 5_000)]
+# the map a fit calibrated on held-out gold fits (models.calibration): logistic, or monotone
+Calibration = Literal["platt", "isotonic"]
 # the largest collection fitted with a full GP (an n x n kernel matrix: 10,000 tasks = 800 MB)
 FullGPTasks = Annotated[int, Range(0, 10_000)]
 # tasks sampled per M step (more than a collection has is harmless)

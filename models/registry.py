@@ -7,15 +7,11 @@ imports TensorFlow (the API process validates requests with this module).
 from __future__ import annotations
 
 import importlib
-import inspect
-import math
-import types
-import typing
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Annotated, Any
 
 from models.base import Aggregator
-from models.params import Range
+from models.params import Calibration, ParamSpec, Range, param_spec, signature_specs
 
 METHOD_PATHS: dict[str, str] = {
     "mv": "models.majority_vote:MajorityVote",
@@ -36,86 +32,12 @@ ORDINAL_METHODS = frozenset({"ordinal-ds", "ordinal-gp"})
 BINARY_ONLY_METHODS = GP_METHODS - ORDINAL_METHODS
 
 
-@dataclass(frozen=True)
-class ParamSpec:
-    """One parameter as its constructor declares it: default, JSON types, allowed range."""
-
-    name: str
-    default: Any
-    types: tuple[type, ...]  # of the value: bool, int, float, str (int accepted for float)
-    optional: bool  # None allowed
-    range: Range | None = None
-
-    @property
-    def type_name(self) -> str:
-        text = " or ".join(t.__name__ for t in self.types)
-        return f"{text} or None" if self.optional else text
-
-    def describe(self) -> str:
-        """E.g. ``n_iter (integer, 0 <= n_iter <= 100000, default 50)``."""
-        bound = f", {self.range.describe(self.name)}" if self.range is not None else ""
-        return f"{self.name} ({self.type_name}{bound}, default {self.default!r})"
-
-    def check(self, value: Any) -> str | None:
-        """None if ``value`` is allowed, else why not."""
-        if value is None:
-            return None if self.optional else (f"parameter {self.name!r} must be of type "
-                                               f"{self.type_name}, not null")
-        bad = _non_finite(value)
-        if bad is not None:
-            return f"parameter {self.name!r} must be a finite number, got {bad}"
-        if isinstance(value, bool):
-            ok = bool in self.types
-        elif isinstance(value, int):
-            ok = int in self.types or float in self.types
-        else:
-            ok = type(value) in self.types
-        if not ok:
-            shown = repr(value) if len(repr(value)) <= 60 else f"a {type(value).__name__}"
-            return f"parameter {self.name!r} must be of type {self.type_name}, got {shown}"
-        if self.range is not None and value not in self.range:
-            return (f"parameter {self.name!r} must satisfy {self.range.describe(self.name)}, "
-                    f"got {value!r}")
-        return None
-
-
-def _non_finite(value: Any) -> str | None:
-    """The first NaN or infinity anywhere in ``value`` (JSON may carry them), as text."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return repr(value)
-    if isinstance(value, dict):
-        value = list(value.values())
-    if isinstance(value, list | tuple):
-        for item in value:
-            bad = _non_finite(item)
-            if bad is not None:
-                return bad
-    return None
-
-
-def _param_spec(name: str, hint: Any, default: Any) -> ParamSpec:
-    """A ParamSpec from a constructor annotation: ``int``, ``float | None``, or either wrapped in
-    ``Annotated[..., Range(...)]`` (``models.params``)."""
-    bound = None
-    if typing.get_origin(hint) is typing.Annotated:
-        hint, *extras = typing.get_args(hint)
-        bound = next((e for e in extras if isinstance(e, Range)), None)
-    members = typing.get_args(hint) if typing.get_origin(hint) in (Union, types.UnionType) \
-        else (hint,)
-    optional = type(None) in members
-    kinds = tuple(t for t in members if t in (bool, int, float, str))
-    if not kinds:
-        raise TypeError(f"parameter {name!r}: undeclared or unsupported type {hint!r}")
-    return ParamSpec(name, default, kinds, optional, bound)
-
-
 # Parameters of every method that clamps gold (``use_gold``) besides its constructor's:
 # calibrate_folds k >= 2 recalibrates P(relevant) on k-fold held-out gold (models.calibration);
-# each fold is a whole refit, so at most 100 of them.
+# each fold is a whole refit, so at most 100 of them; calibration: the map it fits.
 GOLD_PARAM_SPECS: dict[str, ParamSpec] = {
-    "calibrate_folds": ParamSpec("calibrate_folds", 0, (int,), False, Range(0, 100)),
-    # the map fitted to the held-out gold: "platt" (logistic) or "isotonic" (monotone, no shape)
-    "calibration": ParamSpec("calibration", "platt", (str,), False),
+    "calibrate_folds": param_spec("calibrate_folds", Annotated[int, Range(0, 100)], 0),
+    "calibration": param_spec("calibration", Calibration, "platt"),
 }
 GOLD_PARAMS: dict[str, Any] = {k: v.default for k, v in GOLD_PARAM_SPECS.items()}
 
@@ -155,14 +77,8 @@ class MethodSpec:
     def params(self) -> dict[str, ParamSpec]:
         """Every valid parameter with its default, type and range, as the constructor's
         signature declares them (``models.params``)."""
-        signature = inspect.signature(self.cls.__init__)
-        hints = typing.get_type_hints(self.cls.__init__, include_extras=True)
-        own = {
-            name: _param_spec(name, hints.get(name), p.default)
-            for name, p in signature.parameters.items()
-            if name != "self" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
-        }
-        return {**own, **GOLD_PARAM_SPECS} if "use_gold" in own else own
+        own = signature_specs(self.cls.__init__)
+        return {**own, **GOLD_PARAM_SPECS} if "use_gold" in own else dict(own)
 
     @property
     def warm_startable(self) -> bool:
@@ -219,9 +135,6 @@ def validate_params(method: str, params: dict[str, Any]) -> dict[str, Any]:
     # Values the constructor refuses (a negative tol, an unknown grouping, ...) are refused here
     # too, before a fit is queued, not when it runs. Constructors only store and check their
     # arguments (TensorFlow loads in fit()), so this is cheap and keeps TF out of the API.
-    if params.get("calibration", "platt") not in ("platt", "isotonic"):
-        raise InvalidParams(method, "calibration is 'platt' or 'isotonic'", valid,
-                            param="calibration", specs=specs)
     folds = params.get("calibrate_folds", 0)
     if folds and (folds < 2 or not params.get("use_gold")):
         raise InvalidParams(method, "calibrate_folds is 0 (off) or at least 2, and needs "

@@ -10,18 +10,13 @@ from fastapi import Depends, Request
 from app.aggregations import service
 from app.aggregations.listing import ListingCache
 from app.aggregations.tables import Aggregation
-from app.api.deps import SessionDep, id_path
-from app.auth.deps import PrincipalDep
+from app.api.deps import id_path
+from app.auth.deps import load_or_404
 
-
-def load_aggregation(
-    session: SessionDep, principal: PrincipalDep,
-    a: Annotated[int, id_path("aggregation")],
-) -> Aggregation:
-    aggregation = service.get_aggregation(session, aggregation_id=a)
-    if not principal.can_see(aggregation.collection_id):
-        raise service.aggregation_not_found(a)
-    return aggregation
+load_aggregation = load_or_404(
+    name="a", path=Annotated[int, id_path("aggregation")],
+    get=lambda session, a: service.get_aggregation(session, aggregation_id=a),
+    not_found=service.aggregation_not_found)
 
 
 AggregationDep = Annotated[Aggregation, Depends(load_aggregation)]

@@ -7,8 +7,10 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
-from app.aggregations import downloads, service
+from app.aggregations import annotator_results, comparison, downloads, service, task_results
+from app.aggregations.agreement import agreement_matrix
 from app.aggregations.deps import AggregationDep, get_listing_cache
+from app.aggregations.gold import check_fits
 from app.aggregations.listing import CACHE_CONTROL, VARY
 from app.aggregations.schemas import (
     AggregationCreate,
@@ -46,8 +48,8 @@ def checked(session: Session, request: Request, fits: list[Aggregation],
     if collection is None:
         collection = session.get(Collection, fits[0].collection_id)
     assert collection is not None
-    statuses = service.gold_statuses(session, collection=collection, fits=fits,
-                                     cache=get_listing_cache(request))
+    statuses = check_fits(session, collection=collection, fits=fits,
+                          cache=get_listing_cache(request))
     return [public(a, statuses.get(a.id)) for a in fits]
 
 
@@ -84,7 +86,8 @@ def list_aggregations(request: Request, session: SessionDep, settings: SettingsD
 def compare_aggregations(request: Request, session: SessionDep,
                          collection: CollectionDep) -> Comparison:
     """Succeeded fits against the current gold (``rescored``, ``stale``: see the fields)."""
-    rows = service.comparison(session, collection=collection, cache=get_listing_cache(request))
+    rows = comparison.comparison(session, collection=collection,
+                                 cache=get_listing_cache(request))
     return Comparison.model_validate({"data": rows, "count": len(rows)})
 
 
@@ -113,7 +116,7 @@ def qrels(session: SessionDep, aggregation: AggregationDep,
     """TREC qrels sorted by topic then doc. Without ``threshold`` the label is the most probable
     grade, or with ``grade=expected`` the expected grade rounded to the scale (graded qrels for
     nDCG); with ``threshold``, relevance is binary: P(relevant) >= threshold."""
-    rows = service.all_task_results(session, aggregation=aggregation)
+    rows = task_results.all_task_results(session, aggregation=aggregation)
     classes = aggregation.classes or []
     if format == "json":
         return JSONResponse(downloads.as_json(rows, classes, threshold, grade))
@@ -147,7 +150,7 @@ async def annotators(request: Request,
     args = {"cache": cache, "aggregation_id": a, "visible": principal.can_see, "sort": sort,
             "min_judgments": min_judgments, "q": q, "limit": limit, "offset": offset,
             "kind": kind}
-    result = service.cached_annotator_page(**args)
+    result = annotator_results.cached_annotator_page(**args)
     if result is None:
         result = await run_in_threadpool(_annotator_page, request.app.state.settings, args)
     headers = {"ETag": result.etag, "Cache-Control": CACHE_CONTROL, "Vary": VARY}
@@ -158,15 +161,15 @@ async def annotators(request: Request,
 
 def _annotator_page(settings: Settings, args: dict[str, Any]) -> Any:
     with get_sessionmaker(settings.database_url)() as session:
-        return service.annotator_page(session, **args)
+        return annotator_results.annotator_page(session, **args)
 
 
 @router.get("/{a}/tasks", response_model=TaskResults, dependencies=[require_scope("read")])
 def tasks(session: SessionDep, aggregation: AggregationDep, topic: str | None = None,
           sort: str = "-difficulty", limit: Limit = 100, offset: Offset = 0) -> TaskResults:
     """Sort by difficulty, uncertainty, p_relevant, posterior_variance or topic."""
-    data, total = service.task_results(session, aggregation=aggregation, topic=topic, sort=sort,
-                                       limit=limit, offset=offset)
+    data, total = task_results.task_results(session, aggregation=aggregation, topic=topic,
+                                            sort=sort, limit=limit, offset=offset)
     return TaskResults.model_validate({"data": data, "count": total})
 
 
@@ -185,22 +188,21 @@ async def predict(session: SessionDep, aggregation: AggregationDep,
 def task_summary(session: SessionDep, aggregation: AggregationDep) -> dict[str, Any]:
     """Per task uncertainty, difficulty and P(relevant); per topic share relevant and mean
     uncertainty (what the dashboard plots)."""
-    return service.task_summary(session, aggregation=aggregation)
+    return task_results.task_summary(session, aggregation=aggregation)
 
 
 @router.get("/{a}/tasks/{task_id}", dependencies=[require_scope("read")])
 def task_detail(session: SessionDep, aggregation: AggregationDep,
                 task_id: Annotated[int, id_path("task")]) -> dict[str, Any]:
     """One task: its posterior in this fit and its judgments with each annotator's competence."""
-    return service.task_detail(session, aggregation=aggregation, task_id=task_id)
+    return task_results.task_detail(session, aggregation=aggregation, task_id=task_id)
 
 
 @collection_router.get("/aggregations/agreement", dependencies=[require_scope("read")])
 def agreement(request: Request, session: SessionDep, collection: CollectionDep) -> dict[str, Any]:
     """Share of common tasks with the same label, for every two succeeded fits (a graded and a
     binary fit: the same relevance, grade >= relevant_from against the binary label)."""
-    return service.agreement_matrix(session, collection=collection,
-                                    cache=get_listing_cache(request))
+    return agreement_matrix(session, collection=collection, cache=get_listing_cache(request))
 
 
 @collection_router.get("/annotators/{annotator:path}/confusion",
@@ -209,7 +211,7 @@ def annotator_confusion(session: SessionDep, collection: CollectionDep,
                         annotator: str, aggregation: OptionalId = None) -> dict[str, Any]:
     """The annotator's labels against gold and against a fit's labels (default: the latest
     succeeded fit)."""
-    return service.annotator_confusion(
+    return annotator_results.annotator_confusion(
         session, collection=collection, annotator=annotator,
         aggregation=service.reference_aggregation(session, collection=collection,
                                                   aggregation_id=aggregation))
@@ -223,4 +225,4 @@ def annotator_history(session: SessionDep, collection: CollectionDep,
     parameter: an annotator id may hold "/"; registered after ``…/confusion``, which it would
     otherwise take.)"""
     return AnnotatorHistory.model_validate(
-        service.annotator_history(session, collection=collection, annotator=annotator))
+        annotator_results.annotator_history(session, collection=collection, annotator=annotator))

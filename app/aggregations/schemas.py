@@ -263,7 +263,7 @@ class PredictResponse(BaseModel):
 
 def public(aggregation: Aggregation, gold: GoldStatus | None = None) -> AggregationPublic:
     """A fit as the API shows it; ``gold``: its status against the current gold
-    (``service.gold_statuses``), without which ``gold`` and ``gold_current`` are null."""
+    (``gold.check_fits``), without which ``gold`` and ``gold_current`` are null."""
     info = aggregation.info or {}
     return AggregationPublic(
         id=aggregation.id, collection_id=aggregation.collection_id, method=aggregation.method,

@@ -9,10 +9,15 @@ keys). Whatever loads a row that belongs to a collection checks
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+import inspect
+from collections.abc import Callable
+from operator import attrgetter
+from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, Request
+from sqlalchemy.orm import Session
 
+from app.api.deps import SessionDep
 from app.auth.keys import KeyVerifier
 from app.auth.principal import OPEN, Principal, Scope
 from app.core.errors import DomainError
@@ -43,6 +48,34 @@ def get_principal(request: Request) -> Principal:
 
 
 PrincipalDep = Annotated[Principal, Depends(get_principal)]
+
+
+Row = TypeVar("Row")
+
+
+def load_or_404(*, name: str, path: Any, get: Callable[[Session, Any], Row],
+                not_found: Callable[[Any], Exception],
+                collection_id: Callable[[Row], int] = attrgetter("collection_id"),
+                ) -> Callable[..., Row]:
+    """A "load or 404" dependency: the row the path parameter ``name`` (``path``: its
+    ``Annotated`` type) names, loaded once per request with ``get`` (the row's own 404 when
+    there is none); a row of a collection the caller's key may not see is ``not_found`` as
+    well, the same answer, so a key cannot probe for what other collections hold."""
+
+    def load(session: Session, principal: Principal, **key: Any) -> Row:
+        row = get(session, key[name])
+        if not principal.can_see(collection_id(row)):
+            raise not_found(key[name])
+        return row
+
+    # What FastAPI reads: the session, the caller and the path parameter by its own name.
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    load.__signature__ = inspect.Signature([  # type: ignore[attr-defined]
+        inspect.Parameter("session", keyword, annotation=SessionDep),
+        inspect.Parameter("principal", keyword, annotation=PrincipalDep),
+        inspect.Parameter(name, keyword, annotation=path),
+    ], return_annotation=Any)
+    return load
 
 
 def require_scope(scope: Scope) -> Any:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import numpy as np
 
+    from app.formats.runs import TrecRun
     from models.evaluation.joint import JointLoadings
     from models.evaluation.parameters import AnnotatorDraws
     from models.evaluation.uncertainty import Posterior
@@ -75,12 +76,7 @@ def add_command(subparsers: argparse._SubParsersAction) -> None:  # type: ignore
 def _evaluate(args: argparse.Namespace) -> int:
     from app.cli.console import ProgressBar
     from app.cli.errors import UsageError
-    from app.cli.loading import file_error, read_input
     from app.cli.outputs import check_outputs, write_outputs
-    from app.evaluations.inputs import posterior_from_qrels, posterior_from_tasks
-    from app.formats.errors import FileFormatError
-    from app.formats.qrels import parse_qrels
-    from app.formats.runs import merge_runs, parse_runs
     from models.evaluation.measures import DEFAULT_MEASURES, UnknownMeasure, parse_measures
     from models.evaluation.scoring import evaluate_runs, format_trec, format_tsv, report
     from models.evaluation.uncertainty import Posterior
@@ -103,26 +99,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         raise UsageError("--annotators goes with --judgments")
     if args.qrels and args.judgments:
         raise UsageError("--judgments goes with --tasks: fixed --qrels have nothing to draw")
-    gold: dict[tuple[str, str], int] = {}
-    current = args.qrels or args.tasks
-    try:
-        if args.qrels:
-            posterior = posterior_from_qrels(read_input(args.qrels, "--qrels"),
-                                             relevant_from=args.relevant_from)
-        else:
-            posterior, gold = posterior_from_tasks(read_input(args.tasks, "--tasks"),
-                                                   relevant_from=args.relevant_from)
-        if args.gold:
-            current = args.gold
-            gold = parse_qrels(read_input(args.gold, "--gold"))
-        parsed = []
-        for path in args.runs:  # one at a time: an error names its file
-            current = path
-            parsed.append(parse_runs(read_input(path, "--runs")))
-        runs = merge_runs(parsed)
-    except FileFormatError as exc:
-        raise UsageError(file_error(exc, current)) from None
-
+    posterior, gold, runs = _read_inputs(args)
     gold_class = _ppi_gold(args, posterior, gold, samples) if args.interval == "ppi" else None
     joint = _joint(args.joint, posterior) if args.joint else None
     stochastic = samples > 0 and not posterior.deterministic
@@ -169,6 +146,38 @@ def _joint(path: str, posterior: Posterior) -> JointLoadings:
         raise UsageError(f"--joint {path}: {exc.strerror}") from None
     except ValueError as exc:
         raise UsageError(f"--joint {path}: {exc}; write one with `aggregate --joint`") from None
+
+
+def _read_inputs(args: argparse.Namespace
+                 ) -> tuple[Posterior, dict[tuple[str, str], int], dict[str, TrecRun]]:
+    """(the posterior of --qrels or --tasks, the gold of --gold or of the tasks file, the
+    merged --runs); UsageError naming the file that cannot be read."""
+    from app.cli.errors import UsageError
+    from app.cli.loading import file_error, read_input
+    from app.evaluations.inputs import posterior_from_qrels, posterior_from_tasks
+    from app.formats.errors import FileFormatError
+    from app.formats.qrels import parse_qrels
+    from app.formats.runs import merge_runs, parse_runs
+
+    gold: dict[tuple[str, str], int] = {}
+    current = args.qrels or args.tasks
+    try:
+        if args.qrels:
+            posterior = posterior_from_qrels(read_input(args.qrels, "--qrels"),
+                                             relevant_from=args.relevant_from)
+        else:
+            posterior, gold = posterior_from_tasks(read_input(args.tasks, "--tasks"),
+                                                   relevant_from=args.relevant_from)
+        if args.gold:
+            current = args.gold
+            gold = parse_qrels(read_input(args.gold, "--gold"))
+        parsed = []
+        for path in args.runs:  # one at a time: an error names its file
+            current = path
+            parsed.append(parse_runs(read_input(path, "--runs")))
+        return posterior, gold, merge_runs(parsed)
+    except FileFormatError as exc:
+        raise UsageError(file_error(exc, current)) from None
 
 
 def _ppi_gold(args: argparse.Namespace, posterior: Posterior,

@@ -104,7 +104,7 @@ def _judged(args: argparse.Namespace, data: AnnotationData, rows: JudgmentRows,
 def add_command(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     from app.cli.options import add_scale_options, int_at_least, seed_arg
     from models.registry import METHOD_PATHS
-    from models.sampling.rejudge import STRATEGIES
+    from models.sampling.rejudge import REJUDGE_STRATEGIES
 
     following = subparsers.add_parser(
         "next", help="fit a judgment file and list the tasks to judge next (as /next)",
@@ -122,7 +122,7 @@ def add_command(subparsers: argparse._SubParsersAction) -> None:  # type: ignore
                                               "no label")
     following.add_argument("-n", type=int_at_least(1), default=10,
                            help="how many tasks (default 10)")
-    following.add_argument("--strategy", choices=STRATEGIES, default="uncertainty")
+    following.add_argument("--strategy", choices=REJUDGE_STRATEGIES, default="uncertainty")
     following.add_argument("--max-judgments", type=int_at_least(1), metavar="K",
                            help="only tasks with fewer than K judgments (answers 'could not "
                                 "judge', the --ignore values, count)")

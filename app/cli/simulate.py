@@ -283,14 +283,14 @@ def add_command(subparsers: argparse._SubParsersAction) -> None:  # type: ignore
     )
     simulate.add_argument("input", help="judgment file with gold (TSV/CSV, as for aggregate)")
     from models.registry import METHOD_PATHS
-    from models.sampling.rejudge import STRATEGIES
+    from models.sampling.rejudge import REJUDGE_STRATEGIES
 
     simulate.add_argument("--method", required=True, choices=sorted(METHOD_PATHS),
                           help="the refit model; ds and mace refit warm (from the previous "
                                "round's fit), the others from scratch")
     simulate.add_argument("--params", help="the model's parameters as a JSON object (as for "
                                            "aggregate)")
-    simulate.add_argument("--strategies", nargs="+", choices=STRATEGIES,
+    simulate.add_argument("--strategies", nargs="+", choices=REJUDGE_STRATEGIES,
                           default=["uncertainty", "random"],
                           help="default: uncertainty random")
     simulate.add_argument("--seeds", type=int_at_least(1), default=3, metavar="K",

@@ -3,25 +3,19 @@ caller's key may not see it (the same answer, so a key cannot probe for other co
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Annotated
 
 from fastapi import Depends, Path
 
-from app.api.deps import SessionDep
-from app.auth.deps import Forbidden, PrincipalDep, require_scope
+from app.auth.deps import Forbidden, PrincipalDep, load_or_404, require_scope
 from app.collections import service as collections_service
 from app.collections.tables import Collection
 
-
-def load_collection(
-    session: SessionDep,
-    principal: PrincipalDep,
-    c: Annotated[str, Path(description="the collection's id or name")],
-) -> Collection:
-    collection = collections_service.get_collection(session, key=c)
-    if not principal.can_see(collection.id):
-        raise collections_service.collection_not_found(c)
-    return collection
+load_collection = load_or_404(
+    name="c", path=Annotated[str, Path(description="the collection's id or name")],
+    get=lambda session, c: collections_service.get_collection(session, key=c),
+    not_found=collections_service.collection_not_found, collection_id=attrgetter("id"))
 
 
 CollectionDep = Annotated[Collection, Depends(load_collection)]

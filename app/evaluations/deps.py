@@ -7,18 +7,15 @@ from typing import Annotated
 
 from fastapi import Depends
 
-from app.api.deps import SessionDep, id_path
-from app.auth.deps import PrincipalDep
+from app.api.deps import id_path
+from app.auth.deps import load_or_404
 from app.evaluations import service
 from app.evaluations.tables import Evaluation
 
-
-def load_evaluation(session: SessionDep, principal: PrincipalDep,
-                    e: Annotated[int, id_path("evaluation")]) -> Evaluation:
-    evaluation = service.get_evaluation(session, evaluation_id=e)
-    if not principal.can_see(evaluation.collection_id):
-        raise service.evaluation_not_found(e)
-    return evaluation
+load_evaluation = load_or_404(
+    name="e", path=Annotated[int, id_path("evaluation")],
+    get=lambda session, e: service.get_evaluation(session, evaluation_id=e),
+    not_found=service.evaluation_not_found)
 
 
 EvaluationDep = Annotated[Evaluation, Depends(load_evaluation)]

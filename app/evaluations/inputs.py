@@ -24,21 +24,7 @@ def posterior_from_tasks(raw: bytes | str, *, relevant_from: int = 1
     if not lines:
         raise FileFormatError("the tasks file is empty", code="empty_file")
     header = lines[0].split("\t")
-    try:
-        topic_col, doc_col = header.index("topic"), header.index("doc")
-    except ValueError:
-        raise FileFormatError("a tasks TSV needs the columns topic and doc", code="invalid_header",
-                              line=1) from None
-    class_cols = [(i, h[2:]) for i, h in enumerate(header)
-                  if h.startswith("p_") and h != "p_relevant"]
-    try:
-        classes = np.array([int(v) for _, v in class_cols], dtype=np.int64)
-    except ValueError:
-        raise FileFormatError("class columns are p_<integer label>", code="invalid_header",
-                              line=1) from None
-    if len(classes) < 2:
-        raise FileFormatError("a tasks TSV needs a probability column p_<label> per class",
-                              code="invalid_header", line=1)
+    topic_col, doc_col, class_cols, classes = _columns(header)
     gold_col = header.index("gold") if "gold" in header else None
     topics, docs, rows = [], [], []
     gold: dict[tuple[str, str], int] = {}
@@ -55,21 +41,7 @@ def posterior_from_tasks(raw: bytes | str, *, relevant_from: int = 1
             raise FileFormatError(f"line {line_no}: topic {key[0]!r}, doc {key[1]!r} twice",
                                   code="duplicate_row", line=line_no)
         seen.add(key)
-        try:
-            row = [float(cells[i]) for i, _ in class_cols]
-        except ValueError:
-            raise FileFormatError(f"line {line_no}: probabilities must be numbers",
-                                  code="invalid_row", line=line_no) from None
-        # A posterior as `aggregate --tasks` writes it: each p in [0, 1], the row summing to 1
-        # up to the 6 significant digits written; anything else is refused, not repaired.
-        bad = next((p for p in row if not 0.0 <= p <= 1.0), None)  # also NaN
-        if bad is not None:
-            raise FileFormatError(f"line {line_no}: probability {bad:g} is not between 0 and 1",
-                                  code="invalid_row", line=line_no)
-        if abs(sum(row) - 1.0) > 1e-3:
-            raise FileFormatError(f"line {line_no}: probabilities sum to {sum(row):.6g}, not 1",
-                                  code="invalid_row", line=line_no)
-        rows.append(row)
+        rows.append(_probabilities([cells[i] for i, _ in class_cols], line_no))
         topics.append(key[0])
         docs.append(key[1])
         if gold_col is not None and cells[gold_col].strip():
@@ -133,3 +105,41 @@ def mace_parameters(raw: bytes | str, *, annotators: np.ndarray, classes: np.nda
     table = np.array([values[str(a)] for a in annotators.tolist()]).reshape(-1,
                                                                           1 + len(classes))
     return table[:, 0], table[:, 1:]
+
+
+def _columns(header: list[str]) -> tuple[int, int, list[tuple[int, str]], np.ndarray]:
+    """The tasks TSV's topic and doc columns, its class columns (index, label) and labels."""
+    try:
+        topic_col, doc_col = header.index("topic"), header.index("doc")
+    except ValueError:
+        raise FileFormatError("a tasks TSV needs the columns topic and doc", code="invalid_header",
+                              line=1) from None
+    class_cols = [(i, h[2:]) for i, h in enumerate(header)
+                  if h.startswith("p_") and h != "p_relevant"]
+    try:
+        classes = np.array([int(v) for _, v in class_cols], dtype=np.int64)
+    except ValueError:
+        raise FileFormatError("class columns are p_<integer label>", code="invalid_header",
+                              line=1) from None
+    if len(classes) < 2:
+        raise FileFormatError("a tasks TSV needs a probability column p_<label> per class",
+                              code="invalid_header", line=1)
+    return topic_col, doc_col, class_cols, classes
+
+
+def _probabilities(cells: list[str], line_no: int) -> list[float]:
+    """One row's posterior as `aggregate --tasks` writes it: each p in [0, 1], the row summing
+    to 1 up to the 6 significant digits written; anything else is refused, not repaired."""
+    try:
+        row = [float(cell) for cell in cells]
+    except ValueError:
+        raise FileFormatError(f"line {line_no}: probabilities must be numbers",
+                              code="invalid_row", line=line_no) from None
+    bad = next((p for p in row if not 0.0 <= p <= 1.0), None)  # also NaN
+    if bad is not None:
+        raise FileFormatError(f"line {line_no}: probability {bad:g} is not between 0 and 1",
+                              code="invalid_row", line=line_no)
+    if abs(sum(row) - 1.0) > 1e-3:
+        raise FileFormatError(f"line {line_no}: probabilities sum to {sum(row):.6g}, not 1",
+                              code="invalid_row", line=line_no)
+    return row

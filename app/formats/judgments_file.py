@@ -137,6 +137,44 @@ def _conflicting_gold(rows: JudgmentRows, first: int, second: int, *,
     )
 
 
+def _check_width(row: list[str], *, line: int, width: int, header: list[str]) -> None:
+    """FileFormatError for a row with fewer columns than the header's last one read, or with
+    values beyond the header's columns."""
+    if len(row) < width:
+        column = header[len(row)].strip() if len(row) < len(header) else None
+        raise FileFormatError(
+            f"line {line}: expected at least {width} columns, found {len(row)}",
+            code="invalid_row", line=line, column=column,
+        )
+    if any(cell.strip() for cell in row[len(header):]):
+        # more values than the header names: a delimiter inside a field (an unquoted comma
+        # in an id) shifts the columns after it, so the row cannot be read as written
+        raise FileFormatError(
+            f"line {line}: {len(row)} columns, but the header names {len(header)} (a "
+            f"delimiter inside a field? quote the field)",
+            code="invalid_row", line=line,
+        )
+
+
+def _clean_ids(columns: list[tuple[str, int, list[str]]], line_numbers: list[int],
+               names: dict[int, str]) -> dict[str, list[str]]:
+    """Each id column cleaned (``clean_ids``); FileFormatError at the first bad id in the
+    file."""
+    cleaned: dict[str, list[str]] = {}
+    problems = []
+    for kind, position, values in columns:
+        try:
+            cleaned[kind] = clean_ids(values, kind=kind)
+        except BadId as bad:
+            problems.append((bad.index, position, bad.reason))
+    if problems:
+        row_index, position, reason = min(problems)
+        line = line_numbers[row_index]
+        raise FileFormatError(f"line {line}: column {names[position]!r} {reason}",
+                              code="invalid_row", line=line, column=names[position])
+    return cleaned
+
+
 def parse_judgments(raw: bytes | str, *, default_topic: str = DEFAULT_TOPIC) -> JudgmentRows:
     """Parse a whole judgment file; raise FileFormatError naming the line and column. Ids follow
     :func:`app.formats.ids.clean_ids` (stripped, non-empty, no control character, length)."""
@@ -161,19 +199,8 @@ def parse_judgments(raw: bytes | str, *, default_topic: str = DEFAULT_TOPIC) -> 
     for line, row in rows:
         if not row or (not row[0].strip() and not "".join(row).strip()):
             continue
-        if len(row) < width:
-            raise FileFormatError(
-                f"line {line}: expected at least {width} columns, found {len(row)}",
-                code="invalid_row", line=line, column=names.get(len(row)),
-            )
-        if len(row) > len(header) and any(cell.strip() for cell in row[len(header):]):
-            # more values than the header names: a delimiter inside a field (an unquoted comma
-            # in an id) shifts the columns after it, so the row cannot be read as written
-            raise FileFormatError(
-                f"line {line}: {len(row)} columns, but the header names {len(header)} (a "
-                f"delimiter inside a field? quote the field)",
-                code="invalid_row", line=line,
-            )
+        if len(row) < width or len(row) > len(header):
+            _check_width(row, line=line, width=width, header=header)
         if i_topic is not None:
             topics.append(row[i_topic])
         docs.append(row[i_doc])
@@ -189,18 +216,7 @@ def parse_judgments(raw: bytes | str, *, default_topic: str = DEFAULT_TOPIC) -> 
     columns = [("doc", i_doc, docs), ("annotator", i_ann, annotators)]
     if i_topic is not None:
         columns.insert(0, ("topic", i_topic, topics))
-    cleaned: dict[str, list[str]] = {}
-    problems = []
-    for kind, position, values in columns:
-        try:
-            cleaned[kind] = clean_ids(values, kind=kind)
-        except BadId as bad:
-            problems.append((bad.index, position, bad.reason))
-    if problems:  # the first bad id in the file
-        row_index, position, reason = min(problems)
-        line = line_numbers[row_index]
-        raise FileFormatError(f"line {line}: column {names[position]!r} {reason}",
-                              code="invalid_row", line=line, column=names[position])
+    cleaned = _clean_ids(columns, line_numbers, names)
     topic_ids = [default_topic] * len(labels) if i_topic is None else cleaned["topic"]
     read = set(index.values())
     ignored = tuple(name.strip() for position, name in enumerate(header)

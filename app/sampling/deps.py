@@ -7,19 +7,16 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from app.api.deps import SessionDep, id_path
-from app.auth.deps import PrincipalDep
+from app.api.deps import id_path
+from app.auth.deps import load_or_404
 from app.sampling import service
 from app.sampling.inputs import NextInputs
 from app.sampling.tables import Sampling
 
-
-def load_sampling(session: SessionDep, principal: PrincipalDep,
-                  s: Annotated[int, id_path("sampling")]) -> Sampling:
-    sampling = service.get_sampling(session, sampling_id=s)
-    if not principal.can_see(sampling.collection_id):
-        raise service.sampling_not_found(s)
-    return sampling
+load_sampling = load_or_404(
+    name="s", path=Annotated[int, id_path("sampling")],
+    get=lambda session, s: service.get_sampling(session, sampling_id=s),
+    not_found=service.sampling_not_found)
 
 
 SamplingDep = Annotated[Sampling, Depends(load_sampling)]

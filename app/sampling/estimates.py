@@ -115,19 +115,38 @@ def _estimates(session: Session, *, sampling: Sampling, collection: Collection,
         topic_rel.append((est.n_relevant.value, est.n_relevant.variance))
         topics.append((topic, found, est.n_relevant.value, est.n_relevant.variance,
                        estimable(sampling.strategy, pool, state)))
-        for k, run in enumerate(runs):
-            if pool.depth[k] == 0:
-                continue
-            r = est.runs[k]
-            measures = {f"P@{c}": r.precision[c] for c in CUTOFFS}
-            measures["recall"] = r.recall
-            measures["AP"] = r.ap
-            for name, e in measures.items():
-                per_topic.append(_row(run, topic, name, e.value, e.variance))
-                if np.isfinite(e.value):
-                    totals[run].setdefault(name, []).append((e.value, e.variance))
-        per_topic.append(_row(None, topic, "n_relevant", est.n_relevant.value,
-                              est.n_relevant.variance))
+        per_topic += _topic_rows(topic, runs, pool, est, totals)
+    overall = _overall_rows(totals, topic_rel)
+    inputs.keep("topics", kept_key, now)
+    return {"sampling_id": sampling.id, "strategy": sampling.strategy, "rounds": n_rounds,
+            "sampled": n_sampled, "judged": judged,
+            "results": overall + per_topic, "count": len(overall) + len(per_topic)}, topics
+
+
+def _topic_rows(topic: str, runs: list[str], pool: TopicPool, est: Any,
+                totals: dict[str, dict[str, list[tuple[float, float]]]]) -> list[dict[str, Any]]:
+    """One topic's estimates: each run's P@k, recall and AP (the runs that pooled it), then
+    the topic's number of relevant documents; finite ones also go to ``totals``."""
+    rows = []
+    for k, run in enumerate(runs):
+        if pool.depth[k] == 0:
+            continue
+        r = est.runs[k]
+        measures = {f"P@{c}": r.precision[c] for c in CUTOFFS}
+        measures["recall"] = r.recall
+        measures["AP"] = r.ap
+        for name, e in measures.items():
+            rows.append(_row(run, topic, name, e.value, e.variance))
+            if np.isfinite(e.value):
+                totals[run].setdefault(name, []).append((e.value, e.variance))
+    rows.append(_row(None, topic, "n_relevant", est.n_relevant.value, est.n_relevant.variance))
+    return rows
+
+
+def _overall_rows(totals: dict[str, dict[str, list[tuple[float, float]]]],
+                  topic_rel: list[tuple[float, float]]) -> list[dict[str, Any]]:
+    """Over the topics ("all"): each run's mean measure (the variance of a mean of
+    independent estimates), and the sum of the topics' numbers of relevant documents."""
     overall = []
     for run, measures in totals.items():
         for name, values in measures.items():
@@ -138,10 +157,7 @@ def _estimates(session: Session, *, sampling: Sampling, collection: Collection,
         rel = np.array(topic_rel)
         overall.append(_row(None, "all", "n_relevant", float(rel[:, 0].sum()),
                             float(rel[:, 1].sum())))
-    inputs.keep("topics", kept_key, now)
-    return {"sampling_id": sampling.id, "strategy": sampling.strategy, "rounds": n_rounds,
-            "sampled": n_sampled, "judged": judged,
-            "results": overall + per_topic, "count": len(overall) + len(per_topic)}, topics
+    return overall
 
 
 def _stopping(topics: list[tuple[str, float, float, float, bool]], target_recall: float

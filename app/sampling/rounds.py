@@ -56,6 +56,39 @@ def _lock(session: Session, sampling: Sampling) -> None:
                     .values(pool_size=Sampling.pool_size))
 
 
+def _check_judged(session: Session, *, collection: Collection, inputs: NextInputs,
+                  last: SamplingRound, pairs: Sequence[Any]) -> None:
+    """409 ``round_not_judged`` when none of the ``last`` round's pairs has a judgment. Judged
+    as GET /rounds counts it: a "could not judge" value (the collection's ignore) is the
+    crowd's answer too, and a round answered only with it is not unjudged."""
+    judged = judged_pairs(session, collection=collection, inputs=inputs)
+    drawn = [p for p in pairs if p.round_id == last.id]
+    missing = sum(1 for p in drawn if (p.topic, p.doc) not in judged)
+    if missing == len(drawn) and drawn:
+        raise Conflict(f"round {last.number} has no judgments yet: {missing} of its "
+                       f"{len(drawn)} pairs are missing (force to draw anyway)",
+                       code="round_not_judged", missing=missing, round=last.number)
+
+
+def _add_pairs(session: Session, *, sampling: Sampling, row: SamplingRound,
+               picks: Mapping[str, Sequence[Any]], states: Mapping[str, TopicState],
+               pools: Mapping[str, TopicPool], runs: Sequence[str]) -> list[SampledPair]:
+    """The round's picks as sampled pairs, each with its inclusion probability so far."""
+    out_pairs = []
+    for topic, topic_picks in picks.items():
+        state = states[topic]
+        pi = (inclusion_first(state.p_rounds, state.draws) if sampling.strategy in SAMPLING
+              else np.ones(pools[topic].n_docs))
+        for pick in topic_picks:
+            pair = SampledPair(sampling_id=sampling.id, round_id=row.id, topic=topic,
+                               doc=str(pools[topic].docs[pick.doc]),
+                               source_run=runs[pick.source] if pick.source >= 0 else None,
+                               selection=pick.selection, inclusion=float(pi[pick.doc]))
+            session.add(pair)
+            out_pairs.append(pair)
+    return out_pairs
+
+
 def draw_round(session: Session, *, sampling: Sampling, force: bool = False,
                stop_rule: str | None = None, target_recall: float = TARGET_RECALL,
                inputs: NextInputs | None = None) -> dict[str, Any]:
@@ -73,15 +106,8 @@ def draw_round(session: Session, *, sampling: Sampling, force: bool = False,
     runs, pools, states, rounds, pairs = sampling_state(session, sampling, inputs)
     labels = crowd_labels(session, collection=collection, method=sampling.method, inputs=inputs)
     if rounds and not force:
-        # Judged as GET /rounds counts it: a "could not judge" value (the collection's ignore)
-        # is the crowd's answer too, and a round answered only with it is not unjudged.
-        judged = judged_pairs(session, collection=collection, inputs=inputs)
-        last = [p for p in pairs if p.round_id == rounds[-1].id]
-        missing = sum(1 for p in last if (p.topic, p.doc) not in judged)
-        if missing == len(last) and last:
-            raise Conflict(f"round {rounds[-1].number} has no judgments yet: {missing} of its "
-                           f"{len(last)} pairs are missing (force to draw anyway)",
-                           code="round_not_judged", missing=missing, round=rounds[-1].number)
+        _check_judged(session, collection=collection, inputs=inputs, last=rounds[-1],
+                      pairs=pairs)
     remaining = sampling.pool_size - len(pairs)
     if remaining == 0:
         raise Conflict("every pooled pair has been sampled", code="pool_exhausted")
@@ -113,18 +139,8 @@ def draw_round(session: Session, *, sampling: Sampling, force: bool = False,
                         stopped=stopped if stop_rule is not None else None)
     session.add(row)
     session.flush()
-    out_pairs = []
-    for topic, topic_picks in picks.items():
-        state = states[topic]
-        pi = (inclusion_first(state.p_rounds, state.draws) if sampling.strategy in SAMPLING
-              else np.ones(pools[topic].n_docs))
-        for pick in topic_picks:
-            pair = SampledPair(sampling_id=sampling.id, round_id=row.id, topic=topic,
-                               doc=str(pools[topic].docs[pick.doc]),
-                               source_run=runs[pick.source] if pick.source >= 0 else None,
-                               selection=pick.selection, inclusion=float(pi[pick.doc]))
-            session.add(pair)
-            out_pairs.append(pair)
+    out_pairs = _add_pairs(session, sampling=sampling, row=row, picks=picks, states=states,
+                           pools=pools, runs=runs)
     session.commit()
     # a pair can have been judged outside the sampling since it was created
     return round_public(row, out_pairs, judged_pairs(session, collection=collection,

@@ -6,15 +6,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.core.integers import MAX_INT32, MAX_SEED
-from models.sampling.sampler import STRATEGIES
-from models.sampling.stopping import STOP_RULES, TARGET_RECALL
-
-Strategy = Literal["active", "stratified", "uniform", "depth", "mtf"]
-assert set(STRATEGIES) == {"active", "stratified", "uniform", "depth", "mtf"}
-
-
-StopRule = Literal["optimistic", "conservative"]
-assert set(STOP_RULES) == {"optimistic", "conservative"}
+from models.sampling.rejudge import RejudgeStrategy
+from models.sampling.sampler import SamplingStrategy
+from models.sampling.stopping import TARGET_RECALL, StopRule
 
 
 class StoppingTarget(BaseModel):
@@ -41,7 +35,7 @@ class SamplingCreate(BaseModel):
                                    "run of the collection")
     budget_per_round: int = Field(gt=0, le=MAX_INT32, description="(topic, doc) pairs per round")
     seed: int = Field(0, ge=0, le=MAX_INT32)
-    strategy: Strategy = "active"
+    strategy: SamplingStrategy = "active"
     method: Literal["mv", "ds", "mace"] = Field("mv", description="aggregation of the crowd "
                                                 "labels the estimates use")
     depth: int | None = Field(None, gt=0, le=MAX_INT32,
@@ -187,7 +181,7 @@ class NextQuery(BaseModel):
     """What GET /aggregations/{a}/next reads (its query) and the dashboard's page sends."""
 
     n: int = Field(10, ge=1, le=10_000)
-    strategy: Literal["uncertainty", "expected-change", "random"] = "uncertainty"
+    strategy: RejudgeStrategy = "uncertainty"
     max_judgments: int | None = Field(None, ge=1)
     annotators: int = Field(10, ge=0, le=1000)
     min_annotator_judgments: int = Field(0, ge=0)

@@ -43,6 +43,36 @@ def error_page(request: Request, status_code: int, detail: str, code: str | None
     }, status_code=status_code, headers=headers)
 
 
+Described = tuple[int, str, str | None]  # a page's status, detail and code
+
+
+def _domain(exc: DomainError) -> Described:
+    return exc.status_code, exc.detail, exc.code
+
+
+def _file_error(exc: FileFormatError) -> Described:
+    err = invalid_file(exc)  # its detail starts "line N: " already (FileFormatError)
+    return err.status_code, err.detail, err.code
+
+
+def _validation(exc: RequestValidationError) -> Described:
+    parts = []
+    for e in exc.errors():
+        where = ".".join(str(p) for p in e.get("loc", ()) if p not in ("query", "path"))
+        parts.append(f"{where}: {e.get('msg', '')}")
+    return 422, "; ".join(parts) or "invalid request", "invalid_body"
+
+
+def _http(exc: StarletteHTTPException) -> Described:
+    detail = "no such page" if exc.status_code == 404 else str(exc.detail)
+    return exc.status_code, detail, None
+
+
+def _unavailable(exc: Exception) -> Described:
+    err = database_unavailable(exc)
+    return err.status_code, err.detail, err.code
+
+
 def register_ui_error_handlers(app: FastAPI) -> None:
     """Wrap the API's handlers: pages get HTML, everything else what it got before."""
     api_handlers: dict[Any, Any] = dict(app.exception_handlers)
@@ -58,43 +88,25 @@ def register_ui_error_handlers(app: FastAPI) -> None:
 
         app.add_exception_handler(exc_class, handler)
 
-    def domain(exc: DomainError) -> tuple[int, str, str | None]:
-        return exc.status_code, exc.detail, exc.code
-
-    def file_error(exc: FileFormatError) -> tuple[int, str, str | None]:
-        err = invalid_file(exc)  # its detail starts "line N: " already (FileFormatError)
-        return err.status_code, err.detail, err.code
-
-    def validation(exc: RequestValidationError) -> tuple[int, str, str | None]:
-        parts = []
-        for e in exc.errors():
-            where = ".".join(str(p) for p in e.get("loc", ()) if p not in ("query", "path"))
-            parts.append(f"{where}: {e.get('msg', '')}")
-        return 422, "; ".join(parts) or "invalid request", "invalid_body"
-
-    def http(exc: StarletteHTTPException) -> tuple[int, str, str | None]:
-        detail = "no such page" if exc.status_code == 404 else str(exc.detail)
-        return exc.status_code, detail, None
-
-    page_or_api(DomainError, domain)
-    page_or_api(FileFormatError, file_error)
-    page_or_api(RequestValidationError, validation)
-    page_or_api(StarletteHTTPException, http)
-
-    def unavailable(exc: Exception) -> tuple[int, str, str | None]:
-        err = database_unavailable(exc)
-        return err.status_code, err.detail, err.code
-
-    page_or_api(PoolTimeout, unavailable)
-    page_or_api(OperationalError, unavailable)
-
+    page_or_api(DomainError, _domain)
+    page_or_api(FileFormatError, _file_error)
+    page_or_api(RequestValidationError, _validation)
+    page_or_api(StarletteHTTPException, _http)
+    page_or_api(PoolTimeout, _unavailable)
+    page_or_api(OperationalError, _unavailable)
     # A handler registered for a status code (the API's 405, app.api.openapi) comes before any
     # class handler: a page gets its HTML from a wrapper of that code too.
-    api_method_not_allowed = api_handlers.get(405)
+    app.add_exception_handler(405, _method_not_allowed(api_handlers.get(405)))
+    app.add_exception_handler(Exception, _unexpected)
+
+
+def _method_not_allowed(api_handler: Any) -> Any:
+    """The 405 handler: a page's HTML, naming the methods the address takes; the API's own
+    answer for anything else."""
 
     async def method_not_allowed(request: Request, exc: Exception) -> Response:
-        if not is_page(request) and api_method_not_allowed is not None:
-            return await api_method_not_allowed(request, exc)  # type: ignore[no-any-return]
+        if not is_page(request) and api_handler is not None:
+            return await api_handler(request, exc)  # type: ignore[no-any-return]
         allow = (exc.headers or {}).get("Allow", "") if isinstance(
             exc, StarletteHTTPException) else ""
         detail = (f"{request.method} is not allowed at this address"
@@ -103,15 +115,14 @@ def register_ui_error_handlers(app: FastAPI) -> None:
         return error_page(request, 405, detail, "method_not_allowed",
                           headers={"Allow": allow} if allow else None)
 
-    app.add_exception_handler(405, method_not_allowed)
+    return method_not_allowed
 
-    async def unexpected(request: Request, exc: Exception) -> Response:
-        # ServerErrorMiddleware calls this for anything unhandled: log the trace, show none.
-        log.exception("unhandled error on %s", request.url.path, exc_info=exc)
-        if is_page(request):
-            return error_page(request, 500, "something went wrong on our side; the error has "
-                              "been logged", "internal_error")
-        return JSONResponse({"code": "internal_error", "detail": "something went wrong on our "
-                             "side; the error has been logged"}, status_code=500)
 
-    app.add_exception_handler(Exception, unexpected)
+async def _unexpected(request: Request, exc: Exception) -> Response:
+    # ServerErrorMiddleware calls this for anything unhandled: log the trace, show none.
+    log.exception("unhandled error on %s", request.url.path, exc_info=exc)
+    if is_page(request):
+        return error_page(request, 500, "something went wrong on our side; the error has "
+                          "been logged", "internal_error")
+    return JSONResponse({"code": "internal_error", "detail": "something went wrong on our "
+                         "side; the error has been logged"}, status_code=500)

@@ -132,74 +132,95 @@ def build_features(
     tasks = [(str(t), str(d)) for t, d in tasks]
     if len(set(tasks)) != len(tasks):
         raise ValueError("tasks must be distinct (topic, doc) pairs")
-    n = len(tasks)
     blocks: list[tuple[str, list[str], np.ndarray]] = []
     notes: list[str] = []
-    missing = np.zeros(n, dtype=bool)
-    have_texts = topic_texts is not None and doc_texts is not None
-    if have_texts:
-        missing = np.array(
-            [t not in topic_texts or d not in doc_texts for t, d in tasks], dtype=bool
-        )
-        if missing.any():
-            notes.append(f"{int(missing.sum())} tasks lack topic or document text: "
-                         "their lexical/semantic values are imputed with column means")
-
-    clock = time.perf_counter()
-    if have_texts:
-        index = CollectionIndex.build(doc_texts, analyzer)
-        if timings is not None:
-            timings["index"] = time.perf_counter() - clock
-            clock = time.perf_counter()
-        topic_ids = list(topic_texts)
-        topic_row = {t: i for i, t in enumerate(topic_ids)}
-        queries = index.query_matrix([topic_texts[t] for t in topic_ids])
-        ok = ~missing
-        q_of = np.array([topic_row.get(t, 0) for t, _ in tasks], dtype=np.int64)
-        d_of = np.array([index.doc_row.get(d, 0) for _, d in tasks], dtype=np.int64)
-        lex = np.full((n, len(LEXICAL_FEATURES)), np.nan)
-        lex[ok] = lexical_features(index, queries, q_of[ok], d_of[ok], k1=k1, b=b, mu=mu)
+    missing = _missing_text(tasks, topic_texts, doc_texts, notes)
+    watch = _Stopwatch(timings)
+    if topic_texts is not None and doc_texts is not None:
+        lex = _lexical_block(tasks, topic_texts, doc_texts, missing, analyzer=analyzer,
+                             k1=k1, b=b, mu=mu, watch=watch)
         blocks.append(("lexical", list(LEXICAL_FEATURES), lex))
-        if timings is not None:
-            timings["lexical"] = time.perf_counter() - clock
-            clock = time.perf_counter()
+        watch.lap("lexical")
     elif topic_texts is not None or doc_texts is not None:
         notes.append("lexical features need both topic and document texts: skipped")
-
     if runs:
         names, values = ranking_features(tasks, runs, default_depth=default_depth)
         blocks.append(("ranking", names, values))
-        if timings is not None:
-            timings["ranking"] = time.perf_counter() - clock
-            clock = time.perf_counter()
-
+        watch.lap("ranking")
     if embeddings:
-        if not have_texts:
+        if topic_texts is None or doc_texts is None:
             raise ValueError("semantic features need both topic_texts and doc_texts")
         from models.features.embeddings import semantic_features
 
-        names, values = semantic_features(
-            tasks, topic_texts, doc_texts, embedder=embedder, n_product_dims=n_product_dims
-        )
+        names, values = semantic_features(tasks, topic_texts, doc_texts, embedder=embedder,
+                                          n_product_dims=n_product_dims)
         blocks.append(("semantic", names, values))
-        if timings is not None:
-            timings["semantic"] = time.perf_counter() - clock
-            clock = time.perf_counter()
+        watch.lap("semantic")
+    names, groups, raw = _columns(blocks, len(tasks))
+    matrix, mean, scale, constant, imputed = _standardise(raw)
+    watch.lap("standardise")
+    return TaskFeatures(
+        tasks=tasks, names=names, raw=raw, matrix=matrix, groups=groups, mean=mean,
+        scale=scale, constant=[names[j] for j in constant], imputed=imputed,
+        missing_text=missing, notes=notes,
+    )
 
+
+def _missing_text(tasks: list[tuple[str, str]], topic_texts: Mapping[str, str] | None,
+                  doc_texts: Mapping[str, str] | None, notes: list[str]) -> np.ndarray:
+    """Per task: its topic or document text is missing (none without both texts)."""
+    if topic_texts is None or doc_texts is None:
+        return np.zeros(len(tasks), dtype=bool)
+    missing = np.array([t not in topic_texts or d not in doc_texts for t, d in tasks],
+                       dtype=bool)
+    if missing.any():
+        notes.append(f"{int(missing.sum())} tasks lack topic or document text: "
+                     "their lexical/semantic values are imputed with column means")
+    return missing
+
+
+class _Stopwatch:
+    """Seconds per stage into ``timings`` (when given), each from the end of the one before."""
+
+    def __init__(self, timings: dict[str, float] | None) -> None:
+        self.timings = timings
+        self.clock = time.perf_counter()
+
+    def lap(self, stage: str) -> None:
+        if self.timings is not None:
+            self.timings[stage] = time.perf_counter() - self.clock
+            self.clock = time.perf_counter()
+
+
+def _lexical_block(tasks: list[tuple[str, str]], topic_texts: Mapping[str, str],
+                   doc_texts: Mapping[str, str], missing: np.ndarray, *,
+                   analyzer: Analyzer | None, k1: float, b: float, mu: float,
+                   watch: _Stopwatch) -> np.ndarray:
+    """The lexical columns, NaN for the tasks ``missing`` a text; the collection statistics
+    come from every document in ``doc_texts``."""
+    index = CollectionIndex.build(doc_texts, analyzer)
+    watch.lap("index")
+    topic_ids = list(topic_texts)
+    topic_row = {t: i for i, t in enumerate(topic_ids)}
+    queries = index.query_matrix([topic_texts[t] for t in topic_ids])
+    ok = ~missing
+    q_of = np.array([topic_row.get(t, 0) for t, _ in tasks], dtype=np.int64)
+    d_of = np.array([index.doc_row.get(d, 0) for _, d in tasks], dtype=np.int64)
+    lex = np.full((len(tasks), len(LEXICAL_FEATURES)), np.nan)
+    lex[ok] = lexical_features(index, queries, q_of[ok], d_of[ok], k1=k1, b=b, mu=mu)
+    return lex
+
+
+def _columns(blocks: list[tuple[str, list[str], np.ndarray]],
+             n: int) -> tuple[list[str], dict[str, list[int]], np.ndarray]:
+    """The blocks side by side: column names, each group's column indices, the raw matrix."""
     names: list[str] = []
     groups: dict[str, list[int]] = {}
     for group, block_names, _ in blocks:
         groups[group] = list(range(len(names), len(names) + len(block_names)))
         names += block_names
     raw = np.concatenate([v for _, _, v in blocks], axis=1) if blocks else np.zeros((n, 0))
-    matrix, mean, scale, constant, imputed = _standardise(raw)
-    if timings is not None:
-        timings["standardise"] = time.perf_counter() - clock
-    return TaskFeatures(
-        tasks=tasks, names=names, raw=raw, matrix=matrix, groups=groups, mean=mean,
-        scale=scale, constant=[names[j] for j in constant], imputed=imputed,
-        missing_text=missing, notes=notes,
-    )
+    return names, groups, raw
 
 
 def _standardise(raw: np.ndarray):

@@ -157,6 +157,44 @@ class CollectionIndex:
         return out
 
 
+def _row_norms(matrix: sp.csr_matrix, idf: np.ndarray) -> np.ndarray:
+    """The TF-IDF norm of each row (a document of ``index.tf``, a query)."""
+    rows = np.repeat(np.arange(matrix.shape[0]), np.diff(matrix.indptr))
+    return np.sqrt(np.bincount(rows, weights=(matrix.data * idf[matrix.indices]) ** 2,
+                               minlength=matrix.shape[0]))
+
+
+def _query_lengths(queries: sp.csr_matrix, p_c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per query: its length |q| and Σ_t c(t,q) ln p(t|C)."""
+    rows = np.repeat(np.arange(queries.shape[0]), np.diff(queries.indptr))
+    return (np.bincount(rows, weights=queries.data, minlength=queries.shape[0]),
+            np.bincount(rows, weights=queries.data * np.log(p_c[queries.indices]),
+                        minlength=queries.shape[0]))
+
+
+def _task_terms(queries: sp.csr_matrix,
+                query_of_task: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One entry per (task, query term), each task's query row expanded: (task, term, c(t, q))."""
+    starts = queries.indptr[query_of_task]
+    lengths = queries.indptr[query_of_task + 1] - starts
+    task = np.repeat(np.arange(query_of_task.shape[0]), lengths)
+    pos = np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(lengths.sum())
+    return task, queries.indices[pos].astype(np.int64), queries.data[pos]
+
+
+def _term_counts(tf: sp.csr_matrix, doc: np.ndarray, term: np.ndarray, *,
+                 n_terms: int) -> np.ndarray:
+    """c(t, d) per (doc, term) entry, by binary search on the row-major keys doc * n_terms +
+    term of the CSR matrix ``tf``."""
+    keys = np.repeat(np.arange(tf.shape[0], dtype=np.int64), np.diff(tf.indptr)) * n_terms \
+        + tf.indices
+    wanted = doc * n_terms + term
+    if not keys.shape[0]:
+        return np.zeros(term.shape[0])
+    at = np.minimum(np.searchsorted(keys, wanted), keys.shape[0] - 1)
+    return np.where(keys[at] == wanted, tf.data[at], 0).astype(np.float64)
+
+
 def lexical_features(
     index: CollectionIndex,
     queries: sp.csr_matrix,
@@ -189,34 +227,11 @@ def lexical_features(
 
     # Per document: TF-IDF norm. Per query: TF-IDF norm, length, Σ c(t,q) ln p(t|C).
     tf = index.tf
-    doc_norm = np.sqrt(np.bincount(
-        np.repeat(np.arange(n_docs), np.diff(tf.indptr)),
-        weights=(tf.data * idf[tf.indices]) ** 2, minlength=n_docs,
-    ))
-    q_rows = np.repeat(np.arange(queries.shape[0]), np.diff(queries.indptr))
-    q_norm = np.sqrt(np.bincount(q_rows, weights=(queries.data * idf[queries.indices]) ** 2,
-                                 minlength=queries.shape[0]))
-    q_len = np.bincount(q_rows, weights=queries.data, minlength=queries.shape[0])
-    q_background = np.bincount(q_rows, weights=queries.data * np.log(p_c[queries.indices]),
-                               minlength=queries.shape[0])
-
-    # One entry per (task, query term): expand each task's query row.
-    starts = queries.indptr[query_of_task]
-    lengths = queries.indptr[query_of_task + 1] - starts
-    task = np.repeat(np.arange(n_tasks), lengths)
-    pos = np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(lengths.sum())
-    term = queries.indices[pos].astype(np.int64)
-    c_q = queries.data[pos]
-    doc = doc_of_task[task]
-
-    # c(t, d) by binary search on the row-major keys doc * n_terms + term of the CSR matrix.
-    keys = np.repeat(np.arange(n_docs, dtype=np.int64), np.diff(tf.indptr)) * n_terms + tf.indices
-    wanted = doc * n_terms + term
-    if keys.shape[0]:
-        at = np.minimum(np.searchsorted(keys, wanted), keys.shape[0] - 1)
-        c_d = np.where(keys[at] == wanted, tf.data[at], 0).astype(np.float64)
-    else:
-        c_d = np.zeros_like(c_q)
+    doc_norm = _row_norms(tf, idf)
+    q_norm = _row_norms(queries, idf)
+    q_len, q_background = _query_lengths(queries, p_c)
+    task, term, c_q = _task_terms(queries, query_of_task)
+    c_d = _term_counts(tf, doc_of_task[task], term, n_terms=n_terms)
     hit = c_d > 0
 
     dl = index.doc_len[doc_of_task].astype(np.float64)

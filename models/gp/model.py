@@ -17,14 +17,14 @@ not relevance: not added. Without features MAGP and GPMV fit LK and say so in
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 import numpy as np
 from scipy.special import ndtr
 
 from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
 from models.data import UNKNOWN, AnnotationData
-from models.dirichlet import GROUPINGS
+from models.dirichlet import Grouping
 from models.gp.competence import grade_agreement
 from models.gp.constants import DEFAULT_QUADRATURE_POINTS
 from models.params import (
@@ -41,6 +41,7 @@ from models.params import (
     Seed,
     StepRate,
     Tolerance,
+    validated,
 )
 
 # TensorFlow and GPflow are imported inside the functions that use them: importing this module
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
     from models.gp.training import CrowdGPCore, EMTrace
 
 KERNELS = ("rbf", "linear")
-MEAN_FUNCTIONS = ("zero", "constant", "linear")
+MeanFunction = Literal["zero", "constant", "linear"]
 
 
 class CrowdGP(Aggregator):
@@ -61,11 +62,12 @@ class CrowdGP(Aggregator):
     method = ""
     uses_features = True
 
+    @validated
     def __init__(
         self,
         kernel: str = "rbf",
         feature_groups: str | None = None,
-        mean_function: str = "linear",
+        mean_function: MeanFunction = "linear",
         per_task_deviation: bool = True,
         deviation_variance: Prior = 1.0,
         learn_deviation: bool = True,
@@ -87,12 +89,9 @@ class CrowdGP(Aggregator):
         spam_prior: OpenProbability = 0.1,
         spam_strength: Prior = 10.0,
         use_gold: bool = False,
-        class_prior_by: str = "collection",
+        class_prior_by: Grouping = "collection",
         readout_noise: PriorOrZero = 0.0,
     ) -> None:
-        if class_prior_by not in GROUPINGS:  # the groupings of IBCC's / EBCC's class prior
-            raise ValueError(
-                f"class_prior_by must be one of {', '.join(GROUPINGS)}, got {class_prior_by!r}")
         self.class_prior_by = class_prior_by
         self.readout_noise = readout_noise
         self.kernel = kernel
@@ -119,38 +118,11 @@ class CrowdGP(Aggregator):
         self.spam_prior = spam_prior
         self.spam_strength = spam_strength
         self.use_gold = use_gold
-        parts = _parse_kernel(kernel)
-        if feature_groups:
-            groups = _check_groups(feature_groups)
-            if len(parts) > 1 and len(parts) != groups:
-                raise ValueError(f"kernel {kernel!r} has {len(parts)} parts for {groups} feature "
-                                 "groups: give one kernel per group, or a single kernel")
-        if not 0.0 < spam_prior < 1.0 or spam_strength <= 0:
-            raise ValueError("spam_prior must be in (0, 1) and spam_strength > 0")
-        if mean_function not in MEAN_FUNCTIONS:
-            raise ValueError(f"mean_function must be one of {', '.join(MEAN_FUNCTIONS)}")
-        if not 0.0 < e_step_rate <= 1.0:
-            raise ValueError("e_step_rate must be in (0, 1]")
-        if m_step_max_tasks < 1:
-            raise ValueError("m_step_max_tasks must be a positive number of tasks")
-        if n_inducing < 1 or n_quadrature < 1 or full_gp_max_tasks < 0:
-            raise ValueError("n_inducing and n_quadrature must be >= 1, full_gp_max_tasks >= 0")
-        if n_iter < 0 or tol < 0 or e_step_sweeps < 1 or m_step_iterations < 0:
-            raise ValueError("n_iter, tol and m_step_iterations must be >= 0, e_step_sweeps >= 1")
-        if deviation_variance <= 0:
-            raise ValueError("deviation_variance must be > 0")
+        _check_kernel(kernel, feature_groups)
 
     # -- fitting ------------------------------------------------------------------------------
     def fit(self, data: AnnotationData, progress: ProgressCallback = no_progress) -> Self:
-        import gpflow
-        
-        from models.gp.training import (
-            CrowdGPCore,
-            EMSettings,
-            fit_task_noise,
-            kmeans_inducing,
-            run_em,
-        )
+        from models.gp.training import CrowdGPCore, fit_task_noise
 
         if not data.is_binary:
             raise ValueError(f"{self.method} needs binary labels: binarise with relevant_from")
@@ -167,17 +139,7 @@ class CrowdGP(Aggregator):
         task, annotator, label, n_annotators = self._judgments(data, rng)
         fallback = self.fallback_ is not None
         likelihood = self._likelihood(data.n_tasks, n_annotators, fallback)
-        kernel = inducing = mean = None
-        if X is not None:
-            kernel = build_kernel(self.kernel, X.shape[1], self.feature_groups)
-            if data.n_tasks > self.full_gp_max_tasks:
-                inducing = kmeans_inducing(X, self.n_inducing, rng)
-            mean = build_mean_function(self.mean_function, X.shape[1])
-            if self._class_prior_by() == "topic":
-                X, mean, inducing = self._topic_offsets(X, mean, inducing, data.topic_ids)
-        elif self._class_prior_by() == "topic":
-            X, kernel, inducing = topic_intercepts(data.topic_ids)
-            self.info_["class_prior_by"] = "topic"
+        X, kernel, inducing, mean = self._gp_prior(X, data, rng)
         deviation = self.per_task_deviation or X is None
         core_class = CrowdGPCore
         if self.asymmetric_noise:
@@ -190,6 +152,20 @@ class CrowdGP(Aggregator):
             deviation_variance=self.deviation_variance,
             gold_task=gold_task, gold_label=gold_label,
         )
+        trace = self._run_em(core, progress)
+        if self.estimate_difficulty and not self.learn_task_noise and self._models_noise():
+            fit_task_noise(core)
+        self._store_fit(core, trace, likelihood, gold_task, gold_label, inducing)
+        progress(1.0, f"{self.method}: {trace.n_iter} EM iterations, {trace.seconds:.1f} s")
+        return self
+
+    def _run_em(self, core: CrowdGPCore, progress: ProgressCallback) -> EMTrace:
+        """Variational EM on ``core`` with this model's settings (the deviation variance
+        fixed unless ``learn_deviation``)."""
+        import gpflow
+
+        from models.gp.training import EMSettings, run_em
+
         if not self.learn_deviation:
             gpflow.set_trainable(core.deviation_variance, False)
         settings = EMSettings(
@@ -197,9 +173,33 @@ class CrowdGP(Aggregator):
             m_iter=self.m_step_iterations, m_max_tasks=self.m_step_max_tasks,
             seed=self.random_state,
         )
-        trace = run_em(core, settings, progress)
-        if self.estimate_difficulty and not self.learn_task_noise and self._models_noise():
-            fit_task_noise(core)
+        return run_em(core, settings, progress)
+
+    def _gp_prior(self, X: np.ndarray | None, data: AnnotationData, rng: np.random.Generator
+                  ) -> tuple[np.ndarray | None, Any, Any, Any]:
+        """(features, kernel, inducing points, mean function) of the GP over tasks: over the
+        standardised features ``X`` (with per-topic offsets when the class prior is per topic),
+        per-topic intercepts alone without features, or none (LK)."""
+        kernel = inducing = mean = None
+        if X is not None:
+            kernel = build_kernel(self.kernel, X.shape[1], self.feature_groups)
+            if data.n_tasks > self.full_gp_max_tasks:
+                from models.gp.training import kmeans_inducing
+
+                inducing = kmeans_inducing(X, self.n_inducing, rng)
+            mean = build_mean_function(self.mean_function, X.shape[1])
+            if self.class_prior_by == "topic":  # one offset per topic beside the features
+                X, mean, inducing = self._topic_offsets(X, mean, inducing, data.topic_ids)
+        elif self.class_prior_by == "topic":  # LK's per-topic intercepts, without features
+            X, kernel, inducing = topic_intercepts(data.topic_ids)
+            self.info_["class_prior_by"] = "topic"
+        return X, kernel, inducing, mean
+
+    def _store_fit(self, core: CrowdGPCore, trace: EMTrace, likelihood: Any,
+                   gold_task: np.ndarray | None, gold_label: np.ndarray | None,
+                   inducing: Any) -> None:
+        """The fitted attributes: posterior of f, P(relevant) (gold clamped), the noise and
+        bias parameters, the objective history and the fit's info."""
         m_f, v_f, _ = core._state()
         self.core_ = core
         self.trace_: EMTrace = trace
@@ -219,14 +219,9 @@ class CrowdGP(Aggregator):
         self.deviation_variance_ = float(core.tau2.numpy())
         self.objective_history_ = list(trace.objective)
         self.info_.update(self._fit_info(core, trace, inducing))
-        progress(1.0, f"{self.method}: {trace.n_iter} EM iterations, {trace.seconds:.1f} s")
-        return self
 
     def _models_noise(self) -> bool:
         return True
-
-    def _class_prior_by(self) -> str:
-        return self.class_prior_by
 
     def _topic_offsets(self, X: np.ndarray, mean: Any, inducing: np.ndarray | None,
                        topic_ids: np.ndarray) -> tuple[np.ndarray, Any, np.ndarray | None]:
@@ -420,6 +415,7 @@ class LK(CrowdGP):
     method = "lk"
     uses_features = False
 
+    @validated
     def __init__(
         self,
         deviation_variance: Prior = 1.0,
@@ -439,7 +435,7 @@ class LK(CrowdGP):
         spam_prior: OpenProbability = 0.1,
         spam_strength: Prior = 10.0,
         use_gold: bool = False,
-        class_prior_by: str = "collection",
+        class_prior_by: Grouping = "collection",
         readout_noise: PriorOrZero = 0.0,
     ) -> None:
         super().__init__(
@@ -467,11 +463,12 @@ class GPMV(CrowdGP):
 
     method = "gpmv"
 
+    @validated
     def __init__(
         self,
         kernel: str = "rbf",
         feature_groups: str | None = None,
-        mean_function: str = "linear",
+        mean_function: MeanFunction = "linear",
         per_task_deviation: bool = True,
         full_gp_max_tasks: FullGPTasks = 500,
         n_inducing: InducingPoints = 200,
@@ -565,6 +562,17 @@ def _parse_kernel(kind: str) -> list[str]:
     if not parts or any(p not in KERNELS for p in parts):
         raise ValueError(f"kernel must be 'rbf', 'linear' or a sum like 'rbf+linear', got {kind!r}")
     return parts
+
+
+def _check_kernel(kernel: str, feature_groups: str | None) -> None:
+    """ValueError unless ``kernel`` is a kernel or a sum of them, one per feature group when
+    ``feature_groups`` (well formed) gives several."""
+    parts = _parse_kernel(kernel)
+    if feature_groups:
+        groups = _check_groups(feature_groups)
+        if len(parts) > 1 and len(parts) != groups:
+            raise ValueError(f"kernel {kernel!r} has {len(parts)} parts for {groups} feature "
+                             "groups: give one kernel per group, or a single kernel")
 
 
 _GROUP = re.compile(r"\s*(\d*)\s*:\s*(\d*)\s*")

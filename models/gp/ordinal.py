@@ -34,9 +34,13 @@ from scipy.special import ndtri
 
 from models.base import AggregationResult, ProgressCallback, no_progress
 from models.data import AnnotationData
+from models.dirichlet import Grouping
 from models.gp.competence import grade_agreement
 from models.gp.constants import DEFAULT_QUADRATURE_POINTS
-from models.gp.model import CrowdGP, build_kernel, build_mean_function, topic_intercepts
+from models.gp.model import (
+    CrowdGP,
+    MeanFunction,
+)
 from models.ordinal_ds import check_ordinal_scale, grade_columns
 from models.params import (
     FullGPTasks,
@@ -52,6 +56,7 @@ from models.params import (
     Seed,
     StepRate,
     Tolerance,
+    validated,
 )
 
 # TensorFlow and GPflow load inside fit() (models.gp.ordinal_likelihood): importing this module,
@@ -70,11 +75,12 @@ class OrdinalGP(CrowdGP):
 
     method = "ordinal-gp"
 
+    @validated
     def __init__(
         self,
         kernel: str = "rbf",
         feature_groups: str | None = None,
-        mean_function: str = "linear",
+        mean_function: MeanFunction = "linear",
         per_task_deviation: bool = True,
         deviation_variance: Prior = 1.0,
         learn_deviation: bool = True,
@@ -92,7 +98,7 @@ class OrdinalGP(CrowdGP):
         n_quadrature: QuadraturePoints = DEFAULT_QUADRATURE_POINTS,
         random_state: Seed = None,
         readout_noise: PriorOrZero = 0.0,
-        class_prior_by: str = "collection",
+        class_prior_by: Grouping = "collection",
     ) -> None:
         super().__init__(
             kernel=kernel, feature_groups=feature_groups, mean_function=mean_function,
@@ -104,19 +110,12 @@ class OrdinalGP(CrowdGP):
             m_step_iterations=m_step_iterations, m_step_max_tasks=m_step_max_tasks,
             n_quadrature=n_quadrature, random_state=random_state, class_prior_by=class_prior_by,
         )
-        if not 0.0 <= spam_prior < 1.0 or spam_strength <= 0:
-            raise ValueError("spam_prior must be in [0, 1) and spam_strength > 0")
-        if readout_noise < 0:
-            raise ValueError("readout_noise must be >= 0")
         self.spam_prior = spam_prior
         self.spam_strength = spam_strength
         self.readout_noise = readout_noise
 
     def fit(self, data: AnnotationData, progress: ProgressCallback = no_progress) -> Self:
-        import gpflow
-
         from models.gp.ordinal_likelihood import OrderedProbit, OrdinalCrowdGPCore
-        from models.gp.training import EMSettings, kmeans_inducing, run_em
 
         check_ordinal_scale(data.classes, data.label)
         rng = np.random.default_rng(self.random_state)
@@ -134,31 +133,14 @@ class OrdinalGP(CrowdGP):
             n_quadrature=self.n_quadrature, spam_prior=self.spam_prior,
             spam_strength=self.spam_strength,
         )
-        kernel = inducing = mean = None
-        if X is not None:
-            kernel = build_kernel(self.kernel, X.shape[1], self.feature_groups)
-            if data.n_tasks > self.full_gp_max_tasks:
-                inducing = kmeans_inducing(X, self.n_inducing, rng)
-            mean = build_mean_function(self.mean_function, X.shape[1])
-            if self.class_prior_by == "topic":  # one offset per topic beside the features
-                X, mean, inducing = self._topic_offsets(X, mean, inducing, data.topic_ids)
-        elif self.class_prior_by == "topic":  # LK's per-topic intercepts, without features
-            X, kernel, inducing = topic_intercepts(data.topic_ids)
-            self.info_["class_prior_by"] = "topic"
+        X, kernel, inducing, mean = self._gp_prior(X, data, rng)
         core = OrdinalCrowdGPCore(
             n_tasks=data.n_tasks, task=data.task, annotator=data.annotator, label=data.label,
             likelihood=likelihood, features=X, kernel=kernel, inducing=inducing,
             mean_function=mean, deviation=self.per_task_deviation or X is None,
             deviation_variance=self.deviation_variance,
         )
-        if not self.learn_deviation:
-            gpflow.set_trainable(core.deviation_variance, False)
-        settings = EMSettings(
-            n_iter=self.n_iter, tol=self.tol, e_sweeps=self.e_step_sweeps, e_rate=self.e_step_rate,
-            m_iter=self.m_step_iterations, m_max_tasks=self.m_step_max_tasks,
-            seed=self.random_state,
-        )
-        trace = run_em(core, settings, progress)
+        trace = self._run_em(core, progress)
         m_f, v_f, _ = core._state()
         self.core_ = core
         self.trace_ = trace

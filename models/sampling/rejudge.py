@@ -21,10 +21,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import islice
+from typing import Literal, get_args
 
 import numpy as np
 
-STRATEGIES = ("uncertainty", "expected-change", "random")
+# The re-judging orders (what to judge again); models.sampling.sampler draws new tasks.
+RejudgeStrategy = Literal["uncertainty", "expected-change", "random"]
+REJUDGE_STRATEGIES: tuple[str, ...] = get_args(RejudgeStrategy)
 
 
 def entropy(proba: np.ndarray) -> np.ndarray:
@@ -84,7 +87,8 @@ def rejudge_order(proba: np.ndarray, *, strategy: str, eligible: np.ndarray | No
     elif strategy == "random":
         order = np.random.default_rng(random_state).permutation(candidates.shape[0])
     else:
-        raise ValueError(f"unknown strategy {strategy!r}; valid: {', '.join(STRATEGIES)}")
+        raise ValueError(f"unknown strategy {strategy!r}; "
+                         f"valid: {', '.join(REJUDGE_STRATEGIES)}")
     return candidates[order]
 
 
@@ -151,30 +155,70 @@ def plan_next(proba: np.ndarray, *, task: np.ndarray, annotator: np.ndarray,
 
     ``assigned``: who each chosen task goes to, in the list's order — its best annotator not
     yet asked who has fewer than ``per_annotator`` tasks of this list already (no limit: the
-    first of its ``annotators``). Best first, every task would go to the same few annotators
-    (on RF10 the top three of every task's list are the same); a crowd platform gives a
-    worker a share. The order of the tasks does not depend on it: ``expected-change`` assumes
-    each task's best annotator."""
+    first of its ``annotators``; why: ``assign``). The order of the tasks does not depend on
+    it: ``expected-change`` assumes each task's best annotator."""
     p = np.asarray(proba, dtype=np.float64)
     n_tasks, n_ann = p.shape[0], int(annotator_names.shape[0])
-    task = np.asarray(task, dtype=np.int64)
-    annotator = np.asarray(annotator, dtype=np.int64)
-    label = np.asarray(label, dtype=np.int64)
-    competence = np.asarray(competence, dtype=np.float64).copy()
-    missing = np.isnan(competence)
+    task, annotator, label = (np.asarray(v, dtype=np.int64) for v in (task, annotator, label))
+    competence = np.array(competence, dtype=np.float64)  # a copy: NaN (none from the fit)
+    missing = np.isnan(competence)  # becomes the agreement with the posterior
     if missing.any():
-        fallback = agreement_competence(p, task, annotator, label, n_ann)
-        competence[missing] = fallback[missing]
+        competence[missing] = agreement_competence(p, task, annotator, label, n_ann)[missing]
     counts = np.bincount(task[label >= 0], minlength=n_tasks)
     evidence = np.bincount(annotator[label >= 0], minlength=n_ann)
     proposed = evidence >= min_annotator_judgments
     # best first, ties by name; annotators with too little evidence after all the others
     ranked = np.lexsort((annotator_names, -competence, ~proposed))
+    n_proposed = int(proposed.sum())
+    best = _next_accuracy(task, annotator, competence, ranked, n_proposed=n_proposed,
+                          n_tasks=n_tasks)
+    cannot = (np.zeros(n_tasks, dtype=np.int64) if could_not_judge is None else
+              np.bincount(task[np.asarray(could_not_judge, dtype=bool)], minlength=n_tasks))
+    eligible = _eligible(counts, cannot, max_judgments=max_judgments,
+                         keep_could_not_judge=keep_could_not_judge)
+    order = rejudge_order(p, strategy=strategy, eligible=eligible, accuracy=best,
+                          random_state=random_state)[:n]
+    gain, flip, tv = expected_change(p[order], best[order])
+    asked_by = _asked_by(task, annotator, order)
+    best_first = ranked[:n_proposed].tolist()
+    annotators = [np.fromiter(islice((a for a in best_first if a not in asked_by.get(i, ())),
+                                     n_annotators), dtype=np.int64) for i in order.tolist()]
+    return NextPlan(order, entropy(p[order]), gain, flip, tv, counts[order], cannot[order],
+                    annotators, competence, evidence,
+                    assign(order, asked_by, best_first, per_annotator))
+
+
+def _asked_by(task: np.ndarray, annotator: np.ndarray,
+              chosen: np.ndarray) -> dict[int, set[int]]:
+    """{task: the annotators who judged it} for the ``chosen`` tasks."""
+    asked_by: dict[int, set[int]] = {}
+    of_chosen = np.isin(task, chosen)
+    for t, a in zip(task[of_chosen].tolist(), annotator[of_chosen].tolist(), strict=True):
+        asked_by.setdefault(t, set()).add(a)
+    return asked_by
+
+
+def _next_accuracy(task: np.ndarray, annotator: np.ndarray, competence: np.ndarray,
+                   ranked: np.ndarray, *, n_proposed: int, n_tasks: int) -> np.ndarray:
+    """Per task, the accuracy ``expected-change`` assumes: the competence of its best annotator
+    not yet asked among the first ``n_proposed`` of ``ranked``, clipped to [0.5, 0.99]; 0.5
+    when every one of them has judged it."""
+    n_ann = ranked.shape[0]
     rank_of = np.empty(n_ann, dtype=np.int64)
     rank_of[ranked] = np.arange(n_ann)
-    # per task, the best annotator not yet asked: the smallest rank its judges do not hold
-    pairs = np.unique(task * n_ann + rank_of[annotator])
-    pair_task, pair_rank = pairs // n_ann, pairs % n_ann
+    first_free = _first_unasked(task, rank_of[annotator], n_tasks=n_tasks, n_ranks=n_ann)
+    best = (np.where(first_free < n_proposed,
+                     competence[ranked[np.minimum(first_free, n_ann - 1)]], 0.5)
+            if n_proposed else np.full(n_tasks, 0.5))
+    return np.clip(best, 0.5, 0.99)
+
+
+def _first_unasked(task: np.ndarray, rank: np.ndarray, *, n_tasks: int,
+                   n_ranks: int) -> np.ndarray:
+    """Per task, the best annotator not yet asked: the smallest rank its judges (``rank`` per
+    judgment) do not hold; the number of ranks held when they hold every one from 0."""
+    pairs = np.unique(task * n_ranks + rank)
+    pair_task, pair_rank = pairs // n_ranks, pairs % n_ranks
     start = np.searchsorted(pair_task, np.arange(n_tasks))
     within = np.arange(pairs.shape[0]) - start[pair_task]
     first_free = np.bincount(pair_task, minlength=n_tasks)  # all held: the next rank
@@ -182,40 +226,26 @@ def plan_next(proba: np.ndarray, *, task: np.ndarray, annotator: np.ndarray,
     if gaps.size:  # the first gap of each task (np.unique keeps the first index per task)
         gap_tasks, first = np.unique(pair_task[gaps], return_index=True)
         first_free[gap_tasks] = within[gaps[first]]
-    n_proposed = int(proposed.sum())
-    best = (np.where(first_free < n_proposed,
-                     competence[ranked[np.minimum(first_free, n_ann - 1)]], 0.5)
-            if n_proposed else np.full(n_tasks, 0.5))
-    best = np.clip(best, 0.5, 0.99)
-    unjudgeable = (np.zeros(task.shape[0], dtype=bool) if could_not_judge is None
-                   else np.asarray(could_not_judge, dtype=bool))
-    cannot = np.bincount(task[unjudgeable], minlength=n_tasks)
+    return first_free
+
+
+def _eligible(counts: np.ndarray, cannot: np.ndarray, *, max_judgments: int | None,
+              keep_could_not_judge: bool) -> np.ndarray | None:
+    """The candidate tasks (None: every one): fewer than ``max_judgments`` answers, labels and
+    could-not-judge alike, and, unless ``keep_could_not_judge``, not mostly could-not-judge."""
     eligible = None if max_judgments is None else counts + cannot < max_judgments
     if not keep_could_not_judge and cannot.any():
         mostly = cannot > counts
         eligible = ~mostly if eligible is None else eligible & ~mostly
-    order = rejudge_order(p, strategy=strategy, eligible=eligible, accuracy=best,
-                          random_state=random_state)[:n]
-    gain, flip, tv = expected_change(p[order], best[order])
-    asked_by: dict[int, set[int]] = {}
-    of_chosen = np.isin(task, order)
-    for t, a in zip(task[of_chosen].tolist(), annotator[of_chosen].tolist(), strict=True):
-        asked_by.setdefault(t, set()).add(a)
-    best_first = ranked[:n_proposed].tolist()
-    annotators = []
-    for i in order.tolist():
-        done = asked_by.get(i, set())
-        annotators.append(np.fromiter(
-            islice((a for a in best_first if a not in done), n_annotators), dtype=np.int64))
-    assigned = assign(order, asked_by, best_first, per_annotator)
-    return NextPlan(order, entropy(p[order]), gain, flip, tv, counts[order], cannot[order],
-                    annotators, competence, evidence, assigned)
+    return eligible
 
 
 def assign(order: np.ndarray, asked_by: dict[int, set[int]], best_first: list[int],
            per_annotator: int | None) -> np.ndarray:
     """Greedy, in ``order``: each task to the first of ``best_first`` who has not judged it
-    and has fewer than ``per_annotator`` tasks so far (None: no limit); −1 when nobody is."""
+    and has fewer than ``per_annotator`` tasks so far (None: no limit); −1 when nobody is.
+    Best first, every task would go to the same few annotators (on RF10 the top three of
+    every task's list are the same); a crowd platform gives a worker a share."""
     if per_annotator is not None and per_annotator < 1:
         raise ValueError(f"per_annotator must be at least 1, got {per_annotator}")
     load: dict[int, int] = {}

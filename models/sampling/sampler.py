@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Literal, get_args
 
 import numpy as np
 
@@ -26,7 +27,9 @@ from models.sampling.design import (
 from models.sampling.estimators import TopicEstimates, estimate_topic
 from models.sampling.pooling import depth_next, mtf_next
 
-STRATEGIES = ("active", "stratified", "uniform", "depth", "mtf")
+# How a sampling draws new documents; models.sampling.rejudge orders judged tasks again.
+SamplingStrategy = Literal["active", "stratified", "uniform", "depth", "mtf"]
+SAMPLING_STRATEGIES: tuple[str, ...] = get_args(SamplingStrategy)
 SAMPLING = frozenset({"active", "stratified", "uniform"})
 
 
@@ -79,8 +82,9 @@ def plan_round(*, strategy: str, pools: Mapping[str, TopicPool],
     relevance values known so far per topic and doc index (missing: not judged yet). Topics in
     ``skip`` (e.g. at their target recall) take no draws this round: their π stay as they
     are, and the budget goes to the others."""
-    if strategy not in STRATEGIES:
-        raise ValueError(f"unknown strategy {strategy!r}; valid: {', '.join(STRATEGIES)}")
+    if strategy not in SAMPLING_STRATEGIES:
+        raise ValueError(f"unknown strategy {strategy!r}; "
+                         f"valid: {', '.join(SAMPLING_STRATEGIES)}")
     capacity = {t: 0 if t in skip else pool.n_docs - len(set(states[t].docs))
                 for t, pool in pools.items()}
     share = allocate(budget, capacity, offset=round_no)

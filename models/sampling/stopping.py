@@ -22,12 +22,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 from models.sampling.design import TopicPool
 from models.sampling.sampler import SAMPLING, TopicState, estimate
 
 TARGET_RECALL = 0.9  # the default target: the middle of the thesis' 0.8, 0.9, 1.0 (chapter 3)
-STOP_RULES = ("optimistic", "conservative")
+StopRule = Literal["optimistic", "conservative"]
+STOP_RULES: tuple[str, ...] = get_args(StopRule)
 
 
 @dataclass(frozen=True)

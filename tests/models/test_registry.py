@@ -37,3 +37,26 @@ def test_non_finite_and_out_of_range_values_name_the_parameter(method: str) -> N
         assert spec.range.describe(name) in str(big.value)
         with pytest.raises(InvalidParams, match="must be of type"):
             validate_params(method, {name: "1"})
+
+
+@pytest.mark.parametrize("method", sorted(METHOD_PATHS))
+def test_choices_are_literals_checked_by_the_registry_and_the_constructor(method: str) -> None:
+    """A string with a fixed set of values is a Literal: the registry refuses another value
+    naming the parameter, and the constructor (``models.params.validated``) refuses it with
+    the same message when called directly; so does an out-of-range number."""
+    cls = get_method(method).cls
+    assert hasattr(cls.__init__, "__wrapped__"), f"{method}: constructor not @validated"
+    specs = get_method(method).params
+    own = {name: spec for name, spec in specs.items() if name not in ("calibrate_folds",
+                                                                     "calibration")}
+    for name, spec in own.items():
+        if spec.choices:
+            assert spec.default in spec.choices and spec.types == (str,)
+            with pytest.raises(InvalidParams, match=f"parameter {name!r} must be ") as bad:
+                validate_params(method, {name: "no-such-choice"})
+            assert bad.value.param == name
+            with pytest.raises(ValueError, match=f"parameter {name!r} must be "):
+                cls(**{name: "no-such-choice"})
+        elif spec.range is not None:
+            with pytest.raises(ValueError, match=f"parameter {name!r} must satisfy"):
+                cls(**{name: spec.range.high * 10 + 10})

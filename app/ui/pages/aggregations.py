@@ -11,8 +11,10 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
+from app.aggregations import annotator_results, task_results
 from app.aggregations import service as aggregations_service
 from app.aggregations.deps import AggregationDep, get_listing_cache
+from app.aggregations.gold import check_fits
 from app.aggregations.schemas import AggregationCreate, ParamsNotJson, parse_params, public
 from app.aggregations.warm import refits_warm
 from app.api.deps import RunnerDep, SessionDep, id_path
@@ -118,8 +120,7 @@ def aggregation_page(request: Request, session: SessionDep, principal: Principal
     assert collection is not None
     cache = get_listing_cache(request)
     # The gold can change under a succeeded fit: its status is read per request, never memoised.
-    statuses = aggregations_service.gold_statuses(session, collection=collection,
-                                                  fits=[aggregation], cache=cache)
+    statuses = check_fits(session, collection=collection, fits=[aggregation], cache=cache)
     context: dict[str, Any] = {"aggregation": public(aggregation, statuses.get(aggregation.id)),
                                "collection": collection,
                                "title": f"Fit #{aggregation.id} ({aggregation.method})",
@@ -143,11 +144,11 @@ def fit_page(session: Any, cache: Any, aggregation: Any) -> dict[str, Any]:
 
 def results_context(session: Any, cache: Any, principal: Any,
                      aggregation: Any) -> dict[str, Any]:
-    listing = aggregations_service.annotator_page(
+    listing = annotator_results.annotator_page(
         session, cache=cache, aggregation_id=aggregation.id, visible=principal.can_see,
         sort="-competence", min_judgments=0, q=None, limit=10**9, offset=0)
-    summary = aggregations_service.task_summary(session, aggregation=aggregation)
-    uncertain, _ = aggregations_service.task_results(
+    summary = task_results.task_summary(session, aggregation=aggregation)
+    uncertain, _ = task_results.task_results(
         session, aggregation=aggregation, topic=None, sort="-uncertainty", limit=20, offset=0)
     rows = listing.data
     return {
@@ -181,7 +182,7 @@ def results_context(session: Any, cache: Any, principal: Any,
             dependencies=[require_scope("read")])
 def task_page(request: Request, session: SessionDep, aggregation: AggregationDep,
               task: Annotated[int, id_path("task")]) -> HTMLResponse:
-    detail = aggregations_service.task_detail(session, aggregation=aggregation, task_id=task)
+    detail = task_results.task_detail(session, aggregation=aggregation, task_id=task)
     collection = session.get(Collection, aggregation.collection_id)
     result = detail["result"] or {}
     classes = detail["classes"]

@@ -9,7 +9,10 @@ import math
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
+from app.aggregations import annotator_results
 from app.aggregations import service as aggregations_service
+from app.aggregations.agreement import agreement_matrix
+from app.aggregations.comparison import comparison
 from app.aggregations.deps import get_listing_cache
 from app.api.deps import OptionalId, SessionDep
 from app.auth.deps import require_scope
@@ -27,11 +30,11 @@ router = APIRouter(tags=["dashboard"], include_in_schema=False)
 def annotator_page(request: Request, session: SessionDep, collection: CollectionDep,
                    annotator: str, aggregation: OptionalId = None,
                    page: Page = 1) -> HTMLResponse:
-    history = aggregations_service.annotator_history(session, collection=collection,
-                                                     annotator=annotator)
+    history = annotator_results.annotator_history(session, collection=collection,
+                                                  annotator=annotator)
     reference = aggregations_service.reference_aggregation(session, collection=collection,
                                                            aggregation_id=aggregation)
-    confusion = aggregations_service.annotator_confusion(
+    confusion = annotator_results.annotator_confusion(
         session, collection=collection, annotator=annotator, aggregation=reference)
     judgments, total = judgments_service.list_judgments(
         session, collection=collection, topic=None, doc=None, annotator=annotator,
@@ -62,8 +65,8 @@ def annotator_page(request: Request, session: SessionDep, collection: Collection
 def comparison_page(request: Request, session: SessionDep,
                     collection: CollectionDep) -> HTMLResponse:
     cache = get_listing_cache(request)
-    rows = aggregations_service.comparison(session, collection=collection, cache=cache)
-    matrix = aggregations_service.agreement_matrix(session, collection=collection, cache=cache)
+    rows = comparison(session, collection=collection, cache=cache)
+    matrix = agreement_matrix(session, collection=collection, cache=cache)
     methods = {r["aggregation_id"]: r["method"] for r in rows}
     names = [f"#{i} {methods.get(i, '')}" for i in matrix["aggregation_ids"]]
     return render(request, "comparison.html", {

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from app.aggregations import service as aggregations_service
 from app.aggregations.deps import get_listing_cache
+from app.aggregations.gold import check_fits
 from app.aggregations.schemas import public
 from app.api.deps import SessionDep
 from app.auth.deps import PrincipalDep, require_scope
@@ -110,8 +111,8 @@ def _collection_context(request: Request, session: Any,
     labels = stats.label_distribution
     gold = stats.gold
     # each succeeded fit against the current gold (checked once per state of the gold)
-    statuses = aggregations_service.gold_statuses(session, collection=collection, fits=fits,
-                                                  cache=get_listing_cache(request))
+    statuses = check_fits(session, collection=collection, fits=fits,
+                          cache=get_listing_cache(request))
     return {
         "collection": collection, "stats": stats, "gold_share": gold_share,
         "fits": [public(a, statuses.get(a.id)) for a in reversed(fits)], "n_fits": total,

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from sqlalchemy import select
 
-from app.aggregations import service
+from app.aggregations import agreement
 from app.aggregations.tables import Aggregation, AggregationTask
 from app.collections.tables import Collection
 from app.core.db import get_sessionmaker
@@ -88,7 +88,7 @@ def test_agreement_pinned_on_hand_built_fits(client, database_url, fits) -> None
 
     with get_sessionmaker(database_url)() as session:  # the service itself, no cache
         collection = session.scalar(select(Collection).where(Collection.name == "agree"))
-        assert service.agreement_matrix(session, collection=collection) == got.json()
+        assert agreement.agreement_matrix(session, collection=collection) == got.json()
 
     page = client.get("/ui/collections/agree/comparison")
     assert page.status_code == 200
@@ -143,7 +143,7 @@ def test_agreement_counts_match_a_count_task_by_task() -> None:
         fit = np.array([f for f in range(n_fits) for _ in labels[f]], dtype=np.int64)
         task = np.array([t for f in range(n_fits) for t in labels[f]], dtype=np.int64)
         label = np.array([v for f in range(n_fits) for v in labels[f].values()], dtype=np.int64)
-        common, agree = service.agreement_counts(fit, task, label, graded=graded,
+        common, agree = agreement.agreement_counts(fit, task, label, graded=graded,
                                                  relevant_from=1)
         for x in range(n_fits):
             for y in range(n_fits):
