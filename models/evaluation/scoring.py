@@ -174,20 +174,12 @@ def evaluate_runs(posterior: Posterior, runs: Mapping[str, Mapping[str, Sequence
                 for name, run in runs.items()}
     stochastic = samples > 0 and not posterior.deterministic
     n_draws = samples if stochastic else 0
-    if parameters is not None and stochastic and parameters.samples != n_draws:
-        raise ValueError(f"{parameters.samples} parameter draws for {n_draws} draws of the qrels")
-    if parameters is not None and joint is not None:
-        raise ValueError("give annotator-parameter draws or joint GP draws, not both")
-    latent = (JointDraws(posterior, joint, n_draws, np.random.default_rng([int(seed or 0), 0, 2]))
-              if joint is not None and joint.rank > 0 and stochastic else None)  # rank 0: no g
+    latent = _joint_draws(posterior, n_draws, seed, parameters, joint)
 
     value = {m.name: np.full((len(run_names), len(topics)), np.nan) for m in measures}
     draws = ({m.name: np.full((n_draws, len(run_names), len(topics)), np.nan)
               for m in measures} if stochastic else None)
-    by_topic: dict[str, np.ndarray] = {}
-    for t in topics:  # a topic's tasks in doc order: the draws do not depend on the input order
-        rows = np.flatnonzero(posterior.topics == t)
-        by_topic[t] = rows[np.argsort(posterior.docs[rows], kind="stable")]
+    by_topic = _rows_by_topic(posterior, topics)
     most_probable = posterior.most_probable()
     if gold_class is not None and not stochastic and not posterior.deterministic:
         raise ValueError("prediction-powered intervals need draws of the posterior (samples > 0)")
@@ -208,12 +200,7 @@ def evaluate_runs(posterior: Posterior, runs: Mapping[str, Mapping[str, Sequence
             value[m.name][order, ti] = scored[mi, 0]
         if draws is not None:
             rng = np.random.default_rng([int(seed or 0), topic_seed_index[t]])
-            if latent is not None:
-                labels = latent.topic_labels(rows, rng)
-            elif parameters is not None:
-                labels = draw_tilted(parameters.topic_proba(rows, posterior.proba[rows]), rng)
-            else:
-                labels = draw_classes(posterior.proba[rows], n_draws, rng)
+            labels = _topic_draws(posterior, rows, n_draws, rng, latent, parameters)
             scored = topic.score(labels, batch, measures)
             for mi, m in enumerate(measures):
                 draws[m.name][:, order, ti] = scored[mi]
@@ -230,6 +217,40 @@ def evaluate_runs(posterior: Posterior, runs: Mapping[str, Mapping[str, Sequence
     if ppi is not None:
         ppi.finish(scores)
     return scores
+
+
+def _joint_draws(posterior: Posterior, n_draws: int, seed: int | None,
+                 parameters: AnnotatorDraws | None, joint: JointLoadings | None
+                 ) -> JointDraws | None:
+    """The GP's joint draws of ``evaluate_runs`` (None without loadings, with rank 0, or
+    without draws); ValueError for parameter draws that do not fit the request."""
+    if parameters is not None and n_draws and parameters.samples != n_draws:
+        raise ValueError(f"{parameters.samples} parameter draws for {n_draws} draws of the qrels")
+    if parameters is not None and joint is not None:
+        raise ValueError("give annotator-parameter draws or joint GP draws, not both")
+    if joint is None or joint.rank == 0 or not n_draws:  # rank 0: no g to draw
+        return None
+    return JointDraws(posterior, joint, n_draws, np.random.default_rng([int(seed or 0), 0, 2]))
+
+
+def _rows_by_topic(posterior: Posterior, topics: Sequence[str]) -> dict[str, np.ndarray]:
+    """Each topic's tasks in doc order: the draws do not depend on the input order."""
+    by_topic: dict[str, np.ndarray] = {}
+    for t in topics:
+        rows = np.flatnonzero(posterior.topics == t)
+        by_topic[t] = rows[np.argsort(posterior.docs[rows], kind="stable")]
+    return by_topic
+
+
+def _topic_draws(posterior: Posterior, rows: np.ndarray, n_draws: int, rng: np.random.Generator,
+                 latent: JointDraws | None, parameters: AnnotatorDraws | None) -> np.ndarray:
+    """(S, n) class indices of a topic's tasks in S draws: from the GP's joint draws, tilted by
+    the annotators' drawn parameters, or independently per task."""
+    if latent is not None:
+        return latent.topic_labels(rows, rng)
+    if parameters is not None:
+        return draw_tilted(parameters.topic_proba(rows, posterior.proba[rows]), rng)
+    return draw_classes(posterior.proba[rows], n_draws, rng)
 
 
 class _PPIParts:
