@@ -13,6 +13,7 @@ matrix is ever built. E_q(f_i)[log P(y | f_i)] under q(f_i) = N(m, v) is a 1-D G
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import gpflow
@@ -57,6 +58,28 @@ def gauss_hermite(n_points: int) -> tuple[np.ndarray, np.ndarray]:
     """Nodes and weights for E_{N(0,1)}[h(z)] ≈ Σ_k w_k h(z_k) (probabilists' rule, Σ w = 1)."""
     x, w = np.polynomial.hermite_e.hermegauss(n_points)
     return x, w / np.sqrt(2.0 * np.pi)
+
+
+def quadrature_sum(add_node: Callable[[tf.Tensor, tf.Tensor, tuple[tf.Tensor, ...]],
+                                      tuple[tf.Tensor, ...]],
+                   nodes: np.ndarray, weights: np.ndarray, like: tf.Tensor, n_sums: int
+                   ) -> tuple[tf.Tensor, ...]:
+    """``n_sums`` running sums over the quadrature nodes, each shaped like ``like``, node by
+    node in order: ``add_node(node, weight, sums)`` returns the sums with one node added.
+
+    A ``tf.while_loop`` with one iteration at a time, so a traced function holds one node's
+    operations (a Python loop put Q copies in the graph) and a fit's memory stays one node's
+    (n,) temporaries; the sums are added in the nodes' order, as the Python loop did."""
+    nodes_t = tf.constant(nodes, dtype=like.dtype)
+    weights_t = tf.constant(weights, dtype=like.dtype)
+    zero = tf.zeros_like(like)
+
+    def body(k: tf.Tensor, *sums: tf.Tensor) -> tuple[tf.Tensor, ...]:
+        return (k + 1, *add_node(nodes_t[k], weights_t[k], sums))
+
+    out = tf.while_loop(lambda k, *_: k < len(nodes), body,
+                        (tf.constant(0), *([zero] * n_sums)), parallel_iterations=1)
+    return tuple(out[1:])
 
 
 @check_shapes(
@@ -107,19 +130,24 @@ def _expectation_stats(fmu: tf.Tensor, fvar: tf.Tensor, sign: tf.Tensor, offset:
                        ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor]:
     fmu, fvar, offset, scale = (tf.stop_gradient(t) for t in (fmu, fvar, offset, scale))
     # One quadrature node at a time: (n,) temporaries instead of ten (Q, n) ones, which at a
-    # million judgments were the largest tensors of a fit.
+    # million judgments were the largest tensors of a fit. A graph loop, not a Python one: the
+    # traced graph holds one node's operations, not Q copies (tracing was most of a small fit).
     sd = tf.sqrt(fvar)
     shifted = fmu + offset
     inv_scale = 1.0 / scale
-    value = dm = dv = dscale = tf.zeros_like(fmu)
-    for node, weight in zip(nodes.tolist(), weights.tolist(), strict=True):
+
+    def add_node(node: tf.Tensor, weight: tf.Tensor, sums: tuple[tf.Tensor, ...]
+                 ) -> tuple[tf.Tensor, ...]:
+        value, dm, dv, dscale = sums
         z = sign * (shifted + sd * node) * inv_scale
         logp = log_ndtr(z)
         r = tf.exp(-0.5 * tf.square(z) - _LOG_SQRT_2PI - logp)  # inverse Mills ratio φ/Φ
-        value += weight * logp
-        dm += weight * r  # × sign / scale below: ∂ log Φ(z) / ∂f
-        dv += weight * r * (z + r)  # × −1 / scale²: ∂² log Φ(z) / ∂f² (< 0: log-concave)
-        dscale += weight * r * z  # × −1 / scale: ∂ log Φ(z) / ∂scale
+        return (value + weight * logp,
+                dm + weight * r,  # × sign / scale below: ∂ log Φ(z) / ∂f
+                dv + weight * r * (z + r),  # × −1 / scale²: ∂² log Φ(z) / ∂f² (< 0)
+                dscale + weight * r * z)  # × −1 / scale: ∂ log Φ(z) / ∂scale
+
+    value, dm, dv, dscale = quadrature_sum(add_node, nodes, weights, fmu, 4)
     return (
         value,
         sign * dm * inv_scale,

@@ -16,7 +16,7 @@ import tensorflow as tf
 from check_shapes import check_shapes, inherit_check_shapes
 from gpflow.base import TensorType
 
-from models.gp.likelihood import GaussianBernoulli, log_ndtr, ndtr
+from models.gp.likelihood import GaussianBernoulli, log_ndtr, ndtr, quadrature_sum
 from models.gp.training import CrowdGPCore
 
 _LOG_SQRT_2PI = 0.5 * np.log(2.0 * np.pi)
@@ -93,9 +93,11 @@ def ordinal_expectations(
     inv_c = 1.0 / scale_s
     log_keep = tf.math.log(tf.stop_gradient(keep))
     log_spam = tf.math.log(tf.stop_gradient(spam))  # −inf without spam
-    value = d_f = d_ff = d_ff_exact = d_c = d_up = d_lo = resp = tf.zeros_like(fmu_s)
-    # One node at a time: (n,) temporaries only, as in the binary likelihood.
-    for node, weight in zip(nodes.tolist(), weights.tolist(), strict=True):
+    # One node at a time (a graph loop): (n,) temporaries only, as in the binary likelihood.
+
+    def add_node(node: tf.Tensor, weight: tf.Tensor, sums: tuple[tf.Tensor, ...]
+                 ) -> tuple[tf.Tensor, ...]:
+        value, d_f, d_ff, d_ff_exact, d_c, d_up, d_lo, resp = sums
         shift = fmu_s + offset_s + sd * node
         u = (upper_s - shift) * inv_c
         w = (lower_s - shift) * inv_c
@@ -108,14 +110,17 @@ def ordinal_expectations(
         rho = tf.exp(log_ord - logp)
         df = -(ru - rw) * inv_c
         dff = (w * rw - u * ru) * tf.square(inv_c) - tf.square(df)
-        value += weight * logp
-        d_f += weight * rho * df
-        d_ff += weight * rho * dff
-        d_ff_exact += weight * (rho * dff + rho * (1.0 - rho) * tf.square(df))
-        d_c += weight * rho * (-(u * ru - w * rw) * inv_c)
-        d_up += weight * rho * ru * inv_c
-        d_lo += weight * rho * (-rw * inv_c)
-        resp += weight * (1.0 - rho)
+        return (value + weight * logp,
+                d_f + weight * rho * df,
+                d_ff + weight * rho * dff,
+                d_ff_exact + weight * (rho * dff + rho * (1.0 - rho) * tf.square(df)),
+                d_c + weight * rho * (-(u * ru - w * rw) * inv_c),
+                d_up + weight * rho * ru * inv_c,
+                d_lo + weight * rho * (-rw * inv_c),
+                resp + weight * (1.0 - rho))
+
+    value, d_f, d_ff, d_ff_exact, d_c, d_up, d_lo, resp = quadrature_sum(
+        add_node, nodes, weights, fmu_s, 8)
 
     @tf.custom_gradient
     def inner(m: tf.Tensor, v: tf.Tensor, hi: tf.Tensor, lo: tf.Tensor, o: tf.Tensor,
