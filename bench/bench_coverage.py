@@ -135,7 +135,11 @@ def fit(method: str, data, runs, seed: int,  # type: ignore[no-untyped-def]
 
 def parameter_draws(method: str, model, data, proba: np.ndarray, samples: int, seed: int):  # type: ignore[no-untyped-def]
     """The service's parameter draws for ``method``'s fit (None for a method without them)."""
-    from models.evaluation.parameters import draw_parameters, parameter_family
+    from models.evaluation.parameters import (
+        draw_parameters,
+        fit_population_prior,
+        parameter_family,
+    )
 
     family = parameter_family(method)
     if family is None:
@@ -145,7 +149,8 @@ def parameter_draws(method: str, model, data, proba: np.ndarray, samples: int, s
                            samples=samples, seed=seed,
                            competence=model.competence_ if mace else None,
                            spam=model.spam_dist_ if mace else None,
-                           class_prior=not mace or model.class_prior == "learned")
+                           class_prior=not mace or model.class_prior_used_ == "learned",
+                           population_prior=fit_population_prior(method, {}, proba.shape[1]))
 
 
 def one_seed(method: str, n_tasks: int, seed: int, args: argparse.Namespace) -> list[dict]:

@@ -61,6 +61,11 @@ def add_command(subparsers: argparse._SubParsersAction) -> None:  # type: ignore
     evaluate.add_argument("--annotators", metavar="TSV",
                           help="with --judgments: the annotators TSV of the fit (aggregate "
                                "--annotators); its spam_p_<label> columns make MACE's draws")
+    evaluate.add_argument("--population-prior", type=float, default=None, metavar="S",
+                          help="with --judgments, for a ds fit: its population_prior (ds's "
+                               "default: the number of classes); the draws then use the fit's "
+                               "own prior on each confusion row, as the service's do (default "
+                               "0: other methods)")
     evaluate.add_argument("--draws", choices=("parameters", "labels"), default=None,
                           help="parameters: the annotators' parameters, then the labels (needs "
                                "--judgments); labels: every task's label independently from "
@@ -243,4 +248,6 @@ def _parameter_draws(args: argparse.Namespace, posterior: Posterior,
     return draw_parameters(family, posterior.proba, rows[data.task][on], data.annotator[on],
                            data.label[on], samples=samples, seed=args.seed,
                            competence=None if mace is None else mace[0],
-                           spam=None if mace is None else mace[1], class_prior=mace is None)
+                           spam=None if mace is None else mace[1], class_prior=mace is None,
+                           population_prior=(args.population_prior or 0.0) if mace is None
+                           else 0.0)

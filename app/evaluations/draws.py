@@ -13,7 +13,12 @@ from app.aggregations.tables import Aggregation, AggregationAnnotator, Aggregati
 from app.collections.tables import Collection
 from app.judgments.columns import annotation_data, read_judgments, task_names
 from models.dependence import tempering
-from models.evaluation.parameters import AnnotatorDraws, draw_parameters, parameter_family
+from models.evaluation.parameters import (
+    AnnotatorDraws,
+    draw_parameters,
+    fit_population_prior,
+    parameter_family,
+)
 from models.evaluation.uncertainty import Posterior
 
 
@@ -59,10 +64,15 @@ def fit_parameter_draws(session: Session, *, collection: Collection, aggregation
     class_prior = True
     if family == "mace":
         competence, spam = _mace_parameters(session, aggregation, annotator_ids, classes)
-        class_prior = (aggregation.params or {}).get("class_prior", "uniform") == "learned"
+        # the prior the fit used ("auto" chose one: info says which)
+        used = (aggregation.info or {}).get("class_prior",
+                                            (aggregation.params or {}).get("class_prior"))
+        class_prior = used == "learned"
     draws = draw_parameters(family, proba, task, annotator, label, samples=samples, seed=seed,
                             competence=competence, spam=spam, class_prior=class_prior,
-                            weight=weight)
+                            weight=weight,
+                            population_prior=fit_population_prior(
+                                aggregation.method, aggregation.params, len(classes)))
     row_of = {key: r for r, key in enumerate(zip(posterior.topics.tolist(),
                                                   posterior.docs.tolist(), strict=True))}
     rows = np.array([row_of.get(key, -1) for key in zip(data.topic_ids.tolist(),

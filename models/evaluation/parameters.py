@@ -39,7 +39,9 @@ topics, the per-topic tilts one sparse product per class over the draws.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -103,10 +105,12 @@ class AnnotatorDraws:
     def gibbs(cls, proba: np.ndarray, task: np.ndarray, annotator: np.ndarray,
               label: np.ndarray, *, n_labels: int, samples: int, rng: np.random.Generator,
               class_prior: bool = True, weight: np.ndarray | None = None,
-              burn_in: int = BURN_IN) -> AnnotatorDraws:
+              burn_in: int = BURN_IN, population_prior: float = 0.0) -> AnnotatorDraws:
         """Confusion matrices (and the class prior) from their joint posterior with the labels:
         a Gibbs chain from labels drawn from ``proba``, alternating π_j[k, ·] ~ Dir(α_k +
-        N_j[k, ·](z)) (hard counts of the current labels z; α_k 1, ``DIAGONAL_PRIOR`` at k),
+        N_j[k, ·](z)) (hard counts of the current labels z; α_k 1, ``DIAGONAL_PRIOR`` at k,
+        plus, for a fit with DS's ``population_prior`` s, the fit's own prior: s pseudo-judgments
+        spread like the crowd's pooled row of the soft counts),
         ρ ~ Dir(1 + counts of z), and z_i from the posterior tilted by that draw;
         ``burn_in`` sweeps, then one state per draw.
         The tilt's reference θ̂ is the point estimate ``proba`` is the posterior of: its M step,
@@ -119,7 +123,13 @@ class AnnotatorDraws:
         soft = np.stack([np.bincount(cell, weights=proba[task, k] * w,
                                      minlength=n_annotators * n_labels)
                          .reshape(n_annotators, n_labels) for k in range(n_classes)], axis=1)
-        reference = soft + REFERENCE_SMOOTHING
+        # the fitted model's prior on each row (DS's population prior: s pseudo-judgments spread
+        # like the crowd's pooled row), in the reference (its M step) and in the chain's prior
+        pseudo = np.zeros((n_classes, n_labels))
+        if population_prior > 0:
+            pooled = soft.sum(axis=0) + 1.0
+            pseudo = (population_prior / pooled.sum(axis=1, keepdims=True)) * pooled
+        reference = soft + pseudo + REFERENCE_SMOOTHING
         log_reference = np.log(reference / reference.sum(axis=2, keepdims=True))
         judged = np.unique(task)
         rho_hat = np.maximum(proba[judged].mean(axis=0), 1e-300)
@@ -135,6 +145,7 @@ class AnnotatorDraws:
         alpha = np.full((n_classes, n_labels), PRIOR)
         if n_labels == n_classes:
             alpha += np.eye(n_classes) * (DIAGONAL_PRIOR - PRIOR)
+        alpha = alpha + pseudo
         for sweep in range(burn_in + samples):
             counts = np.bincount((annotator * n_classes + z[task]) * n_labels + label,
                                  weights=w, minlength=size)
@@ -266,19 +277,30 @@ class AnnotatorDraws:
         return p / p.sum(axis=2, keepdims=True)
 
 
+def fit_population_prior(method: str, params: Mapping[str, Any] | None, n_classes: int
+                         ) -> float:
+    """The population prior s of a fit (``models.dawid_skene``: K when not given), 0 for the
+    methods without one."""
+    if method != "ds":
+        return 0.0
+    value = (params or {}).get("population_prior")
+    return float(n_classes if value is None else value)
+
+
 def draw_parameters(family: str, proba: np.ndarray, task: np.ndarray, annotator: np.ndarray,
                     label: np.ndarray, *, samples: int, seed: int | None,
                     competence: np.ndarray | None = None, spam: np.ndarray | None = None,
-                    class_prior: bool = True, weight: np.ndarray | None = None
-                    ) -> AnnotatorDraws:
+                    class_prior: bool = True, weight: np.ndarray | None = None,
+                    population_prior: float = 0.0) -> AnnotatorDraws:
     """The parameter draws of an evaluation (the service's job, the CLI and the bench call this
     one function): ``family`` "confusion" or "mace" (which needs the fitted ``competence`` and
-    ``spam``), judgments as class indices of ``proba``'s columns."""
+    ``spam``), judgments as class indices of ``proba``'s columns; ``population_prior``: a DS
+    fit's (``fit_population_prior``)."""
     rng = parameter_rng(seed)
     if family == "confusion":
         return AnnotatorDraws.gibbs(proba, task, annotator, label, n_labels=proba.shape[1],
                                     samples=samples, rng=rng, class_prior=class_prior,
-                                    weight=weight)
+                                    weight=weight, population_prior=population_prior)
     if family == "mace":
         if competence is None or spam is None:
             raise ValueError("MACE's parameter draws need its fitted competence and spam")
