@@ -11,7 +11,6 @@ curve has all judgments revealed. Deterministic for a seed.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -20,6 +19,7 @@ import numpy as np
 from models.base import Aggregator
 from models.data import UNKNOWN, AnnotationData
 from models.sampling.rejudge import agreement_competence, rejudge_order
+from models.warm import accepts_init
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ def _fit(make: Callable[[], Aggregator], data: AnnotationData,
     (then checked against a cold fit as ``models.warm`` schedules it, and always at the ``last``
     point, where every judgment is revealed: the higher objective is kept), else cold."""
     model = make()
-    if previous is not None and "init" in inspect.signature(model.fit).parameters:
+    if previous is not None and accepts_init(model):  # models.warm.WarmStartable
         check = True if last else None
         return model.fit(data, init=previous, check=check)  # type: ignore[call-arg]
     return model.fit(data)
