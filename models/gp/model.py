@@ -200,7 +200,7 @@ class CrowdGP(Aggregator):
         trace = run_em(core, settings, progress)
         if self.estimate_difficulty and not self.learn_task_noise and self._models_noise():
             fit_task_noise(core)
-        m_f, v_f, _ = core._state()
+        m_f, v_f = core.q()
         self.core_ = core
         self.trace_: EMTrace = trace
         self.posterior_mean_ = m_f.numpy()

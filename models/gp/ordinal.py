@@ -159,7 +159,7 @@ class OrdinalGP(CrowdGP):
             seed=self.random_state,
         )
         trace = run_em(core, settings, progress)
-        m_f, v_f, _ = core._state()
+        m_f, v_f = core.q()
         self.core_ = core
         self.trace_ = trace
         self.posterior_mean_ = m_f.numpy()
