@@ -36,6 +36,7 @@ import scipy.optimize
 import tensorflow as tf
 from check_shapes import check_shapes
 
+from models.gp.constants import M_STEP_MAX_TASKS
 from models.gp.likelihood import GaussianBernoulli, judgment_expectations
 
 # The same seed gives the same fit, in the CLI and in a job's child process alike: without this,
@@ -70,7 +71,7 @@ class EMSettings:
     m_lik_iter: int = 20
     # Above this many tasks the GP block of the M step is fitted on a random subset of tasks
     # (redrawn each iteration); None: always on all tasks.
-    m_max_tasks: int | None = 20000
+    m_max_tasks: int | None = M_STEP_MAX_TASKS
     seed: int | None = None
 
 
@@ -409,7 +410,7 @@ class CrowdGPCore(gpflow.base.Module):
         M × n matrices), for ``m_iter`` iterations. Above ``m_max_tasks`` tasks that block sees a
         random subset of tasks with their sites and judgments, its data terms scaled by n / |S|:
         the subset-of-data estimate of a handful of hyperparameters (kernel variance and
-        lengthscales, τ², mean weights), which 20,000 tasks pin down; it bounds the M step's
+        lengthscales, τ², mean weights), which a few thousand tasks pin down; it bounds the M step's
         time and memory independently of n.
         """
         lik_vars = list(self.likelihood.trainable_variables)
