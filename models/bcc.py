@@ -46,7 +46,6 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import digamma
 
-from models import bcc_kernels
 from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
 from models.data import UNKNOWN, AnnotationData
 from models.dawid_skene import confusion_columns, expected_accuracy
@@ -338,6 +337,10 @@ class EBCC(Aggregator):
 
     def _fit_once(self, data: AnnotationData, design: _Design, rng: np.random.Generator,
                   progress: ProgressCallback, restart: int) -> dict:
+        # numba is imported when fitting, not with the class: the API process validates EBCC's
+        # parameters through models.registry without loading a compiler
+        from models import bcc_kernels
+
         k, m = data.n_classes, self.n_subtypes
         beta = _confusion_prior(k, self.alpha_diagonal, self.alpha_off_diagonal)  # (t, l)
         # μ prior laid out as the (J, l, t·M + m) counts below: β[t, l] for every subtype.
