@@ -4,7 +4,7 @@
                                       [--magp-kernel linear]
     python bench/bench_gp.py unseen [--seeds 5]
     python bench/bench_gp.py rf10
-    python bench/bench_gp.py speed --tasks 20000 --annotators 1000 --redundancy 5
+    python bench/bench_gp.py speed --tasks 20000 --annotators 1000 --redundancy 5 [--stages]
     python bench/bench_gp.py reference [--tasks 2000]
 
 Prints tab-separated rows (and, for ``accuracy``, a Markdown table). Not part of the test run.
@@ -212,9 +212,51 @@ def cmd_rf10(args: argparse.Namespace) -> None:
               f"{time.perf_counter() - t0:.1f} s\t{extra}", flush=True)
 
 
+def _time_stages() -> dict[str, list[float]]:
+    """Wrap the EM stages (E step, the M step's two L-BFGS blocks, task difficulty, k-means)
+    so that each call's seconds (and each L-BFGS block's number of evaluations) are recorded."""
+    import models.gp.training as training
+
+    stages: dict[str, list[float]] = {}
+
+    def timed(owner, name: str, label: str) -> None:  # noqa: ANN001 - a class or module
+        inner = getattr(owner, name)
+
+        def wrapper(*a, **k):  # noqa: ANN002, ANN003, ANN202
+            start = time.perf_counter()
+            out = inner(*a, **k)
+            stages.setdefault(label, []).append(time.perf_counter() - start)
+            return out
+
+        setattr(owner, name, wrapper)
+
+    timed(training.CrowdGPCore, "e_step", "E steps")
+    timed(training, "fit_task_noise", "task difficulty")
+    timed(training, "kmeans_inducing", "k-means")
+    lbfgs = training._lbfgs
+
+    def counted(loss_and_grads, variables, maxiter):  # noqa: ANN001, ANN202
+        calls = [0]
+
+        def count():  # noqa: ANN202
+            calls[0] += 1
+            return loss_and_grads()
+
+        start = time.perf_counter()
+        lbfgs(count, variables, maxiter)
+        noise = any("annotator" in v.name or "task_" in v.name for v in variables)
+        label = "M step, noise block" if noise else "M step, GP block"
+        stages.setdefault(label, []).append(time.perf_counter() - start)
+        stages.setdefault(label + " evaluations", []).append(calls[0])
+
+    training._lbfgs = counted
+    return stages
+
+
 def cmd_speed(args: argparse.Namespace) -> None:
     from models.gp.model import MAGP
 
+    stages = _time_stages() if args.stages else None
     t0 = time.perf_counter()
     s = generate(args.tasks, args.annotators, noise_level=(0.0, 2.0),
                  redundancy=args.redundancy, random_state=0)
@@ -228,8 +270,10 @@ def cmd_speed(args: argparse.Namespace) -> None:
     print(f"tasks {data.n_tasks}\tjudgments {data.n_judgments}\tannotators {data.n_annotators}\t"
           f"generate {gen:.1f} s\tfit {fit:.1f} s\tEM iterations {info['n_iter']}\t"
           f"E sweeps {info['e_step_sweeps']}\t{info['gp']}\t"
-          f"accuracy {_accuracy(model.labels_, s.truth):.4f}\tpeak RSS {peak:.2f} GiB",
-          flush=True)
+          f"accuracy {_accuracy(model.labels_, s.truth):.4f}\tpeak RSS {peak:.2f} GiB\t"
+          f"load average {os.getloadavg()[0]:.1f}", flush=True)
+    for label, values in (stages or {}).items():
+        print(f"  {label}: {sum(values):.1f} in {len(values)} calls", flush=True)
 
 
 def cmd_reference(args: argparse.Namespace) -> None:
@@ -315,6 +359,8 @@ def main() -> None:
     speed.add_argument("--redundancy", type=int, default=5)
     speed.add_argument("--inducing", type=int, default=200)
     speed.add_argument("--magp-kernel", default="rbf")
+    speed.add_argument("--stages", action="store_true",
+                       help="also print the seconds of each EM stage and L-BFGS evaluations")
     ref = sub.add_parser("reference")
     ref.add_argument("--tasks", type=int, default=2000)
     ref.add_argument("--annotators", type=int, default=100)

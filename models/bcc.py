@@ -68,11 +68,11 @@ class _Design:
     """The judgments as a sparse one-hot matrix: row = task, column = annotator·K + label."""
 
     onehot: sp.csr_matrix  # (n_tasks, n_annotators * K)
-    onehot_t: sp.csr_matrix  # its transpose, for the M step
     n_tasks: int
     n_annotators: int
     n_classes: int
     judged: np.ndarray  # (n_tasks,) bool
+    all_judged: bool
     impossible: np.ndarray | None  # (n_tasks, K) True where a gold label rules a class out
 
     @classmethod
@@ -89,12 +89,16 @@ class _Design:
             impossible = np.zeros((data.n_tasks, k), dtype=bool)
             impossible[known] = True
             impossible[known, data.gold[known]] = False
-        return cls(onehot, onehot.T.tocsr(), data.n_tasks, data.n_annotators, k,
-                   data.judgments_per_task() > 0, impossible)
+        judged = data.judgments_per_task() > 0
+        return cls(onehot, data.n_tasks, data.n_annotators, k, judged, bool(judged.all()),
+                   impossible)
 
     def counts(self, weights: np.ndarray) -> np.ndarray:
         """Σ over judgments of weights[task, c] per (annotator, label, c): (J, K, C)."""
-        out = self.onehot_t @ weights
+        # onehotᵀ as CSC: each task's row scatters into the small (J·K, C) table, adding each
+        # output's terms in task order as the CSR transpose did (the same bits), 2.6× faster
+        # than gathering rows of the long (n_tasks, C) operand (1 M judgments, C = 20)
+        out = self.onehot.T @ weights
         return np.asarray(out).reshape(self.n_annotators, self.n_classes, -1)
 
     def scores(self, table: np.ndarray) -> np.ndarray:
@@ -318,6 +322,10 @@ class EBCC(Aggregator):
 
     def _fit_once(self, data: AnnotationData, design: _Design, rng: np.random.Generator,
                   progress: ProgressCallback, restart: int) -> dict:
+        # numba is imported when fitting, not with the class: the API process validates EBCC's
+        # parameters through models.registry without loading a compiler
+        from models import bcc_kernels
+
         k, m = data.n_classes, self.n_subtypes
         beta = _confusion_prior(k, self.alpha_diagonal, self.alpha_off_diagonal)  # (t, l)
         # μ prior laid out as the (J, l, t·M + m) counts below: β[t, l] for every subtype.
@@ -332,18 +340,27 @@ class EBCC(Aggregator):
         history: list[float] = []
         total = self.n_restarts * self.n_iter
         it = 0
+        impossible = (np.zeros((0, k), dtype=np.bool_) if design.impossible is None
+                      else design.impossible)
         for it in range(1, self.n_iter + 1):
-            eta = eta0 + zg[design.judged].sum(axis=0).reshape(k, m)
+            judged = zg if design.all_judged else zg[design.judged]
+            eta = eta0 + judged.sum(axis=0).reshape(k, m)
             nu, e_log_kappa = kappa.update(z)
             mu = design.counts(zg) + beta_l_tm[None]  # (J, l, t*M)
             e_log_v = digamma(mu) - digamma(mu.sum(axis=1, keepdims=True))
-            log_joint = (design.scores(e_log_v) + e_log_dirichlet(eta).ravel()
-                         + np.repeat(e_log_kappa, m, axis=1))
-            if design.impossible is not None:
-                log_joint[np.repeat(design.impossible, m, axis=1)] = -np.inf
-            zg, log_norm = _normalise_log(log_joint)
+            # log q(T_i = t, G_i = m) up to its normaliser, in log space (a product over the
+            # task's judgments); compiled passes (models.bcc_kernels), bit for bit numpy's
+            # sum, row maximum, exp, row sum and per-class sum over the subtypes
+            zg = design.scores(e_log_v)
+            top = np.empty(data.n_tasks)
+            bcc_kernels.shift_log_joint(zg, e_log_dirichlet(eta).ravel(), e_log_kappa, m,
+                                        impossible, top)
+            np.exp(zg, out=zg)
+            row_sum = np.empty(data.n_tasks)
             previous = z
-            z = zg.reshape(data.n_tasks, k, m).sum(axis=2)
+            z = np.empty((data.n_tasks, k))
+            bcc_kernels.normalise_rows(zg, m, row_sum, z)
+            log_norm = np.log(row_sum) + top
             elbo = (float(log_norm[design.judged].sum())
                     - kl_dirichlet(mu.transpose(0, 2, 1), beta_l_tm.T[None])
                     - kl_dirichlet(eta, eta0) - kappa.kl(nu))

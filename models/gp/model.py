@@ -26,7 +26,7 @@ from models.base import AggregationResult, Aggregator, ProgressCallback, no_prog
 from models.data import UNKNOWN, AnnotationData
 from models.dirichlet import Grouping
 from models.gp.competence import grade_agreement
-from models.gp.constants import DEFAULT_QUADRATURE_POINTS
+from models.gp.constants import DEFAULT_QUADRATURE_POINTS, M_STEP_MAX_TASKS
 from models.params import (
     FullGPTasks,
     InducingPoints,
@@ -82,7 +82,7 @@ class CrowdGP(Aggregator):
         e_step_sweeps: InnerIterations1 = 20,
         e_step_rate: StepRate = 0.7,
         m_step_iterations: InnerIterations = 10,
-        m_step_max_tasks: MStepTasks = 20000,
+        m_step_max_tasks: MStepTasks = M_STEP_MAX_TASKS,
         n_quadrature: QuadraturePoints = DEFAULT_QUADRATURE_POINTS,
         random_state: Seed = None,
         asymmetric_noise: bool = False,
@@ -200,7 +200,7 @@ class CrowdGP(Aggregator):
                    inducing: Any) -> None:
         """The fitted attributes: posterior of f, P(relevant) (gold clamped), the noise and
         bias parameters, the objective history and the fit's info."""
-        m_f, v_f, _ = core._state()
+        m_f, v_f = core.q()
         self.core_ = core
         self.trace_: EMTrace = trace
         self.posterior_mean_ = m_f.numpy()
@@ -477,7 +477,7 @@ class GPMV(CrowdGP):
         e_step_sweeps: InnerIterations1 = 20,
         e_step_rate: StepRate = 0.7,
         m_step_iterations: InnerIterations = 10,
-        m_step_max_tasks: MStepTasks = 20000,
+        m_step_max_tasks: MStepTasks = M_STEP_MAX_TASKS,
         n_quadrature: QuadraturePoints = DEFAULT_QUADRATURE_POINTS,
         random_state: Seed = None,
         readout_noise: PriorOrZero = 0.0,

@@ -141,7 +141,7 @@ class OrdinalGP(CrowdGP):
             deviation_variance=self.deviation_variance,
         )
         trace = self._run_em(core, progress)
-        m_f, v_f, _ = core._state()
+        m_f, v_f = core.q()
         self.core_ = core
         self.trace_ = trace
         self.posterior_mean_ = m_f.numpy()

@@ -321,7 +321,7 @@ class OrdinalCrowdGPCore(CrowdGPCore):
     def m_step(self, settings: Any, rng: np.random.Generator | None = None) -> None:
         """The spam part in closed form from the current q(f), then the inherited M step."""
         if self.likelihood.spam_prior > 0:
-            m_f, v_f, _ = self._state()
+            m_f, v_f = self.q()
             _, _, _, resp = self.likelihood.terms(
                 tf.gather(m_f, self.task), tf.gather(v_f, self.task), self.grade, self.task,
                 self.annotator)
