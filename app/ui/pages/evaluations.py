@@ -122,9 +122,11 @@ def _draws(evaluation: Any) -> dict[str, Any]:
                 "same qrels)")
     else:
         text = "no draws of the qrels (0 requested): no intervals"
-    # "parameters": each draw drew the annotators' parameters first (``models.evaluation.
-    # parameters``); "labels": each task's label independently
-    kind = getattr(evaluation, "draws", None) or "labels"
+    # how the draws were made, as the report says once scored (else as requested):
+    # "parameters": the annotators' parameters first (``models.evaluation.parameters``);
+    # "joint-gp": one draw of a GP fit's latent function for all tasks; "labels": each task's
+    # label independently
+    kind = report.get("draws") or getattr(evaluation, "draws", None) or "labels"
     return {"made": int(made), "requested": requested, "fixed": fixed, "text": text,
             "kind": kind}
 

@@ -137,7 +137,11 @@ def test_a_gp_fit_is_drawn_jointly_as_by_the_cli(client, tmp_path: Path) -> None
                     )["report"]["draws"] == "labels"
     done = evaluate(client, {**body, "aggregation": created["id"]})
     assert done["report"]["draws"] == "joint-gp"
-    assert "drawn jointly from the GP fit" in client.get(f"/ui/evaluations/{done['id']}").text
+    page = client.get(f"/ui/evaluations/{done['id']}").text
+    assert "drawn jointly from the GP fit" in page
+    # the legend names what was drawn: the latent function, not annotators' confusion matrices
+    assert "latent function once for every task" in page
+    assert "every annotator's parameters" not in page
 
     judgments, _ = judgments_and_gold()
     (tmp_path / "j.tsv").write_text(judgments)
