@@ -163,11 +163,16 @@ def joint_loadings(session: Session, *, source: Any,
     """The joint posterior a binary GP fit stored (``models.evaluation.joint.JointLoadings``),
     so that the evaluation's draws move tasks sharing features together; None for any other
     source (gold, a combination, a fit without one: independent per-task draws)."""
-    mode, refs = source_refs(source)
-    if mode is not None or refs == ["gold"] or len(posterior.classes) != 2:
-        return None
-    artifact = session.get(AggregationArtifact, (refs[0], JOINT_KIND))
+    artifact = None if len(posterior.classes) != 2 else _joint_artifact(session, source)
     return None if artifact is None else JointLoadings.from_bytes(artifact.payload)
+
+
+def _joint_artifact(session: Session, source: Any) -> AggregationArtifact | None:
+    """The stored joint posterior of ``source`` when it is one fit that has one."""
+    mode, refs = source_refs(source)
+    if mode is not None or refs == ["gold"]:
+        return None
+    return session.get(AggregationArtifact, (refs[0], JOINT_KIND))
 
 
 def posterior_rows(posterior: Posterior) -> list[dict[str, Any]]:
@@ -200,10 +205,7 @@ def drawing_fit(session: Session, source: Any) -> Aggregation | None:
 
 def has_joint_posterior(session: Session, source: Any) -> bool:
     """Whether ``source`` is one binary GP fit that stored its joint posterior of f."""
-    mode, refs = source_refs(source)
-    if mode is not None or refs == ["gold"]:
-        return False
-    return session.get(AggregationArtifact, (refs[0], JOINT_KIND)) is not None
+    return _joint_artifact(session, source) is not None
 
 
 def resolve_draws(session: Session, *, source: Any, draws: str | None, samples: int) -> str:
