@@ -48,6 +48,7 @@ class InlineRunner:
         self._slots = threading.Semaphore(self.max_parallel)
         self._dispatcher: threading.Thread | None = None
         self.use_starter = settings.job_starter and can_fork()
+        self._stopped = False
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -59,6 +60,10 @@ class InlineRunner:
     def stop(self) -> None:
         self._queue.put(None)
         with self._lock:
+            # No job starts after this: one the dispatcher took from the queue before it saw
+            # the end would otherwise start after the snapshot below and outlive the API (the
+            # job stays queued, for the next start's _recover).
+            self._stopped = True
             running = list(self._running.items())
         for key, process in running:
             process.terminate()
@@ -103,6 +108,9 @@ class InlineRunner:
                 return
             self._slots.acquire()
             with self._lock:
+                if self._stopped:
+                    self._slots.release()
+                    return
                 if item in self._cancelled:
                     self._slots.release()
                     continue
