@@ -6,13 +6,21 @@ EM maximises the marginal log-likelihood  Σ_i log Σ_t ρ_t Π_{a ∈ i} π_{j(
 from the majority-vote posterior (an M step first). ``smoothing`` is a pseudo-count added to every
 confusion-matrix cell (0 gives the plain maximum-likelihood update; cells are clipped at 1e-10
 as crowd-kit does). ``population_prior`` adds s pseudo-judgments to every confusion row, spread
-like the population's row, m[t, ·] ∝ 1 + Σ_j N_j[t, ·] (the crowd's pooled expected counts,
-re-estimated at every M step): the MAP update of a Dirichlet(s · m[t]) prior, so an annotator
-with a handful of judgments borrows the crowd's confusion instead of a 0/1 maximum-likelihood
-row (the empirical-Bayes mean of a hierarchical DS; its strength fixed at s = K by default,
-the mass of Laplace's one per cell). With ``use_gold`` the posterior of a task with a gold label
-is held at that label. Stops after ``n_iter`` iterations or when the log-likelihood per judgment
-changes by less than ``tol``.
+like the population's errors by their distance from the truth: m[t, l] ∝ g(l − t), g(d) the mean
+over the true grades of the crowd's pooled rows' shares at distance d (the pooled rows
+1 + Σ_j N_j[t, ·], the crowd's expected counts, re-estimated at every M step): the MAP update of
+a Dirichlet(s · m[t]) prior, so an annotator with a handful of judgments borrows the crowd's
+confusion instead of a 0/1 maximum-likelihood row (the empirical-Bayes mean of a hierarchical
+DS). The centre is by distance, not the pooled rows as they are, because pooled rows follow
+whatever the latent classes became: with weak workers spread thin, EM empties a grade and merges
+it into a neighbour, and a centre copied from those rows endorses the merge; "an error's chance
+depends on how far it lands from the truth, alike for every grade" is the assumption that keeps
+the grades apart (majority vote makes it too, with g flat). Its strength s is fixed,
+``POPULATION_STRENGTH`` = 40 per row by default: a Dirichlet share near ½ then has sd
+½ / √41 ≈ .08, a crowd whose workers differ from the population by less than about ±.16 unless
+tens of their own judgments say otherwise (docs/models.md, "Weak workers spread thin"). With
+``use_gold`` the posterior of a task with a gold label is held at that label. Stops after
+``n_iter`` iterations or when the log-likelihood per judgment changes by less than ``tol``.
 
 Confusion matrices are (n_annotators, K, K) — K is tiny; both EM passes are one sparse product over
 the judgments each (``Judgments``), never a tasks × annotators array.
@@ -22,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Annotated, Any, Self
+from typing import Annotated, Any, Literal, Self
 
 import numpy as np
 import scipy.sparse
@@ -36,6 +44,7 @@ from models.warm import WarmStartUnavailable, cold_check_due, result_column, war
 _EPS = 1e-10
 SPARSE_SMOOTHING = 0.01  # the default pseudo-count per confusion cell (smoothing=None)...
 DENSE_SMOOTHING = 1.0  # ...and once the judgments are tempered (models.dependence)
+POPULATION_STRENGTH = 40.0  # population_prior=None: pseudo-judgments per confusion row
 
 
 class DawidSkene(Aggregator):
@@ -145,12 +154,10 @@ class DawidSkene(Aggregator):
         prior = np.clip(prior, _EPS, None)
         prior /= prior.sum()
         confusion = idx.expected_counts(post).transpose(2, 0, 1)  # [j, t, l]
-        strength = float(k if self.population_prior is None else self.population_prior)
-        self._pseudo = np.zeros((k, k))
-        if strength > 0:  # a Dirichlet(s · m[t]) prior on each row, m the crowd's pooled row
-            pooled = confusion.sum(axis=0) + 1.0
-            self._pseudo = (strength / pooled.sum(axis=1, keepdims=True)) * pooled
-            confusion = confusion + self._pseudo
+        strength = float(POPULATION_STRENGTH if self.population_prior is None
+                         else self.population_prior)
+        self._pseudo = population_pseudo_counts(confusion.sum(axis=0), strength)
+        confusion = confusion + self._pseudo
         confusion = np.clip(confusion + self.smoothing_, _EPS, None)
         confusion /= confusion.sum(axis=2, keepdims=True)
         return prior, confusion
@@ -204,6 +211,27 @@ class DawidSkene(Aggregator):
         init.confusion_ = confusion
         init.cold_checked_at_ = int(cold_checked_at)
         return init
+
+
+def population_pseudo_counts(pooled: np.ndarray, strength: float,
+                             shape: Literal["distance", "pooled"] = "distance") -> np.ndarray:
+    """(K, K) s · m[t, l]: ``strength`` pseudo-judgments per confusion row, spread like the
+    crowd's pooled expected counts ``pooled`` [t, l] (+ 1 each): as they are (``"pooled"``), or
+    (``"distance"``) by the distance l − t alone, m[t, l] ∝ g(l − t) with g(d) the mean of the
+    pooled rows' shares at distance d (rows normalised first, so every grade's row counts
+    alike): an error's chance depends on how far it is from the truth, not on the true grade."""
+    k = pooled.shape[0]
+    if strength <= 0:
+        return np.zeros((k, k))
+    rows = pooled + 1.0
+    rows = rows / rows.sum(axis=1, keepdims=True)
+    if shape == "distance":
+        offset = np.arange(k)[None, :] - np.arange(k)[:, None] + (k - 1)  # l − t + K − 1
+        g = (np.bincount(offset.ravel(), weights=rows.ravel(), minlength=2 * k - 1)
+             / np.bincount(offset.ravel(), minlength=2 * k - 1))
+        rows = g[offset]
+        rows = rows / rows.sum(axis=1, keepdims=True)
+    return strength * rows
 
 
 def expected_accuracy(prior: np.ndarray, confusion: np.ndarray) -> np.ndarray:

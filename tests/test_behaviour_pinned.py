@@ -53,10 +53,10 @@ CLI_DIGESTS: dict[str, tuple[str, str, str, str]] = {
         "84fe6046627f0e10b5c5f6c7cc3b5005e07033ddb9d18ad530cfe5ceb18ed557",
     ),
     'ds': (
-        "dcfb63d7dbc3761b9136cea920eb9192643897652016be18dce5971a70da6a39",
-        "6ef8e7537dfa011c94485439bbef2fe36e2f7fe2be54d3714e6fb0af73cc1b63",
-        "6de80928fbfc81e4b066bbc16fa9d68dc366da64f94e72fcb05051804f2cda4c",
-        "8d24d2b10ddd830c24b1bb4dbbe850860371d020f4fbdca2f83f2731ffa94a75",
+        "0cef856a05d16ae5166afb85c2d65ef201a926abd715e83cdcdf52f49c4acf0e",
+        "5fddef01cb37d78caf012dbd8806e5a29e56d4ac0b66d82e9d740c430236234a",
+        "8d256f6a3a0fa22087c6ef0f2a452f3148a75cfedd094e1063e96bc98468b1e2",
+        "feb2ef1c71e7bddad986b8a47957a84e42ce80a5947e9d9f0ef953596052edbd",
     ),
     'ibcc': (
         "fe6d090af879ae7a8cc30ab113a5af1c0335a43fa5729d288c1353c8f18a5a71",
@@ -71,10 +71,10 @@ CLI_DIGESTS: dict[str, tuple[str, str, str, str]] = {
         "5686a7e942c0c014ce6eb706292a36c8d336da9aab15705e7ac1b6a5a76e7ac0",
     ),
     'ds-clamp-folds': (
-        "a8e96b7a8656af4c50ba3f399adf4d811254877be192f90c9ebdc4c8f6a095a6",
-        "76fdcfcf08c9d3fe6e0da69a6202b012adff4e221e7f1dc2ddc31ec2baa18583",
-        "573b21acff87a92617233dc271e2bcade26ccc797be51830ffe4c8e008feddb4",
-        "ab8835bf8b0ab52301dd72b702022cfbbd24624155a4cd1814a4a7b704090d8c",
+        "5c83a77f63cba0f8cefad52839725771b4a54dfff82a47edf6c4d33420970897",
+        "99103d525be05510f3c4b8c2d32c9c79a2c93816463fc35ed913cca0cdf60f3c",
+        "90e456d2e5c09d52a6e26c3117b84de42faee14848c20139dc4eb260c24f8c9d",
+        "93ed34dec3f363a4bbecaafd3e8557758a6f5bd38e1014410c35acd2223f5d7b",
     ),
     'ibcc-calibrate': (
         "67656736f7b284a46c0b37149171fba229020c12eda6dc699934cc76d5156a10",
@@ -108,11 +108,11 @@ API_RUNS = {
 # fields), tasks JSON, fit summary JSON
 API_DIGESTS: dict[str, tuple[str, str, str, str, str]] = {
     'ds': (
-        "dcfb63d7dbc3761b9136cea920eb9192643897652016be18dce5971a70da6a39",
-        "e142209d796d589ca5c67c6483e24f9f3e428dcae8b69261bb5c082627af95f6",
-        "b19c30d1e85e7fdaa472b2cae93084ad755974927750c81f356b96f987c5f194",
-        "5847bd574065589be8d5cae3dfe2ac9fcc164e3956adef35f09060d761f9ae9b",
-        "bf5ec22fbce0c9c43bfaa3a0e11fc703b7f5dcee41dae07a08828295a6c5b32f",
+        "0cef856a05d16ae5166afb85c2d65ef201a926abd715e83cdcdf52f49c4acf0e",
+        "4024ec1caeaba4f2381cf1b58fe4bd97f841f9ddd9ef40f220cec6d7e9f7db85",
+        "a140db3c6a31b9ef34a39bdea3e26f84a62a5c3cfa0bc3201ea7322cdf81e99c",
+        "5e9bef9c47df6545697994681e24db96e22f0f0b9fc58df588333837dad54536",
+        "3a600e5af25a158e7b16d1910918a959f223346184f3cfc4ad01302cc3379619",
     ),
     'mace': (
         "f6bb69b44f3ddfe00dede280e49a37d6f4f9a88e1a82ed26568a2208ba027473",

@@ -45,6 +45,8 @@ from typing import Any
 
 import numpy as np
 
+from models.dawid_skene import POPULATION_STRENGTH, population_pseudo_counts
+
 PRIOR = 1.0
 BURN_IN = 100  # Gibbs sweeps before the first kept state (``AnnotatorDraws.gibbs``)
 DIAGONAL_PRIOR = 2.0  # the chain's pseudo-count on a confusion matrix's diagonal
@@ -110,7 +112,8 @@ class AnnotatorDraws:
         a Gibbs chain from labels drawn from ``proba``, alternating π_j[k, ·] ~ Dir(α_k +
         N_j[k, ·](z)) (hard counts of the current labels z; α_k 1, ``DIAGONAL_PRIOR`` at k,
         plus, for a fit with DS's ``population_prior`` s, the fit's own prior: s pseudo-judgments
-        spread like the crowd's pooled row of the soft counts),
+        spread like the crowd's pooled rows of the soft counts by distance,
+        ``models.dawid_skene.population_pseudo_counts``),
         ρ ~ Dir(1 + counts of z), and z_i from the posterior tilted by that draw;
         ``burn_in`` sweeps, then one state per draw.
         The tilt's reference θ̂ is the point estimate ``proba`` is the posterior of: its M step,
@@ -123,12 +126,10 @@ class AnnotatorDraws:
         soft = np.stack([np.bincount(cell, weights=proba[task, k] * w,
                                      minlength=n_annotators * n_labels)
                          .reshape(n_annotators, n_labels) for k in range(n_classes)], axis=1)
-        # the fitted model's prior on each row (DS's population prior: s pseudo-judgments spread
-        # like the crowd's pooled row), in the reference (its M step) and in the chain's prior
-        pseudo = np.zeros((n_classes, n_labels))
-        if population_prior > 0:
-            pooled = soft.sum(axis=0) + 1.0
-            pseudo = (population_prior / pooled.sum(axis=1, keepdims=True)) * pooled
+        # the fitted model's prior on each row (DS's population prior), in the reference (its M
+        # step) and in the chain's prior
+        pseudo = (population_pseudo_counts(soft.sum(axis=0), population_prior)
+                  if n_labels == n_classes else np.zeros((n_classes, n_labels)))
         reference = soft + pseudo + REFERENCE_SMOOTHING
         log_reference = np.log(reference / reference.sum(axis=2, keepdims=True))
         judged = np.unique(task)
@@ -279,12 +280,12 @@ class AnnotatorDraws:
 
 def fit_population_prior(method: str, params: Mapping[str, Any] | None, n_classes: int
                          ) -> float:
-    """The population prior s of a fit (``models.dawid_skene``: K when not given), 0 for the
-    methods without one."""
+    """The population prior s of a fit (``models.dawid_skene``: ``POPULATION_STRENGTH`` when not
+    given), 0 for the methods without one (``n_classes`` is no longer used: kept for callers)."""
     if method != "ds":
         return 0.0
     value = (params or {}).get("population_prior")
-    return float(n_classes if value is None else value)
+    return float(POPULATION_STRENGTH if value is None else value)
 
 
 def draw_parameters(family: str, proba: np.ndarray, task: np.ndarray, annotator: np.ndarray,

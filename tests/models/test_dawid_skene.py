@@ -7,7 +7,7 @@ import pytest
 from scipy.stats import spearmanr
 
 from models.data import AnnotationData
-from models.dawid_skene import DawidSkene
+from models.dawid_skene import DawidSkene, population_pseudo_counts
 from models.majority_vote import MajorityVote
 from models.synthetic import NOISE_LEVELS, generate
 
@@ -44,15 +44,50 @@ def test_one_em_step_by_hand() -> None:
 
 def test_population_prior_by_hand() -> None:
     # Majority-vote counts N_j[t, l] as above: A: t0 (1, .5), t1 (0, 2.5); B: t0 (1.5, 0),
-    # t1 (.5, 2). Pooled rows 1 + Σ_j N_j: t0 (3.5, 1.5), t1 (1.5, 5.5), so with s = 2 the
-    # pseudo-counts are t0 (1.4, .6), t1 (3/7, 11/7), and A's rows become
-    # t0 (2.4, 1.1) / 3.5 and t1 (3/7, 2.5 + 11/7) / 4.5 (no smoothing).
+    # t1 (.5, 2). Pooled rows 1 + Σ_j N_j: t0 (3.5, 1.5), t1 (1.5, 5.5), normalised (7/10,
+    # 3/10), (3/14, 11/14). By distance: g(0) = (7/10 + 11/14) / 2 = 26/35, g(+1) = 3/10,
+    # g(−1) = 3/14; the centre's rows (26/35, 3/10) and (3/14, 26/35) normalised are (52/73,
+    # 21/73) and (15/67, 52/67), so with s = 2 the pseudo-counts are t0 (104/73, 42/73), t1
+    # (30/67, 104/67), and A's rows become t0 (1 + 104/73, .5 + 42/73) / 3.5 and t1 (30/67,
+    # 2.5 + 104/67) / 4.5 (no smoothing).
     data = _two_annotators()
     ds = DawidSkene(n_iter=0, smoothing=0.0, population_prior=2.0).fit(data)
-    np.testing.assert_allclose(ds.confusion_[0], [[2.4 / 3.5, 1.1 / 3.5],
-                                                  [3 / 7 / 4.5, (2.5 + 11 / 7) / 4.5]])
-    np.testing.assert_allclose(ds.confusion_[1], [[2.9 / 3.5, 0.6 / 3.5],
-                                                  [(0.5 + 3 / 7) / 4.5, (2 + 11 / 7) / 4.5]])
+    np.testing.assert_allclose(ds.confusion_[0], [[(1 + 104 / 73) / 3.5, (0.5 + 42 / 73) / 3.5],
+                                                  [30 / 67 / 4.5, (2.5 + 104 / 67) / 4.5]])
+    np.testing.assert_allclose(ds.confusion_[1], [[(1.5 + 104 / 73) / 3.5, 42 / 73 / 3.5],
+                                                  [(0.5 + 30 / 67) / 4.5, (2 + 104 / 67) / 4.5]])
+
+
+def test_population_centre_depends_on_distance_only() -> None:
+    """The centre of the population prior weighs an error by its distance l − t alone: in
+    every row, m[t, t + d] / m[t, t] is the same number g(d) / g(0), whatever the pooled rows
+    were (here every grade's row has its own shape); ``"pooled"`` keeps them as they are."""
+    pooled = np.array([[50.0, 20, 5, 1, 0], [10, 40, 10, 3, 1], [2, 30, 60, 8, 2],
+                       [0, 1, 5, 30, 4], [0, 0, 1, 9, 10]])
+    m = population_pseudo_counts(pooled, 10.0)
+    np.testing.assert_allclose(m.sum(axis=1), 10.0)
+    for d in range(-4, 5):
+        ratios = [m[t, t + d] / m[t, t] for t in range(5) if 0 <= t + d < 5]
+        np.testing.assert_allclose(ratios, ratios[0])
+    kept = population_pseudo_counts(pooled, 10.0, "pooled")
+    np.testing.assert_allclose(kept, 10 * (pooled + 1) / (pooled + 1).sum(axis=1, keepdims=True))
+    assert not np.any(population_pseudo_counts(pooled, 0.0))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_weak_sparse_workers_keep_every_grade(seed: int) -> None:
+    """Weak workers (accuracy .35-.85) with a handful of tasks each (1,200 tasks, 3 judgments
+    each, 600 workers drawn uniformly, 4 grades): with the crowd's pooled rows as the prior's
+    centre, DS empties the top grade and merges others (accuracy .42-.60 against majority vote's
+    .64-.65); centred on the shape by distance, no class empties and DS holds majority vote."""
+    from models.synthetic import crowd_dataset
+
+    s = crowd_dataset(1200, 600, grades=4, alpha=0.0, accuracy=(0.35, 0.85), random_state=seed)
+    data = s.to_annotation_data(with_features=False)
+    mv = float(np.mean(MajorityVote().fit(data).labels_ == s.truth))
+    ds = DawidSkene().fit(data)
+    assert float(np.mean(ds.labels_ == s.truth)) >= mv - 0.01
+    assert ds.prior_.min() > 0.03
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -60,7 +95,7 @@ def test_many_sparse_workers_hold_majority_vote(seed: int) -> None:
     """Many workers with a handful of tasks each (crowd_dataset: 600 tasks, 3 judgments each,
     300 workers drawn uniformly, 4 grades): plain DS gives each worker a near 0/1 confusion
     matrix fitted to its own few answers and falls .1-.2 below majority vote; with the crowd's
-    pooled confusion as prior (the default) it holds majority vote."""
+    confusion as prior (the default) it holds majority vote."""
     from models.synthetic import crowd_dataset
 
     s = crowd_dataset(600, 300, grades=4, class_prior=(0.55, 0.25, 0.12, 0.08), alpha=0.0,

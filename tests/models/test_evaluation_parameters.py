@@ -50,7 +50,7 @@ def _runs(post: Posterior) -> dict[str, dict[str, list[str]]]:
 
 def test_parameter_draws_widen_intervals_where_labels_rest_on_few_annotators() -> None:
     data, truth = _few_annotators()
-    model = DawidSkene().fit(data)
+    model = DawidSkene(population_prior=2.0).fit(data)
     post = Posterior(topics=data.topic_ids, docs=data.doc_ids, proba=model.proba_,
                      classes=np.array([0, 1]), relevant_index=1)
     measures = parse_measures(["P@10", "AP"])
@@ -182,7 +182,7 @@ def test_graded_chain_and_tempered_judgments() -> None:
     label = np.where(rng.random(3 * n) < 0.7, truth[task], rng.integers(0, 3, 3 * n))
     data = AnnotationData.from_rows([f"t{i % 5}" for i in task], [f"d{i:03d}" for i in task],
                                     [f"w{j}" for j in annotator], label.tolist())
-    q = DawidSkene().fit(data).proba_
+    q = DawidSkene(population_prior=3.0).fit(data).proba_
     draws = draw_parameters("confusion", q, data.task, data.annotator, data.label, samples=100,
                             seed=2, population_prior=3.0)  # DS's own prior on three grades
     assert draws.log_ratio.shape == (100, data.n_annotators, 3, 3)
