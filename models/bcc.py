@@ -13,6 +13,16 @@ confusion matrix. Mean-field VB alternates
 with E[ln π[t, l]] = ψ(α[t, l]) − ψ(Σ_l α[t, l]). An annotator with three judgments keeps a
 confusion matrix close to its prior instead of a maximum-likelihood 0/1 matrix.
 
+``prior="crowd"`` (an option, 2026-11-27): α₀ = s · m, DS's population prior
+(``models.dawid_skene.population_pseudo_counts``, ``population_strength``): its centre m the
+crowd's pooled confusion by the signed distance l − t of an error (an error's chance depends on
+how far from the truth it lands and in which direction, not on the true grade), its strength s
+type-II ML, both re-estimated at every iteration. The fixed symmetric prior (``"fixed"``, the
+default: ``alpha_diagonal`` / ``alpha_off_diagonal``) lets a skewed class prior outvote 2-1
+majorities of weak workers with a handful of judgments, whose real errors are neighbours;
+``"crowd"`` holds majority vote there, but on a skewed binary crowd one class's row can drift
+to "never wrong" and empty that class (docs/models.md, "Weak workers spread thin").
+
 ``prior="empirical"`` (empirical Bayes, type-II maximum likelihood): α₀ is shared by all annotators
 and set, at every iteration, to the value that maximises the variational bound
 Σ_j Σ_t [ln B(α₀[t] + N_j[t]) − ln B(α₀[t])] (N_j: the annotator's expected counts) — Minka's
@@ -48,7 +58,12 @@ from scipy.special import digamma
 
 from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
 from models.data import UNKNOWN, AnnotationData
-from models.dawid_skene import confusion_columns, expected_accuracy
+from models.dawid_skene import (
+    confusion_columns,
+    expected_accuracy,
+    population_pseudo_counts,
+    population_strength,
+)
 from models.dependence import Dependence, residual_correlation, tempering, wanted
 from models.dirichlet import (
     ClassPrior,
@@ -59,8 +74,8 @@ from models.dirichlet import (
 )
 from models.params import Iterations1, Prior, Range, Restarts, Seed, Tolerance, validated
 
-# the confusion prior α₀: fixed, or fitted by empirical Bayes
-ConfusionPrior = Literal["fixed", "empirical"]
+# the confusion prior α₀: fixed, fitted by empirical Bayes, or the crowd's population prior
+ConfusionPrior = Literal["fixed", "empirical", "crowd"]
 
 
 @dataclass(frozen=True)
@@ -195,12 +210,17 @@ class IBCC(Aggregator):
         history: list[float] = []
         n = max(data.n_judgments, 1)
         self.n_iter_ = 0
+        strength: float | None = None
         for it in range(self.n_iter):
             # q(π), q(κ) given q(T)
             counts = design.counts(weight(proba)).transpose(0, 2, 1)  # (J, t, l)
             if self.prior == "empirical":
                 alpha0 = np.stack([polya_fixed_point(counts[:, t, :], alpha0[t])
                                    for t in range(k)])
+            elif self.prior == "crowd":
+                centre = population_pseudo_counts(counts.sum(axis=0), 1.0)
+                strength = population_strength(counts, centre, strength)
+                alpha0 = strength * centre
             alpha = counts + alpha0[None]
             nu, e_log_kappa = kappa.update(proba)
             # q(T) given q(π), q(κ)

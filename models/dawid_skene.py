@@ -15,10 +15,12 @@ DS). The centre is by distance, not the pooled rows as they are, because pooled 
 whatever the latent classes became: with weak workers spread thin, EM empties a grade and merges
 it into a neighbour, and a centre copied from those rows endorses the merge; "an error's chance
 depends on how far it lands from the truth, alike for every grade" is the assumption that keeps
-the grades apart (majority vote makes it too, with g flat). Its strength s is fixed,
-``POPULATION_STRENGTH`` = 40 per row by default: a Dirichlet share near ½ then has sd
-½ / √41 ≈ .08, a crowd whose workers differ from the population by less than about ±.16 unless
-tens of their own judgments say otherwise (docs/models.md, "Weak workers spread thin"). With
+the grades apart (majority vote makes it too, with g flat). Its strength s is, by default
+(``population_prior=None``), type-II maximum likelihood at every M step (``population_strength``:
+the Dirichlet-multinomial evidence of the annotators' expected counts): large where workers look
+alike given their few judgments (weak workers spread thin: one confusion matrix for the crowd),
+small where their own counts differ (spammers among workers with tens of judgments), as the data
+say rather than one number for every crowd (docs/models.md, "Weak workers spread thin"). With
 ``use_gold`` the posterior of a task with a gold label is held at that label. Stops after
 ``n_iter`` iterations or when the log-likelihood per judgment changes by less than ``tol``.
 
@@ -34,6 +36,7 @@ from typing import Annotated, Any, Literal, Self
 
 import numpy as np
 import scipy.sparse
+from scipy.special import gammaln
 
 from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
 from models.data import UNKNOWN, AnnotationData
@@ -44,7 +47,9 @@ from models.warm import WarmStartUnavailable, cold_check_due, result_column, war
 _EPS = 1e-10
 SPARSE_SMOOTHING = 0.01  # the default pseudo-count per confusion cell (smoothing=None)...
 DENSE_SMOOTHING = 1.0  # ...and once the judgments are tempered (models.dependence)
-POPULATION_STRENGTH = 40.0  # population_prior=None: pseudo-judgments per confusion row
+# population_prior=None: the strengths the type-II ML search tries (pseudo-judgments per row),
+# from half a judgment (every annotator on its own) to 10⁴ (one confusion matrix for the crowd)
+STRENGTH_GRID = np.exp(np.linspace(np.log(0.5), np.log(1e4), 50))
 
 
 class DawidSkene(Aggregator):
@@ -126,6 +131,7 @@ class DawidSkene(Aggregator):
         history: list[float] = []
         objective = float("nan")
         n_iter = 0
+        self.population_strength_: float | None = None  # each run climbs from the middle
         for it in range(self.n_iter):
             prior, confusion = self._m_step(idx, post)
             ll, post = e_step(idx, prior, confusion)
@@ -154,9 +160,15 @@ class DawidSkene(Aggregator):
         prior = np.clip(prior, _EPS, None)
         prior /= prior.sum()
         confusion = idx.expected_counts(post).transpose(2, 0, 1)  # [j, t, l]
-        strength = float(POPULATION_STRENGTH if self.population_prior is None
-                         else self.population_prior)
-        self._pseudo = population_pseudo_counts(confusion.sum(axis=0), strength)
+        # the crowd's population prior: its centre (by distance) and strength re-estimated at
+        # every M step, the strength by type-II ML unless given
+        centre = population_pseudo_counts(confusion.sum(axis=0), 1.0)
+        if self.population_prior is None:
+            strength = population_strength(confusion, centre, self.population_strength_)
+        else:
+            strength = float(self.population_prior)
+        self.population_strength_ = strength
+        self._pseudo = strength * centre
         confusion = confusion + self._pseudo
         confusion = np.clip(confusion + self.smoothing_, _EPS, None)
         confusion /= confusion.sum(axis=2, keepdims=True)
@@ -216,10 +228,10 @@ class DawidSkene(Aggregator):
 def population_pseudo_counts(pooled: np.ndarray, strength: float,
                              shape: Literal["distance", "pooled"] = "distance") -> np.ndarray:
     """(K, K) s · m[t, l]: ``strength`` pseudo-judgments per confusion row, spread like the
-    crowd's pooled expected counts ``pooled`` [t, l] (+ 1 each): as they are (``"pooled"``), or
-    (``"distance"``) by the distance l − t alone, m[t, l] ∝ g(l − t) with g(d) the mean of the
-    pooled rows' shares at distance d (rows normalised first, so every grade's row counts
-    alike): an error's chance depends on how far it is from the truth, not on the true grade."""
+    crowd's pooled expected counts ``pooled`` [t, l] (+ 1 each, rows normalised): by the signed
+    distance l − t alone (``"distance"``), m[t, l] ∝ g(l − t) with g(d) the mean share of the
+    cells at distance d over the rows that have one (each grade's row counts alike), or the
+    pooled rows as they are (``"pooled"``, the centre before 2026-11-27)."""
     k = pooled.shape[0]
     if strength <= 0:
         return np.zeros((k, k))
@@ -232,6 +244,41 @@ def population_pseudo_counts(pooled: np.ndarray, strength: float,
         rows = g[offset]
         rows = rows / rows.sum(axis=1, keepdims=True)
     return strength * rows
+
+
+def population_strength(counts: np.ndarray, centre: np.ndarray, start: float | None = None
+                        ) -> float:
+    """Type-II maximum likelihood of the strength s of the population prior Dirichlet(s · m[t])
+    on every row, from the annotators' expected counts ``counts`` (J, R, K) [j, t, l] and the
+    centre m (R, K) (R rows per annotator): the s on ``STRENGTH_GRID`` that maximises the
+    Dirichlet-multinomial
+    evidence Σ_j Σ_t [ln Γ(s) − ln Γ(s + n_jt) + Σ_l ln Γ(s m_tl + N_jtl) − ln Γ(s m_tl)]
+    (the multinomial coefficients do not depend on s; log space: Γ overflows). A climb along
+    the grid from ``start`` (EM's previous strength; the grid's middle when None) to the first
+    grid point whose neighbours are both lower: EM moves s a step or two per iteration."""
+    n = counts.sum(axis=2)
+    used = n > 0
+    n, counts = n[used], counts[used]  # (rows, ) and (rows, K): the rows with judgments
+    rows_centre = np.broadcast_to(centre[None], (used.shape[0], *centre.shape))[used]
+    found: dict[int, float] = {}
+
+    def evidence(g: int) -> float:
+        if g not in found:
+            sv = STRENGTH_GRID[g]
+            alpha = sv * rows_centre
+            found[g] = float((gammaln(sv) - gammaln(sv + n)).sum()
+                             + (gammaln(alpha + counts) - gammaln(alpha)).sum())
+        return found[g]
+
+    last = STRENGTH_GRID.shape[0] - 1
+    g = (last // 2 if start is None
+         else int(np.argmin(np.abs(np.log(STRENGTH_GRID) - np.log(start)))))
+    while True:
+        up = g < last and evidence(g + 1) > evidence(g)
+        down = g > 0 and evidence(g - 1) > evidence(g)
+        if not (up or down):
+            return float(STRENGTH_GRID[g])
+        g = g + 1 if up and (not down or evidence(g + 1) >= evidence(g - 1)) else g - 1
 
 
 def expected_accuracy(prior: np.ndarray, confusion: np.ndarray) -> np.ndarray:

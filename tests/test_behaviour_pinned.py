@@ -53,10 +53,10 @@ CLI_DIGESTS: dict[str, tuple[str, str, str, str]] = {
         "84fe6046627f0e10b5c5f6c7cc3b5005e07033ddb9d18ad530cfe5ceb18ed557",
     ),
     'ds': (
-        "0cef856a05d16ae5166afb85c2d65ef201a926abd715e83cdcdf52f49c4acf0e",
-        "5fddef01cb37d78caf012dbd8806e5a29e56d4ac0b66d82e9d740c430236234a",
-        "8d256f6a3a0fa22087c6ef0f2a452f3148a75cfedd094e1063e96bc98468b1e2",
-        "feb2ef1c71e7bddad986b8a47957a84e42ce80a5947e9d9f0ef953596052edbd",
+        "af039abc62d5acb4a25b1a8f70396541f7c41c081e1e751174c5cd767d1061bc",
+        "b15a987afc0d1b4c21efe994bd40ed204b55a7c0bcc26c3f3a308c3c3f0c0360",
+        "0dec762f714acdcb02401243debf935470eda6fc6924a23c86a867559dc952d4",
+        "8db8557aa3466f284c6870130725346ab2e7545be9d1d50bcb0a269748e0ef6c",
     ),
     'ibcc': (
         "fe6d090af879ae7a8cc30ab113a5af1c0335a43fa5729d288c1353c8f18a5a71",
@@ -71,10 +71,10 @@ CLI_DIGESTS: dict[str, tuple[str, str, str, str]] = {
         "5686a7e942c0c014ce6eb706292a36c8d336da9aab15705e7ac1b6a5a76e7ac0",
     ),
     'ds-clamp-folds': (
-        "5c83a77f63cba0f8cefad52839725771b4a54dfff82a47edf6c4d33420970897",
-        "99103d525be05510f3c4b8c2d32c9c79a2c93816463fc35ed913cca0cdf60f3c",
-        "90e456d2e5c09d52a6e26c3117b84de42faee14848c20139dc4eb260c24f8c9d",
-        "93ed34dec3f363a4bbecaafd3e8557758a6f5bd38e1014410c35acd2223f5d7b",
+        "ba7bbd55c0045f174ca76bd2b991ce5bafcd3ff20e76203ba4d413bdce67ad47",
+        "7f81417f2d44dbcbbab12539dfc365b58f93c52284e2443205fe284fa41d72a6",
+        "e9afdc21b5f2fb722f21ec048fc3d9cb593effc2afea364cf956babe76ba8866",
+        "1ca1df26506eefcfad02140f892ea53a38ebc71e176a18682c3315924042ad6b",
     ),
     'ibcc-calibrate': (
         "67656736f7b284a46c0b37149171fba229020c12eda6dc699934cc76d5156a10",
@@ -108,11 +108,11 @@ API_RUNS = {
 # fields), tasks JSON, fit summary JSON
 API_DIGESTS: dict[str, tuple[str, str, str, str, str]] = {
     'ds': (
-        "0cef856a05d16ae5166afb85c2d65ef201a926abd715e83cdcdf52f49c4acf0e",
-        "4024ec1caeaba4f2381cf1b58fe4bd97f841f9ddd9ef40f220cec6d7e9f7db85",
-        "a140db3c6a31b9ef34a39bdea3e26f84a62a5c3cfa0bc3201ea7322cdf81e99c",
-        "5e9bef9c47df6545697994681e24db96e22f0f0b9fc58df588333837dad54536",
-        "3a600e5af25a158e7b16d1910918a959f223346184f3cfc4ad01302cc3379619",
+        "af039abc62d5acb4a25b1a8f70396541f7c41c081e1e751174c5cd767d1061bc",
+        "fc18ec8150ced945a4f8be571809c6d42f9f4edcdaafcd4ad00b25bc690d7cf6",
+        "b49cd75cf772d6222deb08a45ed72f8868301f69fbbbdf3531c293df0d714866",
+        "506641785401651c34fe8758b6d11c87bf68a7887c5135107f38549be582ac24",
+        "96b2e4264b0ee47afeb04b68350e8157a194459d93b1c21a4a1b88b02c901cfd",
     ),
     'mace': (
         "f6bb69b44f3ddfe00dede280e49a37d6f4f9a88e1a82ed26568a2208ba027473",

@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from models.dawid_skene import POPULATION_STRENGTH, population_pseudo_counts
+from models.dawid_skene import population_pseudo_counts, population_strength
 
 PRIOR = 1.0
 BURN_IN = 100  # Gibbs sweeps before the first kept state (``AnnotatorDraws.gibbs``)
@@ -107,7 +107,7 @@ class AnnotatorDraws:
     def gibbs(cls, proba: np.ndarray, task: np.ndarray, annotator: np.ndarray,
               label: np.ndarray, *, n_labels: int, samples: int, rng: np.random.Generator,
               class_prior: bool = True, weight: np.ndarray | None = None,
-              burn_in: int = BURN_IN, population_prior: float = 0.0) -> AnnotatorDraws:
+              burn_in: int = BURN_IN, population_prior: float | None = 0.0) -> AnnotatorDraws:
         """Confusion matrices (and the class prior) from their joint posterior with the labels:
         a Gibbs chain from labels drawn from ``proba``, alternating π_j[k, ·] ~ Dir(α_k +
         N_j[k, ·](z)) (hard counts of the current labels z; α_k 1, ``DIAGONAL_PRIOR`` at k,
@@ -128,8 +128,13 @@ class AnnotatorDraws:
                          .reshape(n_annotators, n_labels) for k in range(n_classes)], axis=1)
         # the fitted model's prior on each row (DS's population prior), in the reference (its M
         # step) and in the chain's prior
-        pseudo = (population_pseudo_counts(soft.sum(axis=0), population_prior)
-                  if n_labels == n_classes else np.zeros((n_classes, n_labels)))
+        pseudo = np.zeros((n_classes, n_labels))
+        if n_labels == n_classes:
+            strength = population_prior
+            if strength is None:  # DS's default: the fit's own type-II ML strength
+                strength = population_strength(soft, population_pseudo_counts(soft.sum(axis=0),
+                                                                              1.0))
+            pseudo = population_pseudo_counts(soft.sum(axis=0), strength)
         reference = soft + pseudo + REFERENCE_SMOOTHING
         log_reference = np.log(reference / reference.sum(axis=2, keepdims=True))
         judged = np.unique(task)
@@ -279,20 +284,22 @@ class AnnotatorDraws:
 
 
 def fit_population_prior(method: str, params: Mapping[str, Any] | None, n_classes: int
-                         ) -> float:
-    """The population prior s of a fit (``models.dawid_skene``: ``POPULATION_STRENGTH`` when not
-    given), 0 for the methods without one (``n_classes`` is no longer used: kept for callers)."""
+                         ) -> float | None:
+    """The population prior s of a fit, 0 for the methods without one; None for DS's default,
+    whose strength is type-II ML (``models.dawid_skene.population_strength``), found again by
+    the draws from the same expected counts (``n_classes`` is no longer used: kept for
+    callers)."""
     if method != "ds":
         return 0.0
     value = (params or {}).get("population_prior")
-    return float(POPULATION_STRENGTH if value is None else value)
+    return None if value is None else float(value)
 
 
 def draw_parameters(family: str, proba: np.ndarray, task: np.ndarray, annotator: np.ndarray,
                     label: np.ndarray, *, samples: int, seed: int | None,
                     competence: np.ndarray | None = None, spam: np.ndarray | None = None,
                     class_prior: bool = True, weight: np.ndarray | None = None,
-                    population_prior: float = 0.0) -> AnnotatorDraws:
+                    population_prior: float | None = 0.0) -> AnnotatorDraws:
     """The parameter draws of an evaluation (the service's job, the CLI and the bench call this
     one function): ``family`` "confusion" or "mace" (which needs the fitted ``competence`` and
     ``spam``), judgments as class indices of ``proba``'s columns; ``population_prior``: a DS

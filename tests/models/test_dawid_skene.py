@@ -7,7 +7,12 @@ import pytest
 from scipy.stats import spearmanr
 
 from models.data import AnnotationData
-from models.dawid_skene import DawidSkene, population_pseudo_counts
+from models.dawid_skene import (
+    STRENGTH_GRID,
+    DawidSkene,
+    population_pseudo_counts,
+    population_strength,
+)
 from models.majority_vote import MajorityVote
 from models.synthetic import NOISE_LEVELS, generate
 
@@ -56,6 +61,7 @@ def test_population_prior_by_hand() -> None:
                                                   [30 / 67 / 4.5, (2.5 + 104 / 67) / 4.5]])
     np.testing.assert_allclose(ds.confusion_[1], [[(1.5 + 104 / 73) / 3.5, 42 / 73 / 3.5],
                                                   [(0.5 + 30 / 67) / 4.5, (2 + 104 / 67) / 4.5]])
+    assert ds.population_strength_ == 2.0
 
 
 def test_population_centre_depends_on_distance_only() -> None:
@@ -74,12 +80,36 @@ def test_population_centre_depends_on_distance_only() -> None:
     assert not np.any(population_pseudo_counts(pooled, 0.0))
 
 
+@pytest.mark.parametrize("strength", [5.0, 300.0])
+def test_population_strength_is_type2_ml(strength: float) -> None:
+    """Rows drawn from a Dirichlet(s · m) and then 30 judgments each: the climb along the grid
+    ends where a search of the whole grid does, and near the planted s (within a factor 2)."""
+    rng = np.random.default_rng(0)
+    centre = np.array([[0.7, 0.2, 0.1], [0.15, 0.7, 0.15], [0.1, 0.2, 0.7]])
+    rows = rng.dirichlet(strength * centre[0], size=(3000, 1))
+    rows = np.concatenate([rows] + [rng.dirichlet(strength * centre[t], size=(3000, 1))
+                                    for t in (1, 2)], axis=1)  # (J, 3, 3)
+    counts = np.stack([[rng.multinomial(30, r) for r in row] for row in rows]).astype(float)
+    found = population_strength(counts, centre)
+    assert strength / 2 < found < strength * 2
+
+    def evidence(s: float) -> float:
+        from scipy.special import gammaln
+        a = s * centre[None]
+        return float((gammaln(s) - gammaln(s + counts.sum(axis=2))).sum()
+                     + (gammaln(a + counts) - gammaln(a)).sum())
+
+    assert found == STRENGTH_GRID[int(np.argmax([evidence(s) for s in STRENGTH_GRID]))]
+    assert population_strength(counts, centre, start=STRENGTH_GRID[-1]) == found
+
+
 @pytest.mark.parametrize("seed", [0, 1])
 def test_weak_sparse_workers_keep_every_grade(seed: int) -> None:
     """Weak workers (accuracy .35-.85) with a handful of tasks each (1,200 tasks, 3 judgments
     each, 600 workers drawn uniformly, 4 grades): with the crowd's pooled rows as the prior's
-    centre, DS empties the top grade and merges others (accuracy .42-.60 against majority vote's
-    .64-.65); centred on the shape by distance, no class empties and DS holds majority vote."""
+    centre and s = K, DS empties the top grade and merges others (accuracy .42-.60 against
+    majority vote's .64-.65); centred on the shape by distance with its strength type-II ML,
+    no class empties and DS holds majority vote."""
     from models.synthetic import crowd_dataset
 
     s = crowd_dataset(1200, 600, grades=4, alpha=0.0, accuracy=(0.35, 0.85), random_state=seed)
