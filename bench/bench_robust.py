@@ -29,7 +29,10 @@ from models.synthetic import crowd_dataset, judges_dataset  # noqa: E402
 
 # (judges, judge_correlation, leniency, noise): from independent to strongly shared errors
 JUDGE_SETS = ((12, 0.0, 0.0, 0.8), (12, 0.6, 0.0, 0.8), (30, 0.6, 0.5, 1.0),
-              (12, 0.8, 0.7, 0.8), (30, 0.3, 0.3, 1.2), (8, 0.4, 0.3, 0.8))
+              (12, 0.8, 0.7, 0.8), (30, 0.3, 0.3, 1.2), (8, 0.4, 0.3, 0.8),
+              # harder: shared errors without leniency at other noise levels, and 30 lenient
+              # judges with less noise of their own (the shared part then dominates)
+              (12, 0.6, 0.0, 0.5), (12, 0.6, 0.0, 1.2), (30, 0.6, 0.5, 0.6))
 JUDGE_METHODS = (
     ("mv", {}), ("ds", {"dependence": "ignore"}), ("ds", {}),
     ("ibcc", {"dependence": "ignore"}), ("ibcc", {}),
