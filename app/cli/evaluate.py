@@ -18,6 +18,19 @@ if TYPE_CHECKING:
     from models.evaluation.uncertainty import Posterior
 
 
+
+def _population_prior(value: str) -> float | None:
+    """``--population-prior``: a strength S >= 0, or ``ml`` (None: DS's type-II ML strength)."""
+    if value == "ml":
+        return None
+    try:
+        strength = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number or 'ml', got {value!r}") from None
+    if not strength >= 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0 or 'ml', got {value!r}")
+    return strength
+
 def add_command(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     from app.cli.options import int_at_least, seed_arg
 
@@ -61,11 +74,12 @@ def add_command(subparsers: argparse._SubParsersAction) -> None:  # type: ignore
     evaluate.add_argument("--annotators", metavar="TSV",
                           help="with --judgments: the annotators TSV of the fit (aggregate "
                                "--annotators); its spam_p_<label> columns make MACE's draws")
-    evaluate.add_argument("--population-prior", type=float, default=None, metavar="S",
-                          help="with --judgments, for a ds fit: its population_prior (ds's "
-                               "default: the number of classes); the draws then use the fit's "
-                               "own prior on each confusion row, as the service's do (default "
-                               "0: other methods)")
+    evaluate.add_argument("--population-prior", type=_population_prior, default=0.0,
+                          metavar="S|ml",
+                          help="with --judgments, for a ds fit: its population_prior, or 'ml' "
+                               "for ds's default (its strength type-II ML, found again from "
+                               "the judgments); the draws then use the fit's own prior on each "
+                               "confusion row, as the service's do (default 0: other methods)")
     evaluate.add_argument("--draws", choices=("parameters", "labels"), default=None,
                           help="parameters: the annotators' parameters, then the labels (needs "
                                "--judgments); labels: every task's label independently from "
@@ -249,5 +263,4 @@ def _parameter_draws(args: argparse.Namespace, posterior: Posterior,
                            data.label[on], samples=samples, seed=args.seed,
                            competence=None if mace is None else mace[0],
                            spam=None if mace is None else mace[1], class_prior=mace is None,
-                           population_prior=(args.population_prior or 0.0) if mace is None
-                           else 0.0)
+                           population_prior=args.population_prior if mace is None else 0.0)

@@ -75,9 +75,10 @@ def test_parameter_draws_are_a_ds_fits_default_and_match_the_cli(client, tmp_pat
         assert row["low"] <= row["estimate"] <= row["high"]
 
     full = client.get(f"{API}/evaluations/{tied['id']}/measures").json()
-    # DS's population prior (2 pseudo-judgments per row, its default on two classes) is the
-    # chain's prior too; the CLI is told it, as it cannot read it from the tasks TSV
-    offline = _offline(client, tmp_path, aggregation, "--population-prior", "2")
+    # DS's population prior (its default: the strength type-II ML) is the chain's prior too;
+    # the CLI is told it, as it cannot read it from the tasks TSV, and finds the same strength
+    # from the same expected counts
+    offline = _offline(client, tmp_path, aggregation, "--population-prior", "ml")
     assert offline["draws"] == "parameters"
     _same(full, offline)
 
