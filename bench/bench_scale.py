@@ -2,6 +2,13 @@
 
     python bench/bench_scale.py            # 2,000,000 tasks x 5, 100,000 annotators
     python bench/bench_scale.py --tasks 200000 --annotators 10000   # a tenth: a busy machine
+    python bench/bench_scale.py cli        # the same judgments through `crowdqrels aggregate`
+
+``cli`` (``cli_main`` below) writes the judgments as a TSV file (topic, doc, annotator, label;
+kept in --dir for the next run) and, per method, runs the whole command under /usr/bin/time
+(wall seconds and peak RSS of ``crowdqrels aggregate FILE --method M --quiet --output Q``), then
+the same stages in a process that times them one by one (read: file to AnnotationData; fit;
+write: the qrels), with the peak RSS after each.
 
 The judgments are generated as long-format integer arrays (no strings, no file, no database):
 every task has a true binary label and ``--redundancy`` distinct annotators, each right with its
@@ -72,7 +79,127 @@ def run_method(method: str, path: Path) -> dict[str, float]:
     return {"seconds": seconds, "peak_gib": peak, "loaded_gib": loaded, "accuracy": accuracy}
 
 
+def write_judgment_file(arrays: dict[str, np.ndarray], path: Path, docs_per_topic: int = 50
+                        ) -> None:
+    """The judgments as a TSV file in task order: topic (``docs_per_topic`` tasks each), doc
+    ``d<task>``, annotator ``w<j>``, label."""
+    task, annotator, label = arrays["task"], arrays["annotator"], arrays["label"]
+    step = 1_000_000
+    with path.open("w") as out:
+        out.write("topic\tdoc\tannotator\tlabel\n")
+        for s in range(0, task.shape[0], step):
+            t = task[s:s + step]
+            out.writelines(
+                f"{topic}\td{doc}\tw{j}\t{y}\n" for topic, doc, j, y in zip(
+                    (t // docs_per_topic + 1).tolist(), t.tolist(),
+                    annotator[s:s + step].tolist(), label[s:s + step].tolist(), strict=True))
+
+
+def cli_stages(method: str, path: Path, truth_path: Path, output: Path) -> dict[str, float]:
+    """``crowdqrels aggregate PATH --method METHOD --quiet --output OUTPUT``'s stages, as
+    ``app.cli.aggregate`` runs them, each timed: read (file to AnnotationData), fit, write (the
+    qrels); peak RSS (GiB) after each; accuracy against the generated truth."""
+    from app.cli import build_parser
+    from app.cli.aggregate import _outputs
+    from app.cli.loading import load_judgment_file
+    from app.cli.outputs import write_outputs
+    from models.pipeline import FitSpec, fit
+
+    def peak() -> float:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+    args = build_parser().parse_args(["aggregate", str(path), "--method", method, "--quiet",
+                                      "--output", str(output)])
+    row: dict[str, float] = {}
+    start, cpu = time.perf_counter(), time.process_time()
+    data, _ = load_judgment_file(args, quiet=True, want_rows=False)
+    row["read_s"], row["read_cpu_s"] = time.perf_counter() - start, time.process_time() - cpu
+    row["read_peak_gib"] = peak()
+    start, cpu = time.perf_counter(), time.process_time()
+    spec = FitSpec(method, {}, None, relevant_from=args.relevant_from, graded=False)
+    fitted = fit(spec, data, model=spec.build())
+    row["fit_s"], row["fit_cpu_s"] = time.perf_counter() - start, time.process_time() - cpu
+    row["fit_peak_gib"] = peak()
+    start, cpu = time.perf_counter(), time.process_time()
+    write_outputs(_outputs(args, fitted, fitted.published))
+    row["write_s"], row["write_cpu_s"] = time.perf_counter() - start, time.process_time() - cpu
+    row["write_peak_gib"] = peak()
+    truth = np.load(truth_path)
+    task_of = np.char.lstrip(data.doc_ids.astype(str), "d").astype(np.int64)
+    row["accuracy"] = float(np.mean(np.asarray(fitted.labels) == truth[task_of]))
+    return row
+
+
+def cli_main(argv: list[str]) -> None:
+    """The ``cli`` subcommand: the whole command under /usr/bin/time, then its stages."""
+    parser = argparse.ArgumentParser(prog="bench_scale.py cli")
+    parser.add_argument("--tasks", type=int, default=2_000_000)
+    parser.add_argument("--annotators", type=int, default=100_000)
+    parser.add_argument("--redundancy", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--methods", nargs="*", default=list(METHODS), choices=METHODS)
+    parser.add_argument("--dir", default=tempfile.gettempdir(),
+                        help="where the judgment file is written (and found on the next run)")
+    parser.add_argument("--no-stages", action="store_true", help="the whole command only")
+    parser.add_argument("--stage-method", choices=METHODS, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    name = f"scale-{args.tasks}x{args.redundancy}-{args.annotators}-{args.seed}"
+    path = Path(args.dir) / f"{name}.tsv"
+    truth_path = Path(args.dir) / f"{name}.truth.npy"
+    if args.stage_method:
+        print(json.dumps(cli_stages(args.stage_method, path, truth_path,
+                                    Path(args.dir) / f"{name}.{args.stage_method}.stages.qrels")))
+        return
+    if not path.exists() or not truth_path.exists():
+        start = time.perf_counter()
+        arrays = generate(args.tasks, args.annotators, args.redundancy, args.seed)
+        write_judgment_file(arrays, path)
+        np.save(truth_path, arrays["truth"])
+        print(f"wrote {path} ({path.stat().st_size / 2**20:.0f} MiB) in "
+              f"{time.perf_counter() - start:.1f} s", file=sys.stderr)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    rows: dict[str, dict[str, float]] = {}
+    load_before = os.getloadavg()[0]
+    for method in args.methods:
+        output = Path(args.dir) / f"{name}.{method}.qrels"
+        proc = subprocess.run(
+            ["/usr/bin/time", "-f", "%e %U %S %M", sys.executable, "-m", "app.cli", "aggregate",
+             str(path), "--method", method, "--quiet", "--output", str(output)],
+            capture_output=True, text=True, env=env, check=True)
+        wall, user, system, rss_kib = proc.stderr.strip().splitlines()[-1].split()
+        row = {"command_s": float(wall), "command_cpu_s": float(user) + float(system),
+               "command_peak_gib": int(rss_kib) / 2**20}
+        if not args.no_stages:
+            proc = subprocess.run([sys.executable, __file__, "cli", *argv, "--stage-method",
+                                   method], capture_output=True, text=True, env=env, check=True)
+            row.update(json.loads(proc.stdout.strip().splitlines()[-1]))
+        rows[method] = row
+        print(f"  {method}: {row}", file=sys.stderr)
+    n = args.tasks * args.redundancy
+    print(f"{n:,} judgments ({args.tasks:,} tasks x {args.redundancy}, {args.annotators:,} "
+          f"annotators) in {path.name} ({path.stat().st_size / 2**20:.0f} MiB); "
+          f"{os.cpu_count()} CPUs, 1-minute load average {load_before:.1f} before, "
+          f"{os.getloadavg()[0]:.1f} after.\n")
+    print("Seconds are wall (CPU) seconds: on a shared machine the CPU seconds say what the "
+          "command costs, the wall seconds what it took beside the others.\n")
+    print("| method (defaults) | command s | command peak RSS GiB | read s | fit s | write s "
+          "| peak RSS after read / fit / write GiB | accuracy |")
+    print("|---|---:|---:|---:|---:|---:|---|---:|")
+    for method, row in rows.items():
+        stages = ("| – | – | – | – | – |" if args.no_stages else
+                  f"| {row['read_s']:.2f} ({row['read_cpu_s']:.2f}) "
+                  f"| {row['fit_s']:.2f} ({row['fit_cpu_s']:.2f}) "
+                  f"| {row['write_s']:.2f} ({row['write_cpu_s']:.2f}) | "
+                  f"{row['read_peak_gib']:.2f} / {row['fit_peak_gib']:.2f} / "
+                  f"{row['write_peak_gib']:.2f} | {row['accuracy']:.4f} |")
+        print(f"| {method} | {row['command_s']:.2f} ({row['command_cpu_s']:.2f}) | "
+              f"{row['command_peak_gib']:.2f} {stages}")
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["cli"]:
+        cli_main(sys.argv[2:])
+        return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", type=int, default=2_000_000)
     parser.add_argument("--annotators", type=int, default=100_000)

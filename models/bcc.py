@@ -70,6 +70,7 @@ from models.dirichlet import (
     Grouping,
     e_log_dirichlet,
     kl_dirichlet,
+    kl_dirichlet_shared,
     polya_fixed_point,
 )
 from models.params import Iterations1, Prior, Range, Restarts, Seed, Tolerance, validated
@@ -382,7 +383,7 @@ class EBCC(Aggregator):
             bcc_kernels.normalise_rows(zg, m, row_sum, z)
             log_norm = np.log(row_sum) + top
             elbo = (float(log_norm[design.judged].sum())
-                    - kl_dirichlet(mu.transpose(0, 2, 1), beta_l_tm.T[None])
+                    - kl_dirichlet_shared(mu, beta_l_tm, e_log_v, axis=1)
                     - kl_dirichlet(eta, eta0) - kappa.kl(nu))
             history.append(elbo)
             progress((restart * self.n_iter + it) / total,

@@ -208,7 +208,7 @@ class AnnotationData:
             raise ValueError("task, annotator and labels must have equal length")
         # Only the tasks and annotators the judgments name, ordered by name as from_rows does
         # (numpy's string order: by code point, as Python's).
-        present, task = np.unique(task, return_inverse=True)
+        present, task = _unique_codes(task, len(task_topics))
         topics = np.asarray(task_topics, dtype=object)[present].astype(str)
         docs = np.asarray(task_docs, dtype=object)[present].astype(str)
         by_name = np.lexsort((docs, topics))
@@ -217,7 +217,7 @@ class AnnotationData:
         gold = None
         if task_gold is not None:
             gold = np.asarray(task_gold, dtype=np.int64)[present][by_name]
-        used, annotator = np.unique(annotator, return_inverse=True)
+        used, annotator = _unique_codes(annotator, len(annotator_names))
         names = np.asarray(annotator_names, dtype=object)[used].astype(str)
         name_order = np.argsort(names, kind="stable")
         name_rank = np.empty_like(name_order)
@@ -288,8 +288,8 @@ class AnnotationData:
 
         # Tasks and annotators left without a usable judgment (e.g. only "broken link") are not
         # part of the data: no model can say anything about them.
-        used_tasks, task_index = np.unique(task[latest], return_inverse=True)
-        used_annotators, annotator_index = np.unique(annotator[latest], return_inverse=True)
+        used_tasks, task_index = _unique_codes(task[latest], pair_count)
+        used_annotators, annotator_index = _unique_codes(annotator[latest], len(ann_uniq))
         if used_tasks.shape[0] < pair_count:
             notes.append(
                 f"dropped {pair_count - used_tasks.shape[0]} tasks without a usable judgment"
@@ -318,6 +318,17 @@ class AnnotationData:
             gold=gold_task,
             notes=tuple(notes),
         )
+
+
+def _unique_codes(codes: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(codes, return_inverse=True)`` for codes in [0, size): the same arrays from a
+    count per code instead of a sort (10 million judgments: one pass, not n log n)."""
+    if codes.size and (int(codes.min()) < 0 or int(codes.max()) >= size):
+        return np.unique(codes, return_inverse=True)
+    present = np.flatnonzero(np.bincount(codes, minlength=size))
+    position = np.zeros(size, dtype=np.intp)
+    position[present] = np.arange(present.shape[0])
+    return present, position[codes]
 
 
 def _known_gold(gold: np.ndarray, ignore: set[int]) -> np.ndarray:

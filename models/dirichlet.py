@@ -1,6 +1,7 @@
 """Dirichlet priors shared by the confusion-matrix models (IBCC, EBCC, ordinal Dawid–Skene).
 
-- ``e_log_dirichlet`` and ``kl_dirichlet``: E[ln p] under Dir(α) and KL between Dirichlets;
+- ``e_log_dirichlet`` and ``kl_dirichlet``: E[ln p] under Dir(α) and KL between Dirichlets
+  (``kl_dirichlet_shared``: the KL to one prior shared by many, its terms evaluated once);
 - ``polya_fixed_point``: the type-II maximum-likelihood Dirichlet shared by rows of counts
   (Minka 2000, *Estimating a Dirichlet distribution*, the fixed point for the Pólya distribution);
 - ``ClassPrior``: the class prior κ_g ~ Dir(ν₀) of each group of tasks, one for the collection or
@@ -31,6 +32,19 @@ def kl_dirichlet(alpha: np.ndarray, prior: np.ndarray) -> float:
           - np.sum(gammaln(alpha) - gammaln(prior), axis=-1)
           + np.sum((alpha - prior) * e_log_dirichlet(alpha), axis=-1))
     return float(np.sum(kl))
+
+
+def kl_dirichlet_shared(alpha: np.ndarray, prior: np.ndarray, e_log: np.ndarray,
+                        axis: int) -> float:
+    """Σ KL(Dir(alpha) ‖ Dir(prior)) over every Dirichlet in ``alpha``, whose parameters run
+    along ``axis``, when one ``prior`` (``alpha.shape[1:]``, the same layout) is shared by every
+    index of the first axis, e.g. EBCC's annotators. ``e_log`` = E[ln p] under Dir(alpha), which
+    the caller has already. The prior's own terms, −ln Γ(Σ prior) + Σ ln Γ(prior), are summed
+    once and counted for each index of the first axis, rather than evaluated on the broadcast."""
+    copies = alpha.shape[0]
+    prior_terms = float(np.sum(gammaln(prior)) - np.sum(gammaln(prior.sum(axis=axis - 1))))
+    return (float(np.sum(gammaln(alpha.sum(axis=axis))) - np.sum(gammaln(alpha))
+                  + np.sum((alpha - prior[None]) * e_log)) + copies * prior_terms)
 
 
 def polya_fixed_point(counts: np.ndarray, alpha: np.ndarray, n_steps: int = 20,

@@ -36,7 +36,6 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Self
 
 import numpy as np
-import scipy.sparse as sp
 from scipy.special import digamma
 
 from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
@@ -339,18 +338,17 @@ class _Run:
 
 @dataclass(frozen=True)
 class _Judgments:
-    """The sparse operators one E step needs, built once per fit.
+    """The judgments in task order, as one E step's compiled sweep reads them, built once per fit.
 
-    Every segment sum of the E step is a CSR product over the judgments (scipy, int32 indices):
-    one fused pass over the indices where ``np.bincount`` needs a gather, a min/max scan and a
-    scatter. Each operator's row holds its judgments in input order, so every sum adds the same
-    terms in the same order as ``np.bincount`` over the judgments would (identical results).
+    ``ptr[i]:ptr[i + 1]`` is task i's run; within it the judgments keep their input order (a
+    stable sort), so each task's sums add the same terms in the same order as a segment sum over
+    the judgments in input order would. ``cell`` is annotator·K + label (int32), ``label`` the
+    label in the narrowest integer type that holds K (the sweep reads fewer bytes).
     """
 
-    by_task: sp.csr_matrix  # (n_tasks, n_annotators * K): Σ_{a ∈ i} table[annotator, label]
-    by_task_label: sp.csr_matrix  # (n_tasks * K, n_annotators * K): the same per (i, label)
-    by_ann_label: sp.csr_matrix  # (n_annotators * K, n_tasks * K): Σ_a w_a P(T_i = l_a)
-    ann_label_sizes: np.ndarray  # judgments per (annotator, label): by_ann_label's row lengths
+    ptr: np.ndarray  # (n_tasks + 1,) int64
+    cell: np.ndarray  # (n_judgments,) int32, task order
+    label: np.ndarray  # (n_judgments,) int8 (int32 when K > 127), task order
     n_tasks: int
     n_annotators: int
     n_classes: int
@@ -368,26 +366,22 @@ class _Judgments:
             impossible = np.zeros((data.n_tasks, k), dtype=bool)
             impossible[known] = True
             impossible[known, gold[known]] = False
-        ann_label = data.annotator * k + data.label
-        task_label = data.task * k + data.label
-        label_counts = np.bincount(ann_label, minlength=data.n_annotators * k).reshape(-1, k)
-        n_ann_labels = data.n_annotators * k
-        return cls(_rows(data.task, ann_label, data.n_tasks, n_ann_labels),
-                   _rows(task_label, ann_label, data.n_tasks * k, n_ann_labels),
-                   _rows(ann_label, task_label, n_ann_labels, data.n_tasks * k),
-                   label_counts.ravel(),
+        task = data.task
+        # judgments read from a file sorted by task need no sort (a check is one cheap pass)
+        in_order = task.shape[0] < 2 or bool(np.all(task[1:] >= task[:-1]))
+        order = None if in_order else np.argsort(task, kind="stable")
+        per_task = np.bincount(task, minlength=data.n_tasks)
+        ptr = np.zeros(data.n_tasks + 1, dtype=np.int64)
+        np.cumsum(per_task, out=ptr[1:])
+        label = data.label if order is None else data.label[order]
+        cell = (data.annotator if order is None else data.annotator[order]).astype(np.int32)
+        cell *= k
+        cell += label.astype(np.int32)
+        label_counts = np.bincount(cell, minlength=data.n_annotators * k).reshape(-1, k)
+        return cls(ptr, cell, label.astype(np.int8 if k <= 127 else np.int32),
                    data.n_tasks, data.n_annotators, k,
                    data.judgments_per_annotator().astype(np.float64),
-                   label_counts.astype(np.float64), data.judgments_per_task() > 0, impossible)
-
-
-def _rows(row: np.ndarray, col: np.ndarray, n_rows: int, n_cols: int) -> sp.csr_matrix:
-    """A CSR matrix of ones at (row[a], col[a]), each row's entries in judgment order (a stable
-    sort; no duplicate summing or index sorting)."""
-    order = np.argsort(row, kind="stable")
-    indptr = np.zeros(n_rows + 1, dtype=np.int64)
-    np.cumsum(np.bincount(row, minlength=n_rows), out=indptr[1:])
-    return sp.csr_matrix((np.ones(row.shape[0]), col[order], indptr), shape=(n_rows, n_cols))
+                   label_counts.astype(np.float64), per_task > 0, impossible)
 
 
 def _e_step(
@@ -399,39 +393,36 @@ def _e_step(
     Log space, since a task's likelihood is a product over its judgments:
     log P(y_i | t) = Σ_a log g_a + Σ_{a: l_a = t} (log(g_a + h_a) − log g_a).
     """
+    # numba is imported when fitting, not with the class (the API validates MACE's parameters
+    # through models.registry without loading a compiler)
+    from models import mace_kernels
+
     k = idx.n_classes
-    # g and h depend on (annotator, label) only: (n_annotators, K) tables, summed per task.
+    # g and h depend on (annotator, label) only: an (n_annotators·K, 3) table the sweep gathers
+    # from, one row per cell: log g, log(g + h) − log g, h / (g + h).
+    table = np.empty((idx.n_annotators * k, 3))
     g = np.maximum(knowing[:, :1] * spam, 1e-300)  # smoothing=0 may reach 0: keep logs finite
     log_g = np.log(g)
+    table[:, 0] = log_g.ravel()
     g += knowing[:, 1:]  # g + h
-    bonus_table = np.log(g)
-    bonus_table -= log_g
-    know_table = np.divide(knowing[:, 1:], g)
-    log_joint = (idx.by_task_label @ bonus_table.ravel()).reshape(idx.n_tasks, k)
-    base = idx.by_task @ log_g.ravel()
-    # Column by column: numpy spends a call per task on a row of K elements (a reduction along
-    # axis 1 or a (n, 1) broadcast); a column is one strided pass. Same operations, same order.
-    columns = [log_joint[:, c] for c in range(k)]
-    for c, column in enumerate(columns):
-        column += base
-        column += log_prior[c] if log_prior.ndim == 1 else log_prior[:, c]
-    if idx.impossible is not None:
-        log_joint[idx.impossible] = -np.inf  # a control label: only its own class is possible
-    top = columns[0].copy()
-    for column in columns[1:]:
-        np.maximum(top, column, out=top)
-    for column in columns:
-        column -= top
-    proba = np.exp(log_joint, out=log_joint)
-    total = _row_sum(proba)
-    for column in columns:
-        column /= total
-    log_likelihood = float(np.sum(np.log(total)) + np.sum(top))
+    bonus = np.log(g)
+    bonus -= log_g
+    table[:, 1] = bonus.ravel()
+    table[:, 2] = np.divide(knowing[:, 1:], g).ravel()
+    prior_rows = log_prior.reshape(1, k) if log_prior.ndim == 1 else log_prior
+    impossible = (np.zeros((0, k), dtype=np.bool_) if idx.impossible is None
+                  else idx.impossible)
+    proba = np.empty((idx.n_tasks, k))
+    log_norm = np.empty(idx.n_tasks)
+    top = np.empty(idx.n_tasks)
+    know_cells = np.empty(idx.n_annotators * k)
+    mace_kernels.e_step(idx.ptr, idx.cell, idx.label, table,
+                        np.ascontiguousarray(prior_rows, dtype=np.float64), impossible, proba,
+                        log_norm, top, know_cells)
+    log_likelihood = float(np.sum(log_norm) + np.sum(top))
 
     # P(annotator knew | data) = P(T = l | data) h / (g + h); otherwise it spammed label l.
-    weights = idx.by_ann_label
-    weights.data = np.repeat(know_table.ravel(), idx.ann_label_sizes)  # row c: h / (g + h) of c
-    know = (weights @ proba.ravel()).reshape(idx.n_annotators, k)
+    know = know_cells.reshape(idx.n_annotators, k)
     spam_counts = idx.label_counts - know  # each judgment either knew or spammed its label
     know_total = _row_sum(know)
     knowing_counts = np.stack([idx.per_annotator - know_total, know_total], axis=1)

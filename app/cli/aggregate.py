@@ -101,7 +101,7 @@ def _aggregate(args: argparse.Namespace) -> int:
                          "or both")
     params = _checked_params(args)
     data, _ = load_judgment_file(args, graded=args.graded, features=args.features,
-                                 quiet=args.quiet)
+                                 quiet=args.quiet, want_rows=False)
     groups = None
     if args.topics or args.documents or args.runs:
         try:

@@ -219,7 +219,9 @@ def test_interrupt_prints_one_line(monkeypatch: pytest.MonkeyPatch, judgments: P
     def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
 
+    # both ways a file becomes AnnotationData: parsed rows, or columns (app.cli.columns)
     monkeypatch.setattr(app.cli.loading, "load_annotation_data", interrupted)
+    monkeypatch.setattr(app.cli.loading, "_columns_data", interrupted)
     assert main(["aggregate", str(judgments), "--method", "mv"]) == 130
     err = capsys.readouterr().err
     assert "Traceback" not in err and "interrupted" in err

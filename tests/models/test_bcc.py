@@ -9,7 +9,7 @@ from scipy.special import digamma
 from models.bcc import EBCC, IBCC
 from models.data import UNKNOWN, AnnotationData
 from models.dawid_skene import DawidSkene
-from models.dirichlet import polya_fixed_point
+from models.dirichlet import kl_dirichlet, kl_dirichlet_shared, polya_fixed_point
 from models.evaluation.heldout import gold_folds, heldout_predictions
 from models.registry import make_aggregator, validate_params
 
@@ -244,3 +244,15 @@ def test_ibcc_crowd_prior_holds_majority_vote_with_weak_sparse_workers(seed: int
     crowd = IBCC(prior="crowd").fit(data)
     assert float(np.mean(crowd.labels_ == s.truth)) >= mv - 0.01
     np.testing.assert_allclose(crowd.alpha_prior_.sum(axis=1), crowd.alpha_prior_.sum() / 4)
+
+
+def test_kl_to_a_shared_prior_equals_the_broadcast_kl() -> None:
+    """kl_dirichlet_shared (the prior's terms once, E[ln p] passed in) is kl_dirichlet on the
+    broadcast prior: EBCC's ELBO, Dirichlets along axis 1 of a (J, K, C) array."""
+    rng = np.random.default_rng(3)
+    alpha = rng.gamma(2.0, 2.0, size=(9, 3, 8)) + 0.05
+    prior = rng.gamma(2.0, 1.0, size=(3, 8)) + 0.1
+    e_log = digamma(alpha) - digamma(alpha.sum(axis=1, keepdims=True))
+    expected = kl_dirichlet(alpha.transpose(0, 2, 1), prior.T[None])
+    assert kl_dirichlet_shared(alpha, prior, e_log, axis=1) == pytest.approx(expected, rel=1e-12)
+    assert expected > 0

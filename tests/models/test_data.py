@@ -127,3 +127,17 @@ def test_from_codes_reads_only_the_named_tasks_and_annotators() -> None:
     assert data.annotator_ids.tolist() == ["u"]  # v judged only "could not judge"
     assert data.notes == ("dropped 1 'could not judge' judgments",
                           "dropped 1 annotators without a usable judgment")
+
+
+def test_unique_codes_is_numpys_unique() -> None:
+    """from_codes and _assemble count codes instead of sorting them: the same arrays as
+    np.unique(codes, return_inverse=True), gaps (unused codes) and out-of-range codes included."""
+    from models.data import _unique_codes
+
+    rng = np.random.default_rng(5)
+    for codes, size in [(rng.integers(0, 50, 400), 60), (np.array([7, 3, 3, 9]), 10),
+                        (np.array([], dtype=np.int64), 4), (np.array([2, 5]), 3)]:
+        present, inverse = _unique_codes(codes, size)
+        expected_present, expected_inverse = np.unique(codes, return_inverse=True)
+        assert np.array_equal(present, expected_present)
+        assert np.array_equal(inverse, expected_inverse)

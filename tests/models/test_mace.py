@@ -285,3 +285,24 @@ def test_learned_prior_per_topic() -> None:
                       class_prior_by="collection").fit(data)
     assert collection.class_prior_groups_ == 1
     assert "class_prior_by" not in collection.result(data).info
+
+
+def test_judgment_order_does_not_change_the_fit() -> None:
+    """The E step sweeps the judgments in task order (models.mace_kernels): the same data in
+    another row order (sorted by the fit's set-up, counts added in another order) gives the same
+    fit to rounding; a refit gives the same bits."""
+    rng = np.random.default_rng(4)
+    data = _mace_data(300, 25, 3, rng.uniform(0.3, 0.9, 25), rng.dirichlet(np.ones(3), 25), 4,
+                      seed=5)
+    order = rng.permutation(data.n_judgments)
+    shuffled = AnnotationData(task=data.task[order], annotator=data.annotator[order],
+                              label=data.label[order], topic_ids=data.topic_ids,
+                              doc_ids=data.doc_ids, annotator_ids=data.annotator_ids,
+                              classes=data.classes)
+    first = MACE(n_restarts=2, random_state=0).fit(data)
+    again = MACE(n_restarts=2, random_state=0).fit(data)
+    other = MACE(n_restarts=2, random_state=0).fit(shuffled)
+    assert np.array_equal(first.proba_, again.proba_)
+    np.testing.assert_allclose(other.proba_, first.proba_, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(other.competence_, first.competence_, rtol=0, atol=1e-10)
+    assert other.log_likelihood_ == pytest.approx(first.log_likelihood_, rel=1e-12)

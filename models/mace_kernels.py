@@ -1,0 +1,67 @@
+"""MACE's E step and its expected counts in one compiled sweep over the judgments (``models.mace``).
+
+The judgments are held in task order (``ptr``: where each task's run starts; ``cell``: annotator·K
++ label; ``label``). One sweep per E step reads each task's run twice while it is in cache: first
+to sum the task's log joint (Σ_a log g_a, plus log(g_a + h_a) − log g_a where t = l_a), then,
+once the task's posterior is normalised, to add each judgment's P(knew) = P(T_i = l_a) h/(g + h)
+into its (annotator, label) cell. numpy and scipy needed five sparse or dense passes for the same
+(three sparse products, the per-class column passes, the exp), each re-reading the judgments or a
+(tasks × K) table from memory.
+
+Each task's sums add the same terms in the same order as the sparse products did (its judgments
+in input order), exp and log are the C library's, as numpy's are for float64 without AVX-512;
+only the (annotator, label) counts add their terms in task order rather than input order, which
+moves them in the last bits when the input is not sorted by task.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def e_step(ptr: np.ndarray, cell: np.ndarray, label: np.ndarray, table: np.ndarray,
+           log_prior: np.ndarray, impossible: np.ndarray, proba: np.ndarray,
+           log_norm: np.ndarray, top: np.ndarray, know: np.ndarray) -> None:
+    """In place: ``proba`` (n_tasks, K) the posterior, ``log_norm`` and ``top`` per task (the
+    log-likelihood is Σ log_norm + Σ top, summed by the caller in numpy's order), ``know``
+    (n_cells,) Σ_a P(T_i = l_a) h/(g + h) per (annotator, label) cell.
+
+    ``table`` (n_cells, 3): log g, log(g + h) − log g, h/(g + h) per cell; ``log_prior`` (1, K)
+    or (n_tasks, K); ``impossible`` (n_tasks, K), or no rows when no class is ruled out."""
+    n_tasks, k = proba.shape
+    shared_prior = log_prior.shape[0] == 1
+    clamp = impossible.shape[0] > 0
+    know[:] = 0.0
+    joint = np.empty(k)
+    for i in range(n_tasks):
+        start, end = ptr[i], ptr[i + 1]
+        for t in range(k):
+            joint[t] = 0.0
+        base = 0.0
+        for a in range(start, end):
+            c = cell[a]
+            base += table[c, 0]
+            joint[label[a]] += table[c, 1]
+        row = 0 if shared_prior else i
+        best = -np.inf
+        for t in range(k):
+            value = (joint[t] + base) + log_prior[row, t]
+            if clamp and impossible[i, t]:
+                value = -np.inf
+            joint[t] = value
+            if t == 0 or value > best:
+                best = value
+        total = 0.0
+        for t in range(k):
+            p = np.exp(joint[t] - best)
+            proba[i, t] = p
+            total = p if t == 0 else total + p
+        for t in range(k):
+            proba[i, t] = proba[i, t] / total
+        log_norm[i] = np.log(total)
+        top[i] = best
+        for a in range(start, end):
+            c = cell[a]
+            know[c] += table[c, 2] * proba[i, label[a]]

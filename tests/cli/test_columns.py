@@ -1,0 +1,101 @@
+"""The column-wise read of a judgment file (``app.cli.columns``) gives the AnnotationData of the
+full parser, field for field; it leaves every file it does not read to the full parser, so an
+unusual or bad file reads, or fails, as before."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from app.cli.columns import read_columns
+from app.cli.loading import _columns_data, load_annotation_data
+from models.data import AnnotationData
+
+
+def _equal(a: AnnotationData, b: AnnotationData) -> None:
+    for field in dataclasses.fields(a):
+        x, y = getattr(a, field.name), getattr(b, field.name)
+        if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
+            assert x is not None and y is not None and np.array_equal(x, y), field.name
+            assert x.dtype.kind == y.dtype.kind, field.name
+        else:
+            assert x == y, field.name
+
+
+def _both(raw: bytes, *, graded: bool = False, ignore: tuple[int, ...] = (-2,)
+          ) -> tuple[AnnotationData, AnnotationData]:
+    columns = read_columns(raw)
+    assert columns is not None
+    fast = _columns_data(columns, relevant_from=1, graded=graded, ignore=ignore, scale=None,
+                         gold_qrels=None)
+    return fast, load_annotation_data(raw, graded=graded, ignore=ignore)
+
+
+@pytest.mark.parametrize("graded", [False, True])
+def test_rf10_reads_as_the_full_parser_reads_it(rf10_bytes: bytes, graded: bool) -> None:
+    fast, full = _both(rf10_bytes, graded=graded)
+    _equal(fast, full)
+    assert fast.gold is not None and (fast.gold >= 0).sum() > 3000
+    assert len(fast.notes) == 4  # dropped -2s, repeats, tasks and annotators: all said
+
+
+def test_unsorted_rows_repeats_gold_and_ignored_values() -> None:
+    """Rows in no order, a task judged twice by one annotator (the later kept), gold on some
+    rows only (a task's last known value), an ignored label, an extra column, CSV."""
+    raw = (b"doc,worker,label,gold,comment\n"
+           b"d2,w1,1,,x\n" b"d1,w2,0,1,\n" b"d2,w2,2,,\n" b"d1,w1,1,,\n" b"d2,w1,0,0,\n"
+           b"d3,w3,-2,,\n" b"d1,w3,1,1,\n")
+    fast, full = _both(raw, graded=True)
+    _equal(fast, full)
+    columns = read_columns(raw)
+    assert columns is not None and columns.ignored_columns == ("comment",)
+    assert fast.topic_ids.tolist() == ["0", "0"]  # no topic column: the default topic
+    assert any("latest" in note for note in fast.notes)
+
+
+@pytest.mark.parametrize("raw", [
+    b"topic\tdoc\tworker\tlabel\r\n1\td1\tw1\t1\r\n",  # \r\n line ends
+    b"topic,doc,worker,label\n1,\"d,1\",w1,1\n",  # a quoted CSV field
+    b"topic\tdoc\tworker\tlabel\n1\td1\tJohn Smith\t1\n",  # a space in an annotator's name
+    b"topic\tdoc\tworker\tlabel\n1\td\xc3\xa91\tw1\t1\n",  # a non-ASCII id
+    b"topic\tdoc\tworker\tlabel\n1\td1\tw1\t1\n\n1\td2\tw1\t0\n",  # a blank line
+    b"topic\tdoc\tworker\tlabel\n1\td1\tw1\t+1\n",  # a label the fast scan does not parse
+    b"topic\tdoc\tworker\tlabel\n1\td1\tw1\n",  # a short row
+    b"topic\tdoc\tworker\tlabel\tgold\n1\td1\tw1\t1\t1\n1\td1\tw2\t1\t0\n",  # gold conflict
+    b"topic\tdoc\tworker\tlabel\nall\td1\tw1\t1\n",  # the reserved topic
+])
+def test_files_it_does_not_read_are_left_to_the_full_parser(raw: bytes) -> None:
+    assert read_columns(raw) is None
+
+
+def test_same_ids_in_other_topics_are_other_tasks() -> None:
+    """The task key is (topic, doc): a doc id under two topics is two tasks, and ids that share
+    a hash bucket stay apart (byte comparison on every hit)."""
+    lines = [f"{t}\td{d}\tw{(t * 7 + d) % 13}\t{(t + d) % 2}\n"
+             for t in (2, 1, 3) for d in range(40)]
+    raw = ("topic\tdoc\tworker\tlabel\n" + "".join(lines)).encode()
+    fast, full = _both(raw)
+    _equal(fast, full)
+    assert fast.n_tasks == 120
+
+
+def test_aggregate_reads_a_plain_file_column_wise(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """``crowdqrels aggregate`` on a file the fast scan reads and on the same judgments written
+    so that only the full parser reads them (\\r\\n ends): the same qrels."""
+    from app.cli import main
+
+    rng = np.random.default_rng(0)
+    rows = [f"{1 + i // 20}\td{i}\tw{rng.integers(0, 30)}\t{rng.integers(0, 2)}"
+            for i in range(400) for _ in range(3)]
+    plain, crlf = tmp_path / "plain.tsv", tmp_path / "crlf.tsv"
+    plain.write_text("topic\tdoc\tworker\tlabel\n" + "\n".join(rows) + "\n")
+    crlf.write_bytes(("topic\tdoc\tworker\tlabel\r\n" + "\r\n".join(rows) + "\r\n").encode())
+    assert read_columns(plain.read_bytes()) is not None
+    assert read_columns(crlf.read_bytes()) is None
+    for path in (plain, crlf):
+        assert main(["aggregate", str(path), "--method", "ds", "--quiet",
+                     "--output", str(tmp_path / f"{path.stem}.qrels")]) == 0
+    capsys.readouterr()
+    assert (tmp_path / "plain.qrels").read_text() == (tmp_path / "crlf.qrels").read_text()
