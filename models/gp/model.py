@@ -10,7 +10,9 @@
 P(relevant)_i = P(f_i > 0) = Φ(m_i / sqrt(v_i)) with q(f_i) = N(m_i, v_i): the true label is
 sign(f_i) (docs/gp.md, "The read-out of P(relevant)"); ``readout_noise`` r reads
 Φ(m_i / sqrt(r + v_i)) instead, r = 1 the noise-free judge of eq. 4.12. μ_i is a judging bias,
-not relevance: not added. Without features MAGP and GPMV fit LK and say so in
+not relevance: not added. ``label_layer="discrete"`` (MAGP, LK) reads P(relevant) as the
+posterior of a two-valued label y_i = ±1 with f_i | y_i ~ N(c y_i, s²) and the class prior of
+the fit's cavity (``models.gp.truth``; docs/gp.md, "The discrete truth layer"). Without features MAGP and GPMV fit LK and say so in
 ``result().info["fallback"]``.
 """
 
@@ -98,7 +100,8 @@ class CrowdGP(Aggregator):
         self.readout_noise = readout_noise
         self.label_layer = label_layer
         if label_layer == "discrete" and readout_noise > 0:
-            raise ValueError("label_layer 'discrete' reads the true label: it needs readout_noise 0")
+            raise ValueError("label_layer 'discrete' reads the true label: it needs "
+                             "readout_noise 0")
         if label_layer == "discrete" and asymmetric_noise:
             raise ValueError("label_layer 'discrete' is built for the symmetric likelihood: "
                              "it cannot be combined with asymmetric_noise")
