@@ -28,6 +28,7 @@ A script, never part of the test run.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -74,14 +75,16 @@ def ece_floor(p: np.ndarray, draws: int = 50, seed: int = 0) -> float:
                           for _ in range(draws)]))
 
 
-def no_gold(method: str, data) -> tuple[dict[str, float], float]:  # type: ignore[no-untyped-def]
+def no_gold(method: str, data, params: dict | None = None  # type: ignore[no-untyped-def]
+            ) -> tuple[dict[str, float], float]:
     from dataclasses import replace
 
     from models.registry import get_method
 
     scored = np.where(data.judgments_per_task() > 0, data.gold, -1)
     start = time.perf_counter()
-    model = get_method(method).build(_params(method)).fit(replace(data, gold=None))
+    model = get_method(method).build({**_params(method), **(params or {})}).fit(
+        replace(data, gold=None))
     seconds = time.perf_counter() - start
     from models.evaluation.reliability import calibration_event
 
@@ -121,7 +124,7 @@ def rf10(args: argparse.Namespace) -> None:
     print("|---|---|---:|---:|---:|---:|---:|---:|")
     methods = args.methods or (GRADED if args.graded else BINARY)
     for method in methods.split(","):
-        s, seconds = no_gold(method, data)
+        s, seconds = no_gold(method, data, json.loads(args.params or "{}"))
         print(_row(method, "no gold", s, f"{seconds:.1f} | {s['floor']:.4f}"), flush=True)
         if args.calibrated and "use_gold" in _defaults(method):
             print(_row(method, f"calibrate_folds 5 ({args.calibration}), held out",
@@ -151,7 +154,7 @@ def grid(args: argparse.Namespace) -> None:
             data = syn.to_annotation_data(with_features=True)
             cells = []
             for method in methods.split(","):
-                s, _ = no_gold(method, data)
+                s, _ = no_gold(method, data, json.loads(args.params or "{}"))
                 cells.append(f"{s['ece']:.3f} ({s['floor']:.3f}) / {s['accuracy']:.3f}")
             print(f"| {noise} | {beta} | " + " | ".join(cells) + " |", flush=True)
 
@@ -246,12 +249,15 @@ def main() -> None:
     r.add_argument("--calibrated", action="store_true", help="also calibrate_folds 5, held out")
     r.add_argument("--methods", default=None, help="comma-separated (default: all)")
     r.add_argument("--calibration", default="platt", choices=("platt", "isotonic"))
+    r.add_argument("--params", help="model parameters (JSON) for every method, e.g. "
+                   '\'{"label_layer": "discrete"}\'')
     g = sub.add_parser("grid")
     g.add_argument("--tasks", type=int, default=500)
     g.add_argument("--noise", default="0-2,2-4,4-8,8-12")
     g.add_argument("--redundancy", default="3,5,7")
     g.add_argument("--seed", type=int, default=7)
     g.add_argument("--methods", default=None)
+    g.add_argument("--params", help="model parameters (JSON) for every method")
     sub.add_parser("tempering")
     m = sub.add_parser("maps")
     m.add_argument("--methods", default=None)

@@ -172,11 +172,16 @@ def one_seed(method: str, n_tasks: int, seed: int, args: argparse.Namespace) -> 
         model = fit(method, data, runs, seed, json.loads(args.params or "{}"))
         proba = np.asarray(model.proba_, dtype=np.float64)
         if method in ("magp", "lk", "gpmv"):
-            from models.gp.joint import joint_loadings
+            from models.gp.joint import joint_loadings, layer_loadings
 
             joint = joint_loadings(model)
+            layer = layer_loadings(model)
     fit_s = time.perf_counter() - start
     loadings = None if joint is None else JointLoadings(data.topic_ids, data.doc_ids, joint[0])
+    if model is not None and method in ("magp", "lk", "gpmv") and layer is not None:
+        # the discrete truth layer's draws (models.evaluation.joint)
+        loadings = JointLoadings(data.topic_ids, data.doc_ids, layer[0], prior=layer[1])
+        joint = (layer[0], layer[2])
     post = Posterior(topics=data.topic_ids, docs=data.doc_ids, proba=proba,
                      classes=np.array([0, 1]), relevant_index=1)
     true = evaluate_runs(Posterior.binary(data.topic_ids, data.doc_ids, truth.astype(float)),

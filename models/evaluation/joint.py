@@ -13,6 +13,17 @@ with ξ independent and p_i the task's stored P(relevant). z_i is the standardis
 the read-out noise r), so for an uncalibrated fit label_i = [f_i^s > 0] (r = 0) is the label
 read from one joint draw of f; marginally P(label_i = 1) = p_i exactly, whatever read-out or
 calibration map made p_i (a Gaussian copula with the GP's correlations). Binary posteriors only.
+
+A fit with the discrete truth layer (``models.gp.truth``) stores instead the loadings ρ^c of
+each task's class-prior latent and its standardised mean z_c (``prior``): the labels are
+independent given the GP's function, so a draw s takes ζ^s and, per task,
+
+    π_i^s = Φ((z_c,i + ρ^c_i ζ^s) / √(1 − |ρ^c_i|²)),
+    logit P(label_i^s = 1) = logit π_i^s + (logit p_i − logit Φ(z_c,i)),
+
+the layer's posterior with the drawn class prior (the judgments' evidence, logit p_i − logit
+π_i, is the task's own and stays fixed), and label_i^s ~ Bernoulli of it. E_ζ π_i^s = Φ(z_c,i),
+so the marginal stays close to p_i (exact at p_i = π_i and at p_i ∈ {0, 1}).
 """
 
 from __future__ import annotations
@@ -23,11 +34,13 @@ import zipfile
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import ndtri
+from scipy.special import log_ndtr, ndtri
 
 from models.evaluation.uncertainty import Posterior
 
 KIND = "gp-joint-v1"
+# with ``prior``: the discrete truth layer's draws (a v1 reader would misread them)
+KIND_LAYER = "gp-joint-layer-v1"
 
 
 @dataclass(frozen=True)
@@ -37,11 +50,28 @@ class JointLoadings:
     topics: np.ndarray  # (n,) str
     docs: np.ndarray  # (n,) str
     loadings: np.ndarray  # (n, k) float32
+    prior: np.ndarray | None = None  # (n,) z_c of the discrete truth layer's class prior
 
     def __post_init__(self) -> None:
         n = len(self.topics)
         if self.docs.shape != (n,) or self.loadings.ndim != 2 or self.loadings.shape[0] != n:
             raise ValueError("topics, docs and loadings must describe the same tasks")
+        if self.prior is not None and np.shape(self.prior) != (n,):
+            raise ValueError("prior must hold one value per task")
+
+    def aligned_prior(self, posterior: Posterior) -> np.ndarray:
+        """(J,) z_c of the posterior's tasks (the layer's class prior); a task the fit did not
+        store: its own p (no prior to draw: the task's label is drawn independently)."""
+        assert self.prior is not None
+        index = {key: i for i, key in enumerate(zip(self.topics.tolist(), self.docs.tolist(),
+                                                    strict=True))}
+        out = ndtri(np.clip(posterior.p_relevant(), 0.0, 1.0))
+        for j, key in enumerate(zip(posterior.topics.tolist(), posterior.docs.tolist(),
+                                    strict=True)):
+            i = index.get((str(key[0]), str(key[1])))
+            if i is not None:
+                out[j] = self.prior[i]
+        return out
 
     @property
     def rank(self) -> int:
@@ -64,11 +94,13 @@ class JointLoadings:
     # -- storage --------------------------------------------------------------------------
     def to_bytes(self) -> bytes:
         buffer = io.BytesIO()
-        meta = {"kind": KIND}
+        meta = {"kind": KIND if self.prior is None else KIND_LAYER}
+        extra = {} if self.prior is None else {"prior": np.asarray(self.prior, dtype=np.float64)}
         np.savez_compressed(buffer, topics=np.asarray(self.topics, dtype=str),
                             docs=np.asarray(self.docs, dtype=str),
                             loadings=np.asarray(self.loadings, dtype=np.float32),
-                            meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8))
+                            meta=np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8),
+                            **extra)
         return buffer.getvalue()
 
     @classmethod
@@ -77,10 +109,12 @@ class JointLoadings:
         try:
             with np.load(io.BytesIO(payload), allow_pickle=False) as npz:
                 meta = json.loads(npz["meta"].tobytes().decode())
-                if meta.get("kind") != KIND:
+                if meta.get("kind") not in (KIND, KIND_LAYER):
                     raise ValueError(f"unknown joint-posterior format {meta.get('kind')!r}")
+                prior = npz["prior"] if meta["kind"] == KIND_LAYER else None
                 return cls(topics=npz["topics"].astype(object),
-                           docs=npz["docs"].astype(object), loadings=npz["loadings"])
+                           docs=npz["docs"].astype(object), loadings=npz["loadings"],
+                           prior=prior)
         except (ValueError, KeyError, OSError, EOFError, zipfile.BadZipFile) as exc:
             raise ValueError(f"not a joint posterior ({exc})") from None
 
@@ -94,8 +128,15 @@ class JointDraws:
             raise ValueError("joint draws need a binary posterior")
         self.rho = loadings.aligned(posterior)
         self.own = np.sqrt(np.maximum(1.0 - np.sum(self.rho * self.rho, axis=1), 0.0))
-        self.threshold = ndtri(np.clip(posterior.p_relevant(), 0.0, 1.0))  # Φ⁻¹(p): ±inf at 0, 1
+        p = np.clip(posterior.p_relevant(), 0.0, 1.0)
+        self.threshold = ndtri(p)  # Φ⁻¹(p): ±inf at 0, 1
         self.zeta = rng.standard_normal((samples, loadings.rank))
+        # The discrete truth layer: the class prior's latent and the judgments' evidence.
+        self.prior = None if loadings.prior is None else loadings.aligned_prior(posterior)
+        if self.prior is not None:
+            with np.errstate(divide="ignore"):
+                self.evidence = (np.log(p) - np.log1p(-p)
+                                 - (log_ndtr(self.prior) - log_ndtr(-self.prior)))
 
     @property
     def samples(self) -> int:
@@ -104,5 +145,12 @@ class JointDraws:
     def topic_labels(self, rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """(S, len(rows)) class indices (1 = relevant) of the tasks ``rows`` in every draw."""
         z = self.zeta @ self.rho[rows].T
+        if self.prior is not None:  # the layer: labels independent given the drawn prior
+            arg = (z + self.prior[rows][None, :]) / np.maximum(self.own[rows], 1e-6)[None, :]
+            with np.errstate(invalid="ignore"):
+                logit = log_ndtr(arg) - log_ndtr(-arg) + self.evidence[rows][None, :]
+            u = rng.random((self.samples, len(rows)))
+            # P = 1 / (1 + e^−logit) without overflow; p_i ∈ {0, 1} (gold): logit ±inf.
+            return (np.log(u) - np.log1p(-u) < logit).astype(np.int8)
         z += self.own[rows][None, :] * rng.standard_normal((self.samples, len(rows)))
         return (z + self.threshold[rows][None, :] > 0).astype(np.int8)

@@ -42,8 +42,12 @@ def joint_posterior(method: str, data: Any, model: Any) -> Any:
         return None
     from models.evaluation.joint import JointLoadings
 
-    return JointLoadings(np.asarray(data.topic_ids, dtype=object),
-                         np.asarray(data.doc_ids, dtype=object), joint[0])
+    topics = np.asarray(data.topic_ids, dtype=object)
+    docs = np.asarray(data.doc_ids, dtype=object)
+    layer = layer_loadings(model)
+    if layer is not None:
+        return JointLoadings(topics, docs, layer[0], prior=layer[1])
+    return JointLoadings(topics, docs, joint[0])
 
 
 def joint_loadings(model: Any, rank: int = RANK) -> tuple[np.ndarray, float] | None:
@@ -63,6 +67,43 @@ def joint_loadings(model: Any, rank: int = RANK) -> tuple[np.ndarray, float] | N
     readout = float(getattr(inner, "readout_noise", 0.0))
     rho = Fk / np.sqrt(np.maximum(variance + readout, 1e-300))[:, None]
     return rho.astype(np.float32), kept
+
+
+def layer_loadings(model: Any, rank: int = RANK) -> tuple[np.ndarray, np.ndarray, float] | None:
+    """For a fit with the discrete truth layer (``label_layer="discrete"``, ``models.gp.truth``):
+    (ρ^c (n, k) float32, z_c (n,), the share kept), the loadings of each task's class-prior
+    latent and its standardised mean; None for any other fit.
+
+    Under the layer the labels are independent given the GP's function g: the class prior is
+    π_i = Φ(z_c,i) with z_c = m_c / √v_c the fit's cavity of f_i (g_i + e_i before the task's own
+    judgments), whose shared part is G_i ζ, G_i = (LB⁻¹ A_i)ᵀ (the loadings of g_i; F_i = a_i G_i
+    are those of f_i). One draw of ζ gives π_i(ζ) = Φ((z_c,i + ρ^c_i ζ) / √(1 − |ρ^c_i|²)),
+    ρ^c_i = G_i^(k) / √v_c,i (E_ζ π_i(ζ) = π_i exactly), and the label is drawn from the
+    layer's posterior with that prior (``models.evaluation.joint.JointDraws``).
+    """
+    inner = getattr(model, "model_", model)
+    core = getattr(inner, "core_", None)
+    if getattr(inner, "label_layer", "gaussian") != "discrete" or core is None:
+        return None
+    if core.X is None or core.kernel is None:
+        return None
+    from models.gp.truth import cavity
+
+    F, _ = factor(core)
+    tau2 = float(core.tau2.numpy())
+    _, beta, _ = core.pseudo_observations()
+    a = 1.0 - tau2 * beta.numpy()
+    G = F / np.where(a > 0, a, 1.0)[:, None]
+    m_f, v_f = (t.numpy() for t in core.q())
+    m_c, v_c = cavity(m_f, v_f, core.nat1.numpy(), core.nat2.numpy())
+    k = min(rank, G.shape[1])
+    eigval, eigvec = np.linalg.eigh(G.T @ G)
+    Gk = G @ eigvec[:, np.argsort(eigval)[::-1][:k]]
+    kept = float(np.sum(Gk * Gk) / max(float(np.sum(G * G)), 1e-300))
+    rho = Gk / np.sqrt(v_c)[:, None]
+    norm = np.sqrt(np.sum(rho * rho, axis=1))
+    rho /= np.maximum(norm / 0.999, 1.0)[:, None]  # the cavity holds g's variance and τ²
+    return rho.astype(np.float32), m_c / np.sqrt(v_c), kept
 
 
 def factor(core: Any) -> tuple[np.ndarray, np.ndarray]:

@@ -10,7 +10,9 @@
 P(relevant)_i = P(f_i > 0) = Φ(m_i / sqrt(v_i)) with q(f_i) = N(m_i, v_i): the true label is
 sign(f_i) (docs/gp.md, "The read-out of P(relevant)"); ``readout_noise`` r reads
 Φ(m_i / sqrt(r + v_i)) instead, r = 1 the noise-free judge of eq. 4.12. μ_i is a judging bias,
-not relevance: not added. Without features MAGP and GPMV fit LK and say so in
+not relevance: not added. ``label_layer="discrete"`` (MAGP, LK) reads P(relevant) as the
+posterior of a two-valued label y_i = ±1 with f_i | y_i ~ N(c y_i, s²) and the class prior of
+the fit's cavity (``models.gp.truth``; docs/gp.md, "The discrete truth layer"). Without features MAGP and GPMV fit LK and say so in
 ``result().info["fallback"]``.
 """
 
@@ -54,6 +56,7 @@ if TYPE_CHECKING:
 
 KERNELS = ("rbf", "linear")
 MeanFunction = Literal["zero", "constant", "linear"]
+LabelLayer = Literal["gaussian", "discrete"]
 
 
 class CrowdGP(Aggregator):
@@ -91,9 +94,17 @@ class CrowdGP(Aggregator):
         use_gold: bool = False,
         class_prior_by: Grouping = "collection",
         readout_noise: PriorOrZero = 0.0,
+        label_layer: LabelLayer = "gaussian",
     ) -> None:
         self.class_prior_by = class_prior_by
         self.readout_noise = readout_noise
+        self.label_layer = label_layer
+        if label_layer == "discrete" and readout_noise > 0:
+            raise ValueError("label_layer 'discrete' reads the true label: it needs "
+                             "readout_noise 0")
+        if label_layer == "discrete" and asymmetric_noise:
+            raise ValueError("label_layer 'discrete' is built for the symmetric likelihood: "
+                             "it cannot be combined with asymmetric_noise")
         self.kernel = kernel
         self.feature_groups = feature_groups
         self.mean_function = mean_function
@@ -206,6 +217,8 @@ class CrowdGP(Aggregator):
         self.posterior_mean_ = m_f.numpy()
         self.posterior_variance_ = v_f.numpy()
         p = ndtr(self.posterior_mean_ / self._readout_scale(self.posterior_variance_))
+        if getattr(self, "label_layer", "gaussian") == "discrete" and self._models_noise():
+            p = self._discrete_layer(core)
         if gold_task is not None:
             p[gold_task] = gold_label  # the event P(relevant) is about, observed
             self.info_["gold_clamped"] = int(gold_task.shape[0])
@@ -222,6 +235,18 @@ class CrowdGP(Aggregator):
 
     def _models_noise(self) -> bool:
         return True
+
+    def _discrete_layer(self, core: CrowdGPCore) -> np.ndarray:
+        """P(relevant) from the discrete truth layer (``models.gp.truth``; docs/gp.md, "The
+        discrete truth layer"): the posterior of y_i = ±1 with f_i | y_i ~ N(c y_i, s²) and the
+        class prior Φ(m_c / √v_c) of the fit's cavity; its (c, s²) go to ``info``."""
+        from models.gp.truth import readout
+
+        layer = readout(core)
+        self.info_["truth_layer"] = {"separation": layer.separation,
+                                     "deviation": layer.deviation,
+                                     "log_likelihood": layer.log_likelihood}
+        return layer.p_relevant
 
     def _topic_offsets(self, X: np.ndarray, mean: Any, inducing: np.ndarray | None,
                        topic_ids: np.ndarray) -> tuple[np.ndarray, Any, np.ndarray | None]:
@@ -437,8 +462,10 @@ class LK(CrowdGP):
         use_gold: bool = False,
         class_prior_by: Grouping = "collection",
         readout_noise: PriorOrZero = 0.0,
+        label_layer: LabelLayer = "gaussian",
     ) -> None:
         super().__init__(
+            label_layer=label_layer,
             deviation_variance=deviation_variance, learn_deviation=learn_deviation,
             learn_task_noise=learn_task_noise, estimate_difficulty=estimate_difficulty,
             learn_annotator_bias=learn_annotator_bias, learn_task_bias=learn_task_bias,

@@ -95,3 +95,51 @@ def test_joint_draws_widen_a_runs_score_and_round_trip(twins) -> None:  # type: 
     flat = evaluate_runs(post, runs, measures, samples=1000, seed=3, joint=none)
     assert flat.draw_kind == "labels"
     np.testing.assert_array_equal(flat.mean_draws("P@10"), plain)
+
+
+@pytest.fixture(scope="module")
+def twins_layer(twins):  # type: ignore[no-untyped-def]
+    """The twins fitted with the discrete truth layer (``label_layer="discrete"``)."""
+    from models.gp.model import MAGP
+
+    data, _ = twins
+    return data, MAGP(random_state=0, n_iter=10, label_layer="discrete").fit(data)
+
+
+def test_layer_draws_draw_the_class_prior_jointly(twins, twins_layer) -> None:  # type: ignore[no-untyped-def]
+    """With the discrete truth layer the draws share the class prior's latent (one draw of g),
+    then draw each label from the layer's posterior: marginals near P(relevant), twins move
+    together, a clamped task never moves, and the loadings round-trip with their prior."""
+    from scipy.special import ndtri
+
+    from models.gp.joint import joint_posterior, layer_loadings
+    from models.gp.truth import readout
+
+    assert layer_loadings(twins[1]) is None  # the Gaussian read-out keeps the copula
+    data, model = twins_layer
+    rho, prior, kept = layer_loadings(model)  # type: ignore[misc]
+    assert 0.99 <= kept <= 1.0 + 1e-9
+    assert np.all(np.sum(rho.astype(float) ** 2, axis=1) < 1.0)
+    np.testing.assert_allclose(prior, ndtri(readout(model.core_).prior), atol=1e-8)
+    stored = joint_posterior("magp", data, model)
+    assert stored is not None and stored.prior is not None
+    again = JointLoadings.from_bytes(stored.to_bytes())
+    np.testing.assert_array_equal(again.prior, stored.prior)
+    p = model.proba_[:, 1].copy()
+    p[0] = 1.0  # as a gold label clamps it
+    post = Posterior.binary(data.topic_ids, data.doc_ids, p)
+    draws = JointDraws(post, again, 4000, np.random.default_rng(0))
+    labels = draws.topic_labels(np.arange(data.n_tasks), np.random.default_rng(1)).astype(float)
+    assert np.all(labels[:, 0] == 1.0)
+    assert np.max(np.abs(labels.mean(axis=0) - p)) < 0.06
+    twin = (p[::2] > 0.1) & (p[::2] < 0.9) & (p[1::2] > 0.1) & (p[1::2] < 0.9)
+    uncertain = np.flatnonzero(twin)
+    assert len(uncertain) >= 5
+    a, b = labels[:, 2 * uncertain], labels[:, 2 * uncertain + 1]
+    corr = np.mean([np.corrcoef(a[:, k], b[:, k])[0, 1] for k in range(len(uncertain))])
+    assert corr > 0.03, corr  # independent draws: |corr| < .03 (the test above)
+    # without the prior the same loadings are a copula: the layer's draws differ from it
+    copula = JointDraws(post, JointLoadings(data.topic_ids, data.doc_ids, rho), 4000,
+                        np.random.default_rng(0))
+    other = copula.topic_labels(np.arange(data.n_tasks), np.random.default_rng(1))
+    assert not np.array_equal(other, labels.astype(np.int8))

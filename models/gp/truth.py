@@ -1,0 +1,134 @@
+"""The discrete truth layer: P(relevant) as the posterior of a two-valued true label
+(``label_layer="discrete"`` of MAGP and LK; docs/gp.md, "The discrete truth layer").
+
+The thesis defines a task's true label as a class y_i = ±1 (Algorithm 10 draws the latent at
+exactly ±1 and each judgment as [y_i + ε > 0]); the fitted GP's latent f_i is Gaussian, centred
+between the two classes, and reading P(relevant) as P(f_i > 0) under a Gaussian q(f_i) puts mass
+near f = 0, where the sign is unsure, which softens the ends. Here the label is a discrete
+variable of its own, read out after EM:
+
+    y_i ∈ {−1, +1},   P(y_i = +1 | x_i, the other tasks) = π_i = Φ(m_c,i / √v_c,i)
+    f_i | y_i ~ N(c y_i, s²)
+    P(y_a = 1 | f_i) = Φ((f_i + μ_i + μ_j) / √(1 + σ_i² + σ_j²))   (the fit's likelihood)
+
+N(m_c,i, v_c,i) is the fit's cavity of f_i (q(f_i) divided by its site: what the GP, the
+features and the other tasks say before task i's own judgments), so π_i is the fitted model's
+own P(f > 0) before the task's judgments: the class prior given x_i. c (how far the classes sit
+from the boundary, in the likelihood's units) and s (a task's own deviation from its class)
+maximise the layer's marginal likelihood, every other parameter at the fit:
+
+    Σ_i log Σ_y π_i(y) Z_i(y),     Z_i(y) = ∫ N(f; c y, s²) Π_{a ∈ i} P(y_a | f) df
+
+(Gauss–Hermite over f): each task's judgments predicted from the others' evidence. Then
+
+    P(relevant)_i = P(y_i = +1 | everything) = π_i Z_i(+1) / Σ_y π_i(y) Z_i(y),
+
+and a task nobody judged keeps π_i = Φ(m_i / √v_i), the read-out P(f > 0) (so ``predict_proba``
+for new tasks is unchanged). Numpy only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.optimize import minimize
+from scipy.special import log_ndtr, logsumexp, ndtr
+
+# Gauss–Hermite nodes of the integral over f around each class.
+NODES = 16
+# Bounds of c and s, and L-BFGS-B's iterations (two parameters: it stops after 10–20).
+C_BOUNDS = (0.05, 20.0)
+S_BOUNDS = (0.0, 10.0)
+MAX_ITER = 100
+
+
+@dataclass(frozen=True)
+class TruthLayer:
+    """The fitted layer."""
+
+    p_relevant: np.ndarray  # (n,) P(y_i = +1 | everything)
+    prior: np.ndarray  # (n,) π_i
+    separation: float  # c
+    deviation: float  # s²
+    log_likelihood: float  # Σ_i log Σ_y π_i(y) Z_i(y) at (c, s)
+
+
+@dataclass(frozen=True)
+class LayerJudgments:
+    """The judgments in long format, with what the fit fixed for each."""
+
+    task: np.ndarray  # (A,) task index
+    sign: np.ndarray  # (A,) ±1 (relevant / not)
+    shift: np.ndarray  # (A,) μ_i + μ_j
+    scale: np.ndarray  # (A,) √(1 + σ_i² + σ_j²)
+    n_tasks: int
+
+
+def cavity(m_f: np.ndarray, v_f: np.ndarray, nat1: np.ndarray, nat2: np.ndarray
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """(mean, variance) of q(f_i) / t_i(f_i): the fit's belief about f_i before task i's own
+    judgments (a task without judgments has a zero site: q itself)."""
+    precision = np.maximum(1.0 / v_f - nat2, 1e-12)
+    return (m_f / v_f - nat1) / precision, 1.0 / precision
+
+
+def _inverse_mills(u: np.ndarray) -> np.ndarray:
+    """φ(u) / Φ(u), in log space."""
+    return np.exp(-0.5 * u * u - 0.5 * np.log(2.0 * np.pi) - log_ndtr(u))
+
+
+def _objective(theta: np.ndarray, d: LayerJudgments, prior: np.ndarray, nodes: int
+               ) -> tuple[float, np.ndarray, np.ndarray]:
+    """(−Σ_i log Σ_y π_i(y) Z_i(y), its gradient in (c, s), P(y_i = +1) per task)."""
+    c, s = float(theta[0]), float(theta[1])
+    x, w = np.polynomial.hermite_e.hermegauss(nodes)
+    log_w = np.log(w / np.sqrt(2.0 * np.pi))
+    ys = (1.0, -1.0)
+    ell = np.empty((2, nodes, d.n_tasks))  # Σ_a log Φ(u_a) per task at each (class, node)
+    for ci, y in enumerate(ys):
+        for k in range(nodes):
+            u = d.sign * (y * c + s * x[k] + d.shift) / d.scale
+            ell[ci, k] = np.bincount(d.task, log_ndtr(u), minlength=d.n_tasks)
+    log_z = logsumexp(ell + log_w[None, :, None], axis=1)  # (2, n)
+    joint = np.log(np.clip(np.stack([prior, 1.0 - prior]), 1e-300, 1.0)) + log_z
+    total = np.logaddexp(joint[0], joint[1])
+    resp = np.exp(joint - total[None, :])  # P(y | everything)
+    node_w = np.exp(ell + log_w[None, :, None] - log_z[:, None, :])  # within a class
+    grad = np.zeros(2)
+    for ci, y in enumerate(ys):
+        for k in range(nodes):
+            u = d.sign * (y * c + s * x[k] + d.shift) / d.scale
+            du = (resp[ci] * node_w[ci, k])[d.task] * _inverse_mills(u) * d.sign / d.scale
+            total_du = float(np.sum(du))
+            grad += (y * total_du, x[k] * total_du)
+    return -float(np.sum(total)), -grad, resp[0]
+
+
+def fit_layer(judgments: LayerJudgments, prior: np.ndarray, nodes: int = NODES) -> TruthLayer:
+    """(c, s) by L-BFGS-B from (1, 0.5), and each task's P(y = +1)."""
+    result = minimize(lambda t: _objective(t, judgments, prior, nodes)[:2], np.array([1.0, 0.5]),
+                      jac=True, method="L-BFGS-B", bounds=[C_BOUNDS, S_BOUNDS],
+                      options={"maxiter": MAX_ITER})
+    value, _, p = _objective(result.x, judgments, prior, nodes)
+    return TruthLayer(p_relevant=p, prior=prior, separation=float(result.x[0]),
+                      deviation=float(result.x[1]) ** 2, log_likelihood=-value)
+
+
+def readout(core: Any, nodes: int = NODES) -> TruthLayer:
+    """The truth layer of a fitted ``CrowdGPCore`` with the Gaussian–Bernoulli likelihood (after
+    the task difficulties are estimated)."""
+    lik = core.likelihood
+    m_f, v_f = (t.numpy() for t in core.q())
+    m_c, v_c = cavity(m_f, v_f, core.nat1.numpy(), core.nat2.numpy())
+    task = core.task.numpy()
+    annotator = core.annotator.numpy()
+    judgments = LayerJudgments(
+        task=task, sign=core.sign.numpy(),
+        shift=lik.task_bias.numpy()[task] + lik.annotator_bias.numpy()[annotator],
+        scale=np.sqrt(1.0 + lik.task_variance.numpy()[task]
+                      + lik.annotator_variance.numpy()[annotator]),
+        n_tasks=core.n_tasks,
+    )
+    return fit_layer(judgments, ndtr(m_c / np.sqrt(v_c)), nodes)
