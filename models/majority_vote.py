@@ -11,12 +11,13 @@ tasks that are harder than others, spread the votes beyond a binomial's). With a
     P(T_i = t | votes) ∝ Π_l Γ(n_il + s a_tl) / Γ(s a_tl),   a_tl = p if l = t else (1 − p)/(K − 1),
 
 and (p, s) maximise the marginal likelihood of every judged task's votes; the correlation is
-kept only where it beats independent votes by BIC (``exchangeable_fit``). More votes for a class always mean a higher posterior, so the most probable
-class is the majority and tied classes stay tied. ``"share"`` keeps the vote shares
-n_ik / n_i, the probability majority vote reported until 2026-11-27: not a probability of the
-true class (measured on the Algorithm-10 grid: ECE .03-.11 against .01-.03 for the posterior;
-docs/models.md "Calibration without gold"). A collection where no task has two votes says
-nothing about p, and keeps the shares.
+kept only where it beats independent votes by BIC (``exchangeable_fit``). More votes for a
+class always mean a higher posterior, so the most probable class is the majority and tied
+classes stay tied. ``"share"`` keeps the vote shares n_ik / n_i, the probability majority vote
+reported until 2026-11-27: not a probability of the true class (measured on the Algorithm-10
+grid: ECE .03-.11 against .006-.02 for the posterior; docs/models.md "Calibration without
+gold, by principle"). A collection where no task has two votes says nothing about p, and keeps
+the shares.
 
 A task nobody judged gets the uniform distribution. The hard label is the class with most votes;
 ties are broken by the ``tie`` parameter, never by the order of a dict or of the input:

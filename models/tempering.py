@@ -151,3 +151,26 @@ def temper_readout(model: Any, data: AnnotationData, n_folds: int,
                                  model.confusion_))
     model.temperature_, model.readout_rho_ = tau, rho
     model.proba_ = power_posterior(model.proba_, tau * tempering(data.task, data.n_tasks, rho))
+
+
+def readout_info(model: Any) -> dict[str, float]:
+    """What a fit's read-out applied, for its ``info``: ``readout_temperature`` (τ) and
+    ``readout_rho`` (ρ̄), or nothing when it applied none (``temper_folds`` 0, other methods),
+    so their info stays as it was."""
+    tau, rho = getattr(model, "temperature_", 1.0), getattr(model, "readout_rho_", 0.0)
+    if tau == 1.0 and rho <= 0.0:
+        return {}
+    return {"readout_temperature": float(tau), "readout_rho": float(rho)}
+
+
+def plugin_posterior(proba: np.ndarray, task: np.ndarray, n_tasks: int,
+                     info: dict[str, Any] | None) -> np.ndarray:
+    """The fit's own posterior back from its read-out (``info`` as ``readout_info`` wrote it;
+    ``task`` the fit's judgments' tasks): proba^(1/τ_i). What the parameter draws of an
+    evaluation tilt (``models.evaluation.parameters``): their reference is the model's own
+    fixed point, which the tempered posterior is not."""
+    if not info or "readout_temperature" not in info:
+        return proba
+    tau = float(info["readout_temperature"]) * tempering(task, n_tasks,
+                                                         float(info.get("readout_rho", 0.0)))
+    return power_posterior(proba, 1.0 / tau)
