@@ -131,3 +131,19 @@ def test_every_confusion_model_reads_out_tempered(method: str) -> None:
     assert read.temperature_ < 1.0  # type: ignore[attr-defined]
     np.testing.assert_array_equal(read.labels_, plain.labels_)
     assert (np.abs(read.proba_[:, 1] - 0.5) <= np.abs(plain.proba_[:, 1] - 0.5) + 1e-12).all()
+
+
+def test_plugin_posterior_undoes_the_read_out() -> None:
+    """The fit's info says what the read-out applied, and the evaluation's parameter draws get
+    the fit's own posterior back from the stored one."""
+    from models.tempering import plugin_posterior, readout_info
+
+    data = replace(_ds_true(400, 12, 4, seed=4, copies=1), gold=None)
+    read = DawidSkene().fit(data)
+    plain = DawidSkene(temper_folds=0).fit(data)
+    info = readout_info(read)
+    assert info["readout_temperature"] == read.temperature_
+    back = plugin_posterior(read.proba_, data.task, data.n_tasks, info)
+    np.testing.assert_allclose(back, plain.proba_, atol=1e-9)
+    assert readout_info(plain) == {}
+    assert plugin_posterior(plain.proba_, data.task, data.n_tasks, {}) is plain.proba_
