@@ -7,6 +7,7 @@
     python bench/bench_calibration.py grid --tasks 500      # synthetic grid (Algorithm 10)
     python bench/bench_calibration.py tempering             # DS with a tempered posterior (tried)
     python bench/bench_calibration.py maps                  # Platt vs isotonic, cross-fitted
+    python bench/bench_calibration.py bound                 # the read-out's τ, ρ̄ and their oracles
 
 Scores are ``models.evaluation.gold.evaluate``'s (the fit's evaluation): ECE over 10 equal-width
 bins of P(relevant) (graded: of the top grade's probability, against whether it is the gold
@@ -241,6 +242,55 @@ def maps(args: argparse.Namespace) -> None:
               f"{reliability(out['isotonic'], y).ece:.4f} |", flush=True)
 
 
+def bound(args: argparse.Namespace) -> None:
+    """The gold-free read-out (models.tempering) against what gold would choose, on RF10 binary
+    and the grid's noise 4-8 cells (2,000 tasks): per method its cross-fitted τ and ρ̄ by
+    agreement moments; ρ̄ measured against the gold (residuals given the gold label, confusion
+    counted from the gold: what the design effect would need); the best ECE of any power
+    posterior q ∝ P^τ (τ on a grid 0.1-1.2, chosen with the gold: a bound for every gold-free
+    τ), and the ECE of the read-out."""
+    from dataclasses import replace
+
+    from app.cli.loading import load_annotation_data
+    from models.dependence import residual_correlation
+    from models.evaluation.reliability import reliability
+    from models.registry import get_method
+    from models.synthetic import NOISE_LEVELS, generate
+    from models.tempering import power_posterior
+
+    sets = [("RF10 binary", load_annotation_data(RF10.read_bytes(), relevant_from=1,
+                                                  ignore=(-2,)))]
+    for beta in (3, 5):
+        syn = generate(2000, 60, noise_level=NOISE_LEVELS["4-8"], redundancy=beta,
+                       random_state=7)
+        sets.append((f"grid 4-8, β {beta}", syn.to_annotation_data(with_features=False)))
+    print("| data | method | ρ̄ vs gold | ρ̄ (moments) | τ (cross-fit) | ECE plug-in | ECE read-out "
+          "| best power τ (gold) | its ECE |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    for name, data in sets:
+        known = (data.gold >= 0) & (data.judgments_per_task() > 0)
+        y = data.gold[known] == 1
+        keep = known[data.task]
+        k = data.n_classes
+        counts = np.full((data.n_annotators, k, k), 0.5)
+        np.add.at(counts, (data.annotator[keep], data.gold[data.task[keep]], data.label[keep]), 1)
+        onehot = np.zeros((data.n_tasks, k))
+        onehot[known, data.gold[known]] = 1.0
+        gold_rho = residual_correlation(data.task[keep], data.annotator[keep], data.label[keep],
+                                        onehot, counts / counts.sum(axis=2, keepdims=True))
+        for method in (args.methods or "ds,mace,ibcc,ebcc").split(","):
+            spec = get_method(method)
+            model = spec.build(_params(method)).fit(replace(data, gold=None))
+            raw = spec.build({**_params(method), "temper_folds": 0}).fit(
+                replace(data, gold=None)).proba_
+            best = min((reliability(power_posterior(raw, t)[known, 1], y).ece, t)
+                       for t in np.arange(0.1, 1.201, 0.05))
+            print(f"| {name} | {method} | {gold_rho:.3f} | {model.readout_rho_:.3f} | "
+                  f"{model.temperature_:.3f} | {reliability(raw[known, 1], y).ece:.4f} | "
+                  f"{reliability(model.proba_[known, 1], y).ece:.4f} | {best[1]:.2f} | "
+                  f"{best[0]:.4f} |", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="what", required=True)
@@ -261,8 +311,11 @@ def main() -> None:
     sub.add_parser("tempering")
     m = sub.add_parser("maps")
     m.add_argument("--methods", default=None)
+    b = sub.add_parser("bound")
+    b.add_argument("--methods", default=None)
     args = parser.parse_args()
-    {"rf10": rf10, "grid": grid, "tempering": tempering, "maps": maps}[args.what](args)
+    {"rf10": rf10, "grid": grid, "tempering": tempering, "maps": maps,
+     "bound": bound}[args.what](args)
 
 
 if __name__ == "__main__":

@@ -73,7 +73,17 @@ from models.dirichlet import (
     kl_dirichlet_shared,
     polya_fixed_point,
 )
-from models.params import Iterations1, Prior, Range, Restarts, Seed, Tolerance, validated
+from models.params import (
+    Iterations1,
+    Prior,
+    Range,
+    Restarts,
+    Seed,
+    TemperFolds,
+    Tolerance,
+    validated,
+)
+from models.tempering import check_folds, temper_readout
 
 # the confusion prior α₀: fixed, fitted by empirical Bayes, or the crowd's population prior
 ConfusionPrior = Literal["fixed", "empirical", "crowd"]
@@ -185,7 +195,9 @@ class IBCC(Aggregator):
         tol: Tolerance = 1e-6,
         use_gold: bool = False,
         dependence: Dependence = "auto",
+        temper_folds: TemperFolds = 2,
     ) -> None:
+        self.temper_folds = check_folds(temper_folds)
         self.dependence = dependence
         self.prior = prior
         self.alpha_diagonal = alpha_diagonal
@@ -250,6 +262,7 @@ class IBCC(Aggregator):
         self.proba_ = proba
         self.objective_history_ = history
         self.elbo_ = history[-1]
+        temper_readout(self, data, self.temper_folds)  # gold-free read-out (models.tempering)
         return self
 
     @property
@@ -300,7 +313,9 @@ class EBCC(Aggregator):
         n_restarts: Restarts = 1,
         use_gold: bool = False,
         random_state: Seed = None,
+        temper_folds: TemperFolds = 2,
     ) -> None:
+        self.temper_folds = check_folds(temper_folds)
         self.n_subtypes = n_subtypes
         self.a_pi = a_pi
         self.class_prior = class_prior
@@ -339,6 +354,7 @@ class EBCC(Aggregator):
         self.restart_elbos_ = elbos
         self.objective_history_ = best["history"]
         self.n_iter_ = best["n_iter"]
+        temper_readout(self, data, self.temper_folds, self.random_state)  # gold-free read-out
         return self
 
     def _fit_once(self, data: AnnotationData, design: _Design, rng: np.random.Generator,

@@ -41,7 +41,8 @@ from scipy.special import gammaln
 from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
 from models.data import UNKNOWN, AnnotationData
 from models.dependence import Dependence, residual_correlation, tempering, wanted
-from models.params import MAX_PRIOR, Iterations, Range, Tolerance, validated
+from models.params import MAX_PRIOR, Iterations, Range, TemperFolds, Tolerance, validated
+from models.tempering import check_folds, temper_readout
 from models.warm import WarmStartUnavailable, cold_check_due, result_column, warm_record
 
 _EPS = 1e-10
@@ -66,7 +67,9 @@ class DawidSkene(Aggregator):
         use_gold: bool = False,
         dependence: Dependence = "auto",
         population_prior: Annotated[float | None, Range(0.0, MAX_PRIOR)] = None,
+        temper_folds: TemperFolds = 2,
     ) -> None:
+        self.temper_folds = check_folds(temper_folds)
         self.population_prior = population_prior
         self.dependence = dependence
         self.n_iter = n_iter
@@ -120,6 +123,7 @@ class DawidSkene(Aggregator):
         self.cold_checked_ = init is not None and checked
         self.cold_checked_at_ = (data.n_judgments if checked
                                  else int(getattr(init, "cold_checked_at_", 0)))
+        temper_readout(self, data, self.temper_folds)  # gold-free read-out (models.tempering)
         return self
 
     def _em(self, idx: Judgments, post: np.ndarray, n: int, progress: ProgressCallback,

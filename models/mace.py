@@ -49,9 +49,11 @@ from models.params import (
     Range,
     Restarts,
     Seed,
+    TemperFolds,
     Tolerance,
     validated,
 )
+from models.tempering import check_folds, temper_readout
 from models.warm import cold_check_due, result_column, warm_record
 
 Variant = Literal["em", "vb"]  # EM with smoothing, or variational Bayes with priors
@@ -80,7 +82,9 @@ class MACE(Aggregator):
         random_state: Seed = None,
         class_prior: ClassPriorKind = "auto",
         class_prior_by: Grouping = "topic",
+        temper_folds: TemperFolds = 2,
     ) -> None:
+        self.temper_folds = check_folds(temper_folds)
         self.class_prior = class_prior
         self.class_prior_by = class_prior_by
         self.variant = variant
@@ -156,6 +160,7 @@ class MACE(Aggregator):
         self.cold_checked_at_ = (data.n_judgments if checked
                                  else int(getattr(init, "cold_checked_at_", 0)))
         self._store(data, idx, best[chosen])
+        temper_readout(self, data, self.temper_folds, self.random_state)  # gold-free read-out
         return self
 
     def _em(self, idx: _Judgments, knowing: np.ndarray, spam: np.ndarray, smoothing: float,
@@ -218,6 +223,13 @@ class MACE(Aggregator):
                                          0.0), axis=1)
         self.selected_ = _select_confident(self.entropy_, data.judgments_per_task() > 0,
                                            self.threshold)
+
+    @property
+    def confusion_(self) -> np.ndarray:
+        """(n_annotators, K, K) [j, t, l]: P(y = l | T = t) = (1 − θ_j) ξ_jl + θ_j [t = l]."""
+        k = self.spam_dist_.shape[1]
+        theta = self.competence_[:, None, None]
+        return (1.0 - theta) * self.spam_dist_[:, None, :] + theta * np.eye(k)[None]
 
     def _m_step(self, counts: tuple[np.ndarray, np.ndarray, np.ndarray], smoothing: float,
                 prior: str, proba: np.ndarray, topics: ClassPrior | None

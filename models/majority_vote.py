@@ -1,6 +1,23 @@
-"""Majority vote: P(class) = the task's share of votes for that class.
+"""Majority vote: the class with most votes, and P(class) the posterior of the exchangeable crowd
+whose decision it is.
 
-    P(y_i = k) = n_ik / n_i        (n_ik: votes for class k on task i, n_i: all votes on task i)
+Majority vote is the Bayes decision when every annotator is alike and no class is preferred.
+Its probability (``probability="posterior"``, the default) is that model's posterior: given the
+true class t, a task's votes (n_i1, ..., n_iK) are Dirichlet-multinomial with mean p on t and
+(1 − p) / (K − 1) on every other class and concentration s, i.e. each vote is right with
+probability p and two votes on one task correlate by 1 / (1 + s) (annotators who differ, or
+tasks that are harder than others, spread the votes beyond a binomial's). With a uniform prior,
+
+    P(T_i = t | votes) ∝ Π_l Γ(n_il + s a_tl) / Γ(s a_tl),   a_tl = p if l = t else (1 − p)/(K − 1),
+
+and (p, s) maximise the marginal likelihood of every judged task's votes; the correlation is
+kept only where it beats independent votes by BIC (``exchangeable_fit``). More votes for a
+class always mean a higher posterior, so the most probable class is the majority and tied
+classes stay tied. ``"share"`` keeps the vote shares n_ik / n_i, the probability majority vote
+reported until 2026-11-27: not a probability of the true class (measured on the Algorithm-10
+grid: ECE .03-.11 against .006-.02 for the posterior; docs/models.md "Calibration without
+gold, by principle"). A collection where no task has two votes says nothing about p, and keeps
+the shares.
 
 A task nobody judged gets the uniform distribution. The hard label is the class with most votes;
 ties are broken by the ``tie`` parameter, never by the order of a dict or of the input:
@@ -15,19 +32,25 @@ from __future__ import annotations
 from typing import Literal, Self
 
 import numpy as np
+import scipy.optimize
+from scipy.special import gammaln, logsumexp
 
 from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
 from models.data import AnnotationData
 from models.params import Seed, validated
 
 TieRule = Literal["lowest", "highest", "random"]
+Probability = Literal["posterior", "share"]
+_LOG_S_BOUNDS = (-5.0, 14.0)  # concentration s from e^-5 (votes nearly unanimous) to ~1.2e6
 
 
 class MajorityVote(Aggregator):
     method = "mv"
 
     @validated
-    def __init__(self, tie: TieRule = "lowest", random_state: Seed = None) -> None:
+    def __init__(self, tie: TieRule = "lowest", random_state: Seed = None,
+                 probability: Probability = "posterior") -> None:
+        self.probability = probability
         self.tie = tie
         self.random_state = random_state
 
@@ -41,6 +64,12 @@ class MajorityVote(Aggregator):
         proba = np.divide(counts, np.maximum(totals, 1.0)[:, None])
         proba[~judged] = 1.0 / data.n_classes
         self.counts_ = counts
+        self.shares_ = proba
+        self.accuracy_, self.concentration_ = float("nan"), float("nan")
+        if self.probability == "posterior" and data.n_classes > 1 and (totals > 1).any():
+            self.accuracy_, self.concentration_ = exchangeable_fit(counts[totals > 1])
+            proba = exchangeable_posterior(counts, self.accuracy_, self.concentration_)
+            proba[~judged] = 1.0 / data.n_classes
         self.proba_ = proba
         top = columns[0].copy()
         for column in columns[1:]:
@@ -70,7 +99,7 @@ class MajorityVote(Aggregator):
 
     def result(self, data: AnnotationData) -> AggregationResult:
         n_votes = data.judgments_per_task().astype(np.float64)
-        agreement = self.proba_[np.arange(data.n_tasks), self.hard_labels_]
+        agreement = self.shares_[np.arange(data.n_tasks), self.hard_labels_]
         # Annotator agreement with the majority label of the tasks they judged.
         agrees = (data.label == self.hard_labels_[data.task]).astype(np.float64)
         n_judged = data.judgments_per_annotator().astype(np.float64)
@@ -90,5 +119,59 @@ class MajorityVote(Aggregator):
                 "n_judgments": n_judged,
                 "competence": agree_share,
             },
-            info={"tie": self.tie, "n_ties": int(self.tied_.sum())},
+            info={"tie": self.tie, "n_ties": int(self.tied_.sum()),
+                  **({"vote_accuracy": self.accuracy_,
+                      "vote_correlation": 1.0 / (1.0 + self.concentration_)}
+                     if np.isfinite(self.accuracy_) else {})},
         )
+
+
+def _log_votes(counts: np.ndarray, p: float, s: float) -> np.ndarray:
+    """(n_tasks, K): log P(votes | T = t) up to a term shared by every t and (p, s)-free:
+    Σ_l [log Γ(n_l + s a_tl) − log Γ(s a_tl)] − [log Γ(n + s) − log Γ(s)]."""
+    k = counts.shape[1]
+    hit, miss = s * p, s * (1.0 - p) / (k - 1)
+    missed = gammaln(counts + miss) - gammaln(miss)
+    shared = missed.sum(axis=1) - (gammaln(counts.sum(axis=1) + s) - gammaln(s))
+    return shared[:, None] + (gammaln(counts + hit) - gammaln(hit)) - missed
+
+
+def exchangeable_fit(counts: np.ndarray) -> tuple[float, float]:
+    """(p, s) maximising Σ_i log Σ_t P(votes_i | t) / K over the rows of ``counts``: p in
+    (1/K, 1), the vote's accuracy; s > 0, the concentration (votes correlate by 1/(1 + s)).
+
+    With few votes a task the likelihood has a ridge (three votes a task: only the share of
+    unanimous tasks is seen, one number for two parameters), and where on it the fit stops
+    moves the posterior. So the independent crowd (s at its bound, one parameter p, a bounded
+    1-D search) is the model unless the correlated one (a 12 × 12 grid over (logit p, log s),
+    refined by Nelder–Mead) beats it by more than Schwarz's ½ ln(tasks) (BIC). Tasks with the
+    same votes are one row with a weight: a crowd has few distinct rows."""
+    k = counts.shape[1]
+    rows, weight = np.unique(counts, axis=0, return_counts=True)
+
+    def unpack(x: np.ndarray) -> tuple[float, float]:
+        return 1.0 / k + (1.0 - 1.0 / k) / (1.0 + np.exp(-x[0])), float(np.exp(x[1]))
+
+    def loss(x: np.ndarray) -> float:
+        # log space: a task's likelihood is a product over its votes
+        return -float(logsumexp(_log_votes(rows, *unpack(x)), axis=1) @ weight)
+
+    high = _LOG_S_BOUNDS[1]
+    single = scipy.optimize.minimize_scalar(lambda a: loss(np.array([a, high])),
+                                            bounds=(-12.0, 12.0), method="bounded")
+    grid = [np.array([a, b]) for a in np.linspace(-6.0, 6.0, 12)
+            for b in np.linspace(*_LOG_S_BOUNDS, 12)]
+    res = scipy.optimize.minimize(loss, min(grid, key=loss), method="Nelder-Mead",
+                                  bounds=[(-12.0, 12.0), _LOG_S_BOUNDS],
+                                  options={"xatol": 1e-6, "fatol": 1e-9, "maxiter": 2000})
+    if float(single.fun) - float(res.fun) > 0.5 * np.log(max(int(weight.sum()), 2)):
+        return unpack(res.x)
+    return unpack(np.array([single.x, high]))
+
+
+def exchangeable_posterior(counts: np.ndarray, p: float, s: float) -> np.ndarray:
+    """P(T_i = t | votes) ∝ P(votes | t) under a uniform prior (module doc)."""
+    log_joint = _log_votes(counts, p, s)
+    log_joint -= log_joint.max(axis=1, keepdims=True)
+    proba = np.exp(log_joint)
+    return proba / proba.sum(axis=1, keepdims=True)

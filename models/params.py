@@ -227,6 +227,8 @@ QuadraturePoints = Annotated[int, Range(1, 200)]
 InducingPoints = Annotated[int, Range(1, 5_000)]
 # the map a fit calibrated on held-out gold fits (models.calibration): logistic, or monotone
 Calibration = Literal["platt", "isotonic"]
+# task folds of the gold-free tempering of a posterior (models.tempering): 0 off, else at least 2
+TemperFolds = Annotated[int, Range(0, 20)]
 # the largest collection fitted with a full GP (an n x n kernel matrix: 10,000 tasks = 800 MB)
 FullGPTasks = Annotated[int, Range(0, 10_000)]
 # tasks sampled per M step (more than a collection has is harmless)

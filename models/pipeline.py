@@ -26,6 +26,7 @@ from models.base import AggregationResult, Aggregator, ProgressCallback, no_prog
 from models.data import AnnotationData
 from models.evaluation import Evaluation, evaluate, relevant_index
 from models.evaluation.heldout import held_out_seed, heldout_predictions
+from models.tempering import readout_info
 from models.warm import accepts_init
 
 __all__ = ["FitSpec", "Fitted", "Scores", "fit"]
@@ -134,6 +135,7 @@ def fit(spec: FitSpec, data: AnnotationData, *, init: object | None = None,
 def _posterior(spec: FitSpec, data: AnnotationData, model: Aggregator) -> Fitted:
     """The fitted model's result, labels and P(relevant): the one step after every fit."""
     result = model.result(data)
+    result.info.update(readout_info(model))  # the gold-free read-out's τ and ρ̄, if applied
     relevant = spec.relevant_index(data)
     return Fitted(spec=spec, data=data, model=model, result=result,
                   labels=np.asarray(model.labels_), relevant=relevant,

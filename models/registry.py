@@ -91,13 +91,18 @@ class MethodSpec:
     def build(self, params: dict[str, Any], *, relevant_from: int | None = None) -> Aggregator:
         """The model with ``params`` (unchecked: see ``validate_params``); with
         ``calibrate_folds`` wrapped in ``GoldCalibrated`` (P(relevant) recalibrated on
-        held-out gold at the grade ``relevant_from``; binary data: class 1)."""
+        held-out gold at the grade ``relevant_from``; binary data: class 1), the model itself
+        then untempered (``temper_folds`` 0 unless given)."""
         own = {k: v for k, v in params.items() if k not in GOLD_PARAMS}
         folds = int(params.get("calibrate_folds", 0))
         if not folds:
             return self.cls(**own)
         from models.calibration import GoldCalibrated
 
+        if "temper_folds" in self.defaults and "temper_folds" not in own:
+            # the gold-free tempering (models.tempering) is a power of the posterior: Platt's
+            # slope on logit P does the same from gold, the isotonic map ignores it
+            own["temper_folds"] = 0
         self.cls(**own)  # the constructor's own checks, before the wrapper defers it
         seed = own.get("random_state")
         return GoldCalibrated(lambda: self.cls(**own), n_folds=folds,

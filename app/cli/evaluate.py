@@ -80,6 +80,10 @@ def add_command(subparsers: argparse._SubParsersAction) -> None:  # type: ignore
                                "for ds's default (its strength type-II ML, found again from "
                                "the judgments); the draws then use the fit's own prior on each "
                                "confusion row, as the service's do (default 0: other methods)")
+    evaluate.add_argument("--readout", type=float, nargs=2, default=None, metavar=("TAU", "RHO"),
+                          help="with --judgments, for a fit with the gold-free read-out: its "
+                               "info's readout_temperature and readout_rho; the draws then start "
+                               "from the fit's own posterior, as the service's do")
     evaluate.add_argument("--draws", choices=("parameters", "labels"), default=None,
                           help="parameters: the annotators' parameters, then the labels (needs "
                                "--judgments); labels: every task's label independently from "
@@ -259,7 +263,14 @@ def _parameter_draws(args: argparse.Namespace, posterior: Posterior,
     if not on.any():
         raise UsageError("--judgments has no judgment of a --tasks pair")
     family = "confusion" if mace is None else "mace"
-    return draw_parameters(family, posterior.proba, rows[data.task][on], data.annotator[on],
+    proba = posterior.proba
+    if args.readout is not None:  # the fit's own posterior, not its read-out (models.tempering)
+        from models.tempering import plugin_posterior
+
+        proba = plugin_posterior(proba, rows[data.task][on], proba.shape[0],
+                                 {"readout_temperature": args.readout[0],
+                                  "readout_rho": args.readout[1]})
+    return draw_parameters(family, proba, rows[data.task][on], data.annotator[on],
                            data.label[on], samples=samples, seed=args.seed,
                            competence=None if mace is None else mace[0],
                            spam=None if mace is None else mace[1], class_prior=mace is None,

@@ -20,6 +20,7 @@ from models.evaluation.parameters import (
     parameter_family,
 )
 from models.evaluation.uncertainty import Posterior
+from models.tempering import plugin_posterior
 
 
 def fit_parameter_draws(session: Session, *, collection: Collection, aggregation: Aggregation,
@@ -54,6 +55,8 @@ def fit_parameter_draws(session: Session, *, collection: Collection, aggregation
         row = stored.get(ident)
         if row is not None and len(row) == len(classes):
             proba[i], scored[i] = row, True
+    # the draws tilt the fit's own posterior, not its gold-free read-out (models.tempering)
+    proba = plugin_posterior(proba, data.task, data.n_tasks, aggregation.info)
     keep = scored[task]  # judgments of tasks the fit did not score inform nothing
     task, annotator, label = task[keep], annotator[keep], label[keep]
 

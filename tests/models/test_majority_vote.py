@@ -1,4 +1,5 @@
-"""Majority vote: vote shares, the documented tie rules, and agreement with crowd-kit."""
+"""Majority vote: vote shares, the exchangeable posterior, the documented tie rules, and agreement
+with crowd-kit."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ def _toy(labels_per_task: list[list[int]], n_classes: int = 2) -> AnnotationData
 
 def test_vote_shares_and_hard_labels_binary() -> None:
     data = _toy([[1, 1, 0], [0, 0, 0, 1], [1, 0]])
-    mv = MajorityVote().fit(data)
+    mv = MajorityVote(probability="share").fit(data)
     np.testing.assert_allclose(mv.proba_, [[1 / 3, 2 / 3], [3 / 4, 1 / 4], [0.5, 0.5]])
     assert mv.labels_.tolist() == [1, 0, 0]  # the tie goes to the lowest class by default
     result = mv.result(data)
@@ -77,7 +78,7 @@ def test_registry_validates_tie() -> None:
 def _equal_where_no_tie(data: AnnotationData, helpers) -> None:  # type: ignore[no-untyped-def]
     from crowdkit.aggregation import MajorityVote as CrowdKitMV
 
-    ours = MajorityVote().fit(data)
+    ours = MajorityVote(probability="share").fit(data)
     theirs = helpers.crowdkit_labels(CrowdKitMV().fit_predict(helpers.to_crowdkit(data)),
                                      data.n_tasks)
     clear = ~ours.tied_ & (data.judgments_per_task() > 0)
@@ -95,3 +96,64 @@ def test_equals_crowdkit_where_no_tie_rf10(rf10, helpers) -> None:  # type: igno
 
 def test_equals_crowdkit_where_no_tie_synthetic(synth_small, helpers) -> None:  # type: ignore[no-untyped-def]
     _equal_where_no_tie(synth_small.to_annotation_data(), helpers)
+
+
+def _exchangeable_votes(p: float, n_votes: int, n_tasks: int, correlation: float,
+                        seed: int) -> tuple[AnnotationData, np.ndarray]:
+    """Binary tasks, truth uniform; each task's votes right with probability p_i drawn from a
+    Beta of mean p whose votes correlate by ``correlation`` (0: every p_i = p, binomial)."""
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(0, 2, n_tasks)
+    if correlation > 0:
+        s = 1.0 / correlation - 1.0
+        p_task = rng.beta(s * p, s * (1.0 - p), n_tasks)
+    else:
+        p_task = np.full(n_tasks, p)
+    right = rng.random((n_tasks, n_votes)) < p_task[:, None]
+    labels = np.where(right, truth[:, None], 1 - truth[:, None])
+    data = _toy([row.tolist() for row in labels])
+    return data, truth
+
+
+def _ece(p: np.ndarray, y: np.ndarray) -> float:
+    from models.evaluation.reliability import reliability
+
+    return float(reliability(p, y).ece)
+
+
+@pytest.mark.parametrize("correlation", [0.0, 0.05])
+def test_posterior_recovers_the_crowd_and_is_calibrated(correlation: float) -> None:
+    """Votes from the model itself: the posterior is calibrated where the vote shares are not,
+    its argmax is the majority; independent votes are read as such (p recovered, correlation
+    about 0), correlated ones as correlated (with five votes a task (p, s) sit on a ridge of the
+    likelihood: p is not checked; at correlation .2 a fifth of the tasks have p_i < ½ and are
+    read as the other class, which no model of the votes can tell)."""
+    data, truth = _exchangeable_votes(0.7, 5, 4000, correlation, seed=3)
+    mv = MajorityVote().fit(data)
+    shares = MajorityVote(probability="share").fit(data)
+    icc = 1.0 / (1.0 + mv.concentration_)
+    if correlation == 0:
+        assert mv.accuracy_ == pytest.approx(0.7, abs=0.02)
+        assert icc < 0.02
+    else:
+        assert icc > 0.02
+    assert _ece(mv.proba_[:, 1], truth == 1) < 0.03
+    assert _ece(shares.proba_[:, 1], truth == 1) > 0.05
+    np.testing.assert_array_equal(mv.labels_, shares.labels_)
+    np.testing.assert_array_equal(np.argmax(mv.proba_, axis=1), shares.labels_)
+    assert mv.result(data).info["vote_accuracy"] == mv.accuracy_
+
+
+def test_posterior_keeps_ties_and_order_multiclass() -> None:
+    data = _toy([[0, 2], [2, 1, 2, 1], [1, 1, 0], [0, 1, 2], [2, 2, 2], [0, 0, 1]] * 20,
+                n_classes=3)
+    mv = MajorityVote().fit(data)
+    np.testing.assert_allclose(mv.proba_[0, 0], mv.proba_[0, 2])
+    np.testing.assert_allclose(mv.proba_[3], [1 / 3] * 3)
+    assert mv.proba_[4, 2] > mv.proba_[2, 1] > 1 / 3  # 3 of 3 votes beat 2 of 3
+    np.testing.assert_array_equal(mv.labels_, MajorityVote(probability="share").fit(data).labels_)
+
+
+def test_single_votes_keep_the_shares() -> None:
+    data = _toy([[1], [0], [1]])
+    np.testing.assert_allclose(MajorityVote().fit(data).proba_, [[0, 1], [1, 0], [0, 1]])

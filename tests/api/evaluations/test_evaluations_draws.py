@@ -48,6 +48,15 @@ def _offline(client, tmp_path: Path, aggregation: int, *extra: str) -> dict:
     return result
 
 
+def _readout(client, aggregation: int) -> list[str]:  # type: ignore[no-untyped-def]
+    """The fit's gold-free read-out (models.tempering) as ``evaluate --readout`` takes it: the
+    service's draws start from the fit's own posterior, and the CLI is told how to get it."""
+    info = client.get(f"{API}/aggregations/{aggregation}").json()["info"]
+    if "readout_temperature" not in info:
+        return []
+    return ["--readout", repr(info["readout_temperature"]), repr(info["readout_rho"])]
+
+
 def _same(full: dict, offline: dict) -> None:
     for ours, theirs in zip(sorted(full["results"], key=KEY), sorted(offline["results"], key=KEY),
                             strict=True):
@@ -78,7 +87,8 @@ def test_parameter_draws_are_a_ds_fits_default_and_match_the_cli(client, tmp_pat
     # DS's population prior (its default: the strength type-II ML) is the chain's prior too;
     # the CLI is told it, as it cannot read it from the tasks TSV, and finds the same strength
     # from the same expected counts
-    offline = _offline(client, tmp_path, aggregation, "--population-prior", "ml")
+    offline = _offline(client, tmp_path, aggregation, "--population-prior", "ml",
+                       *_readout(client, aggregation))
     assert offline["draws"] == "parameters"
     _same(full, offline)
 
@@ -104,7 +114,8 @@ def test_mace_draws_its_own_parameters_and_match_the_cli(client, tmp_path: Path)
         f"{a['annotator']}\t{a['competence']!r}\t{a['extra']['spam_p_0']!r}\t"
         f"{a['extra']['spam_p_1']!r}\n" for a in annotators))
     full = client.get(f"{API}/evaluations/{done['id']}/measures").json()
-    _same(full, _offline(client, tmp_path, fit["id"], "--annotators", str(table)))
+    _same(full, _offline(client, tmp_path, fit["id"], "--annotators", str(table),
+                         *_readout(client, fit["id"])))
 
 
 def test_parameter_draws_need_a_fit_with_annotator_parameters(client) -> None:

@@ -1,0 +1,176 @@
+"""Calibration without gold: a confusion-matrix model's posterior tempered by how well its fitted
+annotators predict judgments on tasks they were not fitted to.
+
+A fitted DS, MACE, IBCC or EBCC reads P(T_i | judgments) as if its annotator parameters were
+exact. They are not: with a weak crowd (accuracy .6-.66) and the true labels latent, an
+annotator's fitted accuracy from a few hundred judgments is off by about .08 (measured on the
+Algorithm-10 grid, noise 4-8), and plugging noisy weights into Σ_a log π_j[t, y_a] spreads the
+posterior's log-odds wider than the truth's: the errors-in-variables attenuation, seen as
+overconfidence (P ≈ .95 where .83 of the tasks are relevant). How much to shrink is measured
+without gold by cross-fitting over tasks (``n_folds`` folds, 2 by default):
+
+1. fit the model on the judgments of every fold but one (a clone, itself not tempered);
+2. predict every judgment a of a held-out task i from the task's *other* judgments, with the
+   clone's prior ρ and confusion matrices π (never fitted to task i):
+   P_τ(y_a) = Σ_t q_τ(t) π_j(a)[t, y_a],
+   q_τ(t) ∝ exp(τ (log ρ_t + Σ_{b ∈ i, b ≠ a} log π_j(b)[t, y_b]));
+3. τ maximises Σ_a log P_τ(y_a) over all folds (bounded search on [0.02, 1.5]).
+
+The held-out judgments cannot see the second over-count, judgments of one task that err
+together (the held-out judgment's correlates are among the others and predict it well), so it
+is measured separately: ρ̄, the correlation of two judgments' residuals on one task given the
+true class, by moments from the fitted model (``models.dependence.agreement_correlation``: the
+pairs' agreement beyond what the fitted annotators predict under independence), and Kish's
+design effect 1 + (n_i − 1) ρ̄ of ``models.dependence``, applied to every task whatever n_i.
+
+The read-out is then the power posterior q ∝ P(T_i | judgments)^τ_i of the fit on all the data,
+τ_i = τ / (1 + (n_i − 1) max(ρ̄, 0)): every class's log-probability times τ_i, so the most
+probable class, and with it every label and the accuracy, stays the model's. τ_i = 1 is the
+model as fitted; τ_i < 1 counts the evidence τ_i times. A fit tempered inside EM for dense
+judges (``dependence``) keeps its own τ_i and gets only τ.
+
+Why held-out *tasks*, and not only held-out judgments: in-sample, an annotator's parameters
+were fitted to agree with the very posterior that predicts its judgment, so leaving a judgment
+out of a task but not out of the fit rewards the plug-in (τ ≈ .98 on the same data: docs/models.md
+"Calibration without gold"). A fit that never saw the task has no such advantage: its parameter
+errors cost predictive likelihood, and τ < 1 buys it back. Where the judgments are conditionally
+independent and the parameters well determined, τ ≈ 1 and nothing changes (tests). What this
+cannot see is a disagreement between the crowd and the gold's maker that the judgments do not
+show (the non-identifiability argument of docs/models.md): on RF10 τ ≈ .7-.85 and ρ̄ ≈ .03-.06,
+ECE .16-.20 → .13-.16; NIST's labels would need ρ̄ ≈ .15 and τ ≈ .3 (docs/models.md).
+
+With gold calibration (``calibrate_folds``) the tempering is redundant: Platt's map already has
+a free slope on logit P (τ's effect exactly), and the isotonic map ignores monotone transforms.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import scipy.optimize
+from scipy.special import logsumexp
+
+from models.data import AnnotationData
+from models.dependence import agreement_correlation, tempering
+
+TAU_BOUNDS = (0.02, 1.5)
+_TINY = 1e-300
+
+
+def check_folds(n_folds: int) -> int:
+    """``temper_folds`` as a constructor takes it: 0 (off) or at least 2 folds."""
+    if n_folds == 1:
+        raise ValueError("temper_folds is 0 (no tempering) or at least 2 (folds over tasks)")
+    return n_folds
+
+
+def clone(model: Any, **overrides: Any) -> Any:
+    """An unfitted copy of ``model`` with the same constructor arguments (stored unchanged, the
+    estimator convention), some replaced by ``overrides``."""
+    names = [p for p in inspect.signature(type(model).__init__).parameters if p != "self"]
+    params = {name: getattr(model, name) for name in names}
+    return type(model)(**{**params, **overrides})
+
+
+def judgment_table(prior: np.ndarray, confusion: np.ndarray, data: AnnotationData,
+                   rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For the judgments ``rows`` (a mask): log π_j(a)[t, y_a] (n, K), and log ρ_t + the sum
+    of the same over the task's other judgments in ``rows`` (n, K)."""
+    table = np.log(np.maximum(confusion[data.annotator[rows], :, data.label[rows]], _TINY))
+    task = data.task[rows]
+    sums = np.stack([np.bincount(task, weights=table[:, t], minlength=data.n_tasks)
+                     for t in range(table.shape[1])], axis=1)
+    return table, np.log(np.maximum(prior, _TINY)) + sums[task] - table
+
+
+def heldout_temperature(pieces: list[tuple[np.ndarray, np.ndarray]]) -> float:
+    """τ maximising Σ_a log Σ_t q_τ(t) π[t, y_a] over ``pieces`` of (table, others)."""
+
+    def loss(tau: float) -> float:
+        total = 0.0
+        for table, others in pieces:
+            log_q = tau * others
+            log_q -= logsumexp(log_q, axis=1, keepdims=True)
+            total -= float(logsumexp(log_q + table, axis=1).sum())
+        return total
+
+    return float(scipy.optimize.minimize_scalar(loss, bounds=TAU_BOUNDS, method="bounded").x)
+
+
+def crossfit_temperature(make: Callable[[], Any], data: AnnotationData, n_folds: int,
+                         random_state: int | None = None) -> float:
+    """τ of the module doc: ``make()`` builds an untempered model with ``prior_`` and
+    ``confusion_`` [j, t, l]; tasks split in ``n_folds`` folds at random (seeded)."""
+    fold = np.random.default_rng(0 if random_state is None else random_state).permutation(
+        data.n_tasks) % n_folds
+    pieces = []
+    for f in range(n_folds):
+        held = fold[data.task] == f
+        if not held.any() or held.all():
+            continue
+        train = ~held
+        fitted = make().fit(replace(data, task=data.task[train],
+                                    annotator=data.annotator[train], label=data.label[train]))
+        pieces.append(judgment_table(fitted.prior_, fitted.confusion_, data, held))
+    return heldout_temperature(pieces) if pieces else 1.0
+
+
+def power_posterior(proba: np.ndarray, tau: float | np.ndarray) -> np.ndarray:
+    """q ∝ proba^τ per task (τ a number or one per task; log space: a posterior of many
+    judgments sits near 0 and 1). The most probable class of every task is kept."""
+    tau = np.asarray(tau, dtype=np.float64)
+    if np.all(tau == 1.0):
+        return proba
+    log_q = (tau[:, None] if tau.ndim else tau) * np.log(np.maximum(proba, _TINY))
+    log_q -= log_q.max(axis=1, keepdims=True)
+    q = np.exp(log_q)
+    q[proba <= 0] = 0.0  # a class ruled out (clamped gold) stays ruled out
+    return q / q.sum(axis=1, keepdims=True)
+
+
+def temper_readout(model: Any, data: AnnotationData, n_folds: int,
+                   random_state: int | None = None) -> None:
+    """The read-out of the module doc: ``model`` (fitted on ``data``, with ``prior_``,
+    ``confusion_`` and a ``temper_folds`` parameter, which its clones get as 0) gets
+    ``temperature_`` (τ, cross-fitted), ``readout_rho_`` (ρ̄ by agreement moments,
+    ``models.dependence.agreement_correlation``) and ``proba_`` to the power
+    τ_i = τ / (1 + (n_i − 1) max(ρ̄, 0)). ``n_folds`` 0: nothing changes (τ = 1, ρ̄ = 0)."""
+    model.temperature_, model.readout_rho_ = 1.0, 0.0
+    if n_folds < 2 or data.n_judgments == 0:
+        return
+    tau = crossfit_temperature(lambda: clone(model, temper_folds=0), data, n_folds,
+                               random_state)
+    # a fit already tempered by its design effect (dense judges, models.dependence) has the
+    # dependence in its posterior: only τ applies
+    rho = (0.0 if getattr(model, "tempered_", False) else
+           agreement_correlation(data.task, data.annotator, data.label, model.prior_,
+                                 model.confusion_))
+    model.temperature_, model.readout_rho_ = tau, rho
+    model.proba_ = power_posterior(model.proba_, tau * tempering(data.task, data.n_tasks, rho))
+
+
+def readout_info(model: Any) -> dict[str, float]:
+    """What a fit's read-out applied, for its ``info``: ``readout_temperature`` (τ) and
+    ``readout_rho`` (ρ̄), or nothing when it applied none (``temper_folds`` 0, other methods),
+    so their info stays as it was."""
+    tau, rho = getattr(model, "temperature_", 1.0), getattr(model, "readout_rho_", 0.0)
+    if tau == 1.0 and rho <= 0.0:
+        return {}
+    return {"readout_temperature": float(tau), "readout_rho": float(rho)}
+
+
+def plugin_posterior(proba: np.ndarray, task: np.ndarray, n_tasks: int,
+                     info: dict[str, Any] | None) -> np.ndarray:
+    """The fit's own posterior back from its read-out (``info`` as ``readout_info`` wrote it;
+    ``task`` the fit's judgments' tasks): proba^(1/τ_i). What the parameter draws of an
+    evaluation tilt (``models.evaluation.parameters``): their reference is the model's own
+    fixed point, which the tempered posterior is not."""
+    if not info or "readout_temperature" not in info:
+        return proba
+    tau = float(info["readout_temperature"]) * tempering(task, n_tasks,
+                                                         float(info.get("readout_rho", 0.0)))
+    return power_posterior(proba, 1.0 / tau)

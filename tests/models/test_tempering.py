@@ -1,0 +1,149 @@
+"""The gold-free read-out of the confusion-matrix models (models.tempering): cross-fitted τ and the
+design effect of ρ̄ by agreement moments (models.dependence.agreement_correlation)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from models.bcc import IBCC
+from models.data import AnnotationData
+from models.dawid_skene import DawidSkene
+from models.dependence import agreement_correlation
+from models.evaluation.reliability import reliability
+from models.registry import InvalidParams, get_method, make_aggregator
+from models.synthetic import generate
+from models.tempering import power_posterior
+
+
+def _ds_true(n_tasks: int, n_annotators: int, per_task: int, seed: int,
+             copies: int = 1) -> AnnotationData:
+    """Dawid–Skene's own model: truth ~ Bernoulli(.4); each annotator's confusion rows drawn
+    once (accuracy U(.6, .9) per class); ``per_task`` distinct annotators a task, judgments
+    independent given the truth. ``copies`` > 1 repeats every judgment by that many clones (new
+    annotators who say what the original said): planted within-task dependence."""
+    rng = np.random.default_rng(seed)
+    truth = (rng.random(n_tasks) < 0.4).astype(np.int64)
+    right = rng.uniform(0.6, 0.9, (n_annotators, 2))
+    task = np.repeat(np.arange(n_tasks), per_task)
+    annotator = np.concatenate([rng.choice(n_annotators, per_task, replace=False)
+                                for _ in range(n_tasks)])
+    correct = rng.random(task.shape[0]) < right[annotator, truth[task]]
+    label = np.where(correct, truth[task], 1 - truth[task])
+    task = np.tile(task, copies)
+    label = np.tile(label, copies)
+    annotator = np.concatenate([annotator + c * n_annotators for c in range(copies)])
+    return AnnotationData(
+        task=task, annotator=annotator, label=label,
+        topic_ids=np.full(n_tasks, "t"), doc_ids=np.array([f"d{i}" for i in range(n_tasks)]),
+        annotator_ids=np.array([f"a{j}" for j in range(copies * n_annotators)]),
+        classes=np.arange(2), gold=truth,
+    )
+
+
+def _ece(model: object, data: AnnotationData) -> float:
+    assert data.gold is not None
+    return float(reliability(model.proba_[:, 1], data.gold == 1).ece)  # type: ignore[attr-defined]
+
+
+def test_ds_true_data_is_left_calibrated() -> None:
+    """Conditionally independent judgments and well-determined annotators (30 annotators, 330
+    judgments each): ρ̄ ≈ 0, τ near 1, and the read-out is no worse calibrated than the fit."""
+    data = _ds_true(2000, 30, 5, seed=1)
+    plain = DawidSkene(temper_folds=0).fit(replace(data, gold=None))
+    read = DawidSkene().fit(replace(data, gold=None))
+    assert abs(read.readout_rho_) < 0.02
+    assert read.temperature_ > 0.85
+    assert _ece(read, data) <= _ece(plain, data) + 0.005
+    np.testing.assert_array_equal(read.labels_, plain.labels_)
+
+
+def test_weak_crowd_overconfidence_is_tempered_labels_kept() -> None:
+    """Algorithm-10 data, noise 4-8: fitted accuracies are off by ~.08, the plug-in posterior
+    is overconfident (ECE .07 at seed 7); the cross-fitted τ < 1 brings it near the floor
+    without changing a label."""
+    syn = generate(2000, 60, noise_level=(4.0, 8.0), redundancy=5, random_state=7)
+    data = syn.to_annotation_data(with_features=False)
+    plain = DawidSkene(temper_folds=0).fit(replace(data, gold=None))
+    read = DawidSkene().fit(replace(data, gold=None))
+    assert read.temperature_ < 0.8
+    assert _ece(plain, data) > 0.06
+    assert _ece(read, data) < 0.04
+    np.testing.assert_array_equal(read.labels_, plain.labels_)
+
+
+def test_planted_copies_raise_rho_and_soften_the_posterior() -> None:
+    """Every judgment given three times (by clones): of a task's 15 pairs of judgments 6 are
+    copies (correlation 1) and 9 independent, so the planted ρ̄ is 6/15 = .4. The moments see
+    it, from below (the fit reads part of the copying as accurate annotators: .26), and each
+    task's evidence is divided by its design effect (6 judgments a task: below
+    ``dependence``'s dense threshold, so EM itself does not temper)."""
+    data = _ds_true(600, 20, 2, seed=2, copies=3)
+    fitted = DawidSkene(temper_folds=0).fit(replace(data, gold=None))
+    rho = agreement_correlation(data.task, data.annotator, data.label, fitted.prior_,
+                                fitted.confusion_)
+    assert 0.15 < rho <= 0.45
+    read = DawidSkene().fit(replace(data, gold=None))
+    assert read.readout_rho_ == pytest.approx(rho)
+    certain = np.abs(read.proba_[:, 1] - 0.5) < np.abs(fitted.proba_[:, 1] - 0.5) - 1e-9
+    assert certain.mean() > 0.9
+    # independent judgments (one copy) of the same design: ρ̄ about 0
+    single = _ds_true(600, 20, 6, seed=2)
+    one = DawidSkene(temper_folds=0).fit(replace(single, gold=None))
+    assert abs(agreement_correlation(single.task, single.annotator, single.label, one.prior_,
+                                     one.confusion_)) < 0.05
+
+
+def test_power_posterior_keeps_the_argmax_and_ruled_out_classes() -> None:
+    proba = np.array([[0.7, 0.2, 0.1], [0.0, 0.4, 0.6], [1 / 3, 1 / 3, 1 / 3]])
+    q = power_posterior(proba, np.array([0.5, 0.3, 0.9]))
+    np.testing.assert_array_equal(q.argmax(axis=1), proba.argmax(axis=1))
+    assert q[1, 0] == 0.0
+    np.testing.assert_allclose(q.sum(axis=1), 1.0)
+    np.testing.assert_allclose(q[0], np.sqrt(proba[0]) / np.sqrt(proba[0]).sum())
+    assert power_posterior(proba, 1.0) is proba
+
+
+def test_temper_folds_off_and_refused() -> None:
+    data = _ds_true(300, 10, 3, seed=3)
+    off = IBCC(temper_folds=0).fit(data)
+    assert off.temperature_ == 1.0 and off.readout_rho_ == 0.0
+    with pytest.raises(InvalidParams):
+        make_aggregator("ds", {"temper_folds": 1})
+    with pytest.raises(InvalidParams):
+        make_aggregator("mace", {"temper_folds": 21})
+    # gold calibration makes it redundant: the wrapped model is built untempered
+    calibrated = get_method("ds").build({"use_gold": True, "calibrate_folds": 3})
+    assert calibrated.make().temper_folds == 0  # type: ignore[attr-defined]
+    kept = get_method("ds").build({"use_gold": True, "calibrate_folds": 3, "temper_folds": 2})
+    assert kept.make().temper_folds == 2  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("method", ["mace", "ibcc", "ebcc"])
+def test_every_confusion_model_reads_out_tempered(method: str) -> None:
+    syn = generate(600, 30, noise_level=(4.0, 8.0), redundancy=5, random_state=3)
+    data = replace(syn.to_annotation_data(with_features=False), gold=None)
+    params = {"random_state": 0} if "random_state" in get_method(method).defaults else {}
+    plain = get_method(method).build({**params, "temper_folds": 0}).fit(data)
+    read = get_method(method).build(params).fit(data)
+    assert read.temperature_ < 1.0  # type: ignore[attr-defined]
+    np.testing.assert_array_equal(read.labels_, plain.labels_)
+    assert (np.abs(read.proba_[:, 1] - 0.5) <= np.abs(plain.proba_[:, 1] - 0.5) + 1e-12).all()
+
+
+def test_plugin_posterior_undoes_the_read_out() -> None:
+    """The fit's info says what the read-out applied, and the evaluation's parameter draws get
+    the fit's own posterior back from the stored one."""
+    from models.tempering import plugin_posterior, readout_info
+
+    data = replace(_ds_true(400, 12, 4, seed=4, copies=1), gold=None)
+    read = DawidSkene().fit(data)
+    plain = DawidSkene(temper_folds=0).fit(data)
+    info = readout_info(read)
+    assert info["readout_temperature"] == read.temperature_
+    back = plugin_posterior(read.proba_, data.task, data.n_tasks, info)
+    np.testing.assert_allclose(back, plain.proba_, atol=1e-9)
+    assert readout_info(plain) == {}
+    assert plugin_posterior(plain.proba_, data.task, data.n_tasks, {}) is plain.proba_
