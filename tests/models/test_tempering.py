@@ -66,8 +66,10 @@ def test_weak_crowd_overconfidence_is_tempered_labels_kept() -> None:
     without changing a label."""
     syn = generate(2000, 60, noise_level=(4.0, 8.0), redundancy=5, random_state=7)
     data = syn.to_annotation_data(with_features=False)
-    plain = DawidSkene(temper_folds=0).fit(replace(data, gold=None))
-    read = DawidSkene().fit(replace(data, gold=None))
+    # DS with the fixed population prior of K pseudo-judgments a row (with the default, its
+    # strength type-II ML, the pooled rows already shrink the fitted accuracies and τ ≈ 1)
+    plain = DawidSkene(temper_folds=0, population_prior=2.0).fit(replace(data, gold=None))
+    read = DawidSkene(population_prior=2.0).fit(replace(data, gold=None))
     assert read.temperature_ < 0.8
     assert _ece(plain, data) > 0.06
     assert _ece(read, data) < 0.04
@@ -81,11 +83,11 @@ def test_planted_copies_raise_rho_and_soften_the_posterior() -> None:
     task's evidence is divided by its design effect (6 judgments a task: below
     ``dependence``'s dense threshold, so EM itself does not temper)."""
     data = _ds_true(600, 20, 2, seed=2, copies=3)
-    fitted = DawidSkene(temper_folds=0).fit(replace(data, gold=None))
+    fitted = DawidSkene(temper_folds=0, population_prior=2.0).fit(replace(data, gold=None))
     rho = agreement_correlation(data.task, data.annotator, data.label, fitted.prior_,
                                 fitted.confusion_)
     assert 0.15 < rho <= 0.45
-    read = DawidSkene().fit(replace(data, gold=None))
+    read = DawidSkene(population_prior=2.0).fit(replace(data, gold=None))
     assert read.readout_rho_ == pytest.approx(rho)
     certain = np.abs(read.proba_[:, 1] - 0.5) < np.abs(fitted.proba_[:, 1] - 0.5) - 1e-9
     assert certain.mean() > 0.9
