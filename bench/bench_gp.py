@@ -262,16 +262,17 @@ def cmd_speed(args: argparse.Namespace) -> None:
                  redundancy=args.redundancy, random_state=0)
     data = s.to_annotation_data()
     gen = time.perf_counter() - t0
-    t0 = time.perf_counter()
+    load = os.getloadavg()[0]
+    t0, c0 = time.perf_counter(), time.process_time()
     model = MAGP(random_state=0, kernel=args.magp_kernel, n_inducing=args.inducing).fit(data)
-    fit = time.perf_counter() - t0
+    fit, cpu = time.perf_counter() - t0, time.process_time() - c0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2  # KiB -> GiB
     info = model.info_
     print(f"tasks {data.n_tasks}\tjudgments {data.n_judgments}\tannotators {data.n_annotators}\t"
-          f"generate {gen:.1f} s\tfit {fit:.1f} s\tEM iterations {info['n_iter']}\t"
-          f"E sweeps {info['e_step_sweeps']}\t{info['gp']}\t"
+          f"generate {gen:.1f} s\tfit {fit:.1f} s\tCPU {cpu:.1f} s\t"
+          f"EM iterations {info['n_iter']}\tE sweeps {info['e_step_sweeps']}\t{info['gp']}\t"
           f"accuracy {_accuracy(model.labels_, s.truth):.4f}\tpeak RSS {peak:.2f} GiB\t"
-          f"load average {os.getloadavg()[0]:.1f}", flush=True)
+          f"load average {load:.1f} -> {os.getloadavg()[0]:.1f}", flush=True)
     for label, values in (stages or {}).items():
         print(f"  {label}: {sum(values):.1f} in {len(values)} calls", flush=True)
 

@@ -15,7 +15,7 @@ parameters that inducing points do not have to carry.
 
 E step: natural-gradient (CVI, Khan & Lin 2017) updates of the sites, each a closed-form
 Newton-like step per task from the Gauss–Hermite statistics of its judgments:
-τ̃_i ← −2 ∂E_i/∂v_i, ν̃_i ← ∂E_i/∂m_i + τ̃_i m_i (damped).
+τ̃_i ← −2 ∂E_i/∂v_i, ν̃_i ← ∂E_i/∂m_i + τ̃_i m_i (damped by ``e_rate`` < 1 if asked).
 M step: L-BFGS on kernel, τ², mean function and noise parameters with the sites fixed.
 Objective (eq. 4.17): ELBO + log prior, where with sites fixed
 
@@ -26,6 +26,7 @@ log Z_t being the (collapsed, Titsias) log marginal likelihood of the Gaussian-s
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,7 +38,7 @@ import tensorflow as tf
 from check_shapes import check_shapes
 
 from models.gp.constants import M_STEP_MAX_TASKS
-from models.gp.likelihood import GaussianBernoulli, judgment_expectations
+from models.gp.likelihood import GaussianBernoulli, judgment_expectations, log_ndtr
 
 # The same seed gives the same fit, in the CLI and in a job's child process alike: without this,
 # CPU kernels that split a long sum across threads (oneDNN's matmuls, Eigen's inner-dimension
@@ -57,6 +58,11 @@ DEVIATION_PRIOR_SHAPE = 2.0
 # Probit scale of a gold label's factor Φ(s f_i / c): 1 is the model's own P(relevant) event
 # (docs/gp.md, "Gold labels"); sharper clamps (c = 0.03–0.3) measured no different.
 GOLD_SCALE = 1.0
+# Precision of the Gauss–Hermite pass over the judgments (E sweeps, the M step, the objective,
+# task difficulty): float32 halves its memory traffic and doubles its SIMD width, and its rounding
+# is far below the 12-point rule's own error (``judgment_expectations``); sums over judgments and
+# all GP algebra stay float64.
+QUADRATURE_DTYPE = tf.float32
 
 
 @dataclass
@@ -66,7 +72,7 @@ class EMSettings:
     min_iter: int = 3
     e_sweeps: int = 20
     e_tol: float = 1e-3
-    e_rate: float = 0.7
+    e_rate: float = 1.0
     m_iter: int = 10
     m_lik_iter: int = 20
     # Above this many tasks the GP block of the M step is fitted on a random subset of tasks
@@ -136,15 +142,15 @@ class CrowdGPCore(gpflow.base.Module):
         )
         self.nat1 = tf.Variable(tf.zeros(n_tasks, dtype=dtype), trainable=False, name="site_nat1")
         self.nat2 = tf.Variable(tf.zeros(n_tasks, dtype=dtype), trainable=False, name="site_nat2")
-        self._lik_loss_and_grads = tf.function(self._lik_loss_and_grads_impl)
-        self._gp_loss_and_grads = tf.function(self._gp_loss_and_grads_impl)
+        self._lik_loss_and_grads = _compiled(self._lik_loss_and_grads_impl)
+        self._gp_loss_and_grads = _compiled(self._gp_loss_and_grads_impl)
         # Subsets differ in their number of judgments: one trace with a free length.
-        self._gp_subset_loss_and_grads = tf.function(self._gp_subset_loss_and_grads_impl,
-                                                     reduce_retracing=True)
-        self._sweep = tf.function(self._sweep_impl)
-        self._state_fn = tf.function(self._state_impl)
-        self._q_fn = tf.function(self._q_impl)
-        self._prep = tf.function(self._prep_impl)
+        self._gp_subset_loss_and_grads = _compiled(self._gp_subset_loss_and_grads_impl,
+                                                   reduce_retracing=True)
+        self._sweep = _compiled(self._sweep_impl)
+        self._state_fn = _compiled(self._state_impl)
+        self._q_fn = _compiled(self._q_impl)
+        self._prep = _compiled(self._prep_impl)
         # The θ-only GP algebra (L, A, diag Kff, d) of the kernel values it was computed for:
         # the E step, the M step's noise block, the objective and the read-outs share one A.
         self._prepared: tuple[tuple[bytes, ...], tuple] | None = None
@@ -282,7 +288,7 @@ class CrowdGPCore(gpflow.base.Module):
         offset, scale = self.likelihood.noise(task, annotator)
         return judgment_expectations(
             tf.gather(m_f, row), tf.gather(v_f, row), sign, offset, scale,
-            self.likelihood.nodes, self.likelihood.weights,
+            self.likelihood.nodes, self.likelihood.weights, QUADRATURE_DTYPE,
         )
 
     def gold_terms(self, m_f: tf.Tensor, v_f: tf.Tensor, gold_row: tf.Tensor | None = None,
@@ -301,7 +307,7 @@ class CrowdGPCore(gpflow.base.Module):
         zero = tf.zeros_like(sign)
         return judgment_expectations(
             tf.gather(m_f, row), tf.gather(v_f, row), sign, zero, zero + GOLD_SCALE,
-            self.likelihood.nodes, self.likelihood.weights,
+            self.likelihood.nodes, self.likelihood.weights, QUADRATURE_DTYPE,
         )
 
     def elbo(self) -> tf.Tensor:
@@ -628,17 +634,13 @@ def fit_task_noise(core: CrowdGPCore, grid: np.ndarray | None = None) -> None:
     base = 1.0 + lik.annotator_variance.numpy()[ann]
     centre = (m_f[task] + offset) * sign  # s_a (f + μ) = centre + spread × node
     spread = sd_f[task] * sign
-    log_weights = np.log(lik.weights)[:, None]
-    judgment_log_prob = _judgment_log_prob_np(lik, ann, (sign > 0).astype(np.int64))
-    log_post = np.empty((grid.size, core.n_tasks))
-    for k, g in enumerate(grid):
-        scale = 1.0 / np.sqrt(base + g)
-        per_node = np.stack([
-            np.bincount(task, judgment_log_prob((centre + spread * node) * scale),
-                        minlength=core.n_tasks) + corr
-            for node, corr in zip(lik.nodes, correction, strict=True)
-        ])  # (Q, n_tasks): log Π_a Φ(·) + log cavity / q at each node
-        log_post[k] = logsumexp(per_node + log_weights, axis=0) - g  # + log Gamma(g | 1, 1)
+    log_keep, log_spam = _spam_terms(lik, ann, (sign > 0).astype(np.int64))
+    log_post = _difficulty_log_posterior(
+        *(tf.constant(x, dtype=QUADRATURE_DTYPE) for x in (centre, spread, base)),
+        tf.constant(task, dtype=tf.int32), tf.constant(log_keep), tf.constant(log_spam),
+        tf.constant(np.stack(correction)), tf.constant(lik.nodes, dtype=QUADRATURE_DTYPE),
+        tf.constant(np.log(lik.weights)), tf.constant(grid), core.n_tasks, log_keep.size > 0,
+    ).numpy()
     # Trapezoid weights of the (non-uniform) grid, then normalise per task.
     step = np.diff(grid)
     trapezoid = np.concatenate([[step[0]], step[:-1] + step[1:], [step[-1]]]) / 2.0
@@ -647,18 +649,57 @@ def fit_task_noise(core: CrowdGPCore, grid: np.ndarray | None = None) -> None:
     lik.task_variance.assign(grid @ post)
 
 
-def _judgment_log_prob_np(lik: GaussianBernoulli, annotator: np.ndarray, label: np.ndarray
-                         ) -> Callable[[np.ndarray], np.ndarray]:
-    """z ↦ log P(y_a | ·) of each binary judgment given its signed probit argument z: log Φ(z),
-    or with a spam part (``asymmetric_noise``: ε_j, ξ_j[y]) log((1 − ε_j) Φ(z) + ε_j ξ_j[y])."""
-    from scipy.special import log_ndtr as np_log_ndtr
+def _compiled(fn: Callable, reduce_retracing: bool = False) -> Callable:
+    """``tf.function`` without autograph: the traced code's branches and loops are on Python
+    values (None checks, lists of column blocks) or explicit ``tf.while_loop``s, so autograph's
+    source-to-source conversion of every function it reaches (GPflow's kernels and check_shapes
+    wrappers included) was pure cost: 6 s of CPU for ``_prep``'s first trace at 2,000 tasks,
+    most of a small fit's time (docs/gp.md, "Speed and memory"). A tensor used as a Python bool
+    now fails when traced instead of being converted."""
+    return tf.function(fn, autograph=False, reduce_retracing=reduce_retracing)
 
+
+@functools.partial(_compiled, reduce_retracing=True)
+def _difficulty_log_posterior(centre: tf.Tensor, spread: tf.Tensor, base: tf.Tensor,
+                              task: tf.Tensor, log_keep: tf.Tensor, log_spam: tf.Tensor,
+                              correction: tf.Tensor, nodes: tf.Tensor, log_weights: tf.Tensor,
+                              grid: tf.Tensor, n_tasks: int, spam: bool) -> tf.Tensor:
+    """(grid points, tasks): log of Σ_k w_k Π_a P(y_a | f = m + sd z_k, σ_i² = g) × cavity/q
+    − g, for ``fit_task_noise``. log Φ in ``QUADRATURE_DTYPE`` (the pass is #grid × #nodes ×
+    #judgments evaluations: 372 M at a million judgments), the sums per task in float64; one
+    grid point and one node at a time, so temporaries stay at #judgments floats."""
+    def log_prob(z: tf.Tensor) -> tf.Tensor:
+        logp = tf.cast(log_ndtr(z), tf.float64)
+        if not spam:
+            return logp
+        a = log_keep + logp  # log((1 − ε) Φ + ε ξ), both terms in log space
+        return tf.maximum(a, log_spam) + tf.math.log1p(tf.exp(-tf.abs(a - log_spam)))
+
+    def one_grid_point(g: tf.Tensor) -> tf.Tensor:
+        scale = tf.math.rsqrt(base + tf.cast(g, base.dtype))
+
+        def add_node(k: tf.Tensor, per_node: tf.TensorArray) -> tuple[tf.Tensor, tf.TensorArray]:
+            z = (centre + spread * nodes[k]) * scale
+            total = tf.math.unsorted_segment_sum(log_prob(z), task, n_tasks)
+            return k + 1, per_node.write(k, total + correction[k] + log_weights[k])
+
+        _, per_node = tf.while_loop(
+            lambda k, _: k < tf.size(nodes), add_node,
+            (tf.constant(0), tf.TensorArray(tf.float64, size=tf.size(nodes))),
+            parallel_iterations=1)
+        return tf.reduce_logsumexp(per_node.stack(), axis=0) - g  # + log Gamma(g | 1, 1)
+
+    return tf.map_fn(one_grid_point, grid, parallel_iterations=1)
+
+
+def _spam_terms(lik: GaussianBernoulli, annotator: np.ndarray, label: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """log(1 − ε_j) and log(ε_j ξ_j[y]) per judgment when the likelihood has a spam part
+    (``asymmetric_noise``: P(y_a | ·) = (1 − ε_j) Φ(z) + ε_j ξ_j[y]); empty arrays without one."""
     if getattr(lik, "spam_prior", 0.0) <= 0:
-        return np_log_ndtr
+        return np.zeros(0), np.zeros(0)
     eps = lik.spam.numpy()[annotator]
-    log_keep = np.log1p(-eps)
-    log_spam = np.log(eps * lik.strategy.numpy()[annotator, label])
-    return lambda z: np.logaddexp(log_keep + np_log_ndtr(z), log_spam)
+    return np.log1p(-eps), np.log(eps * lik.strategy.numpy()[annotator, label])
 
 
 def kmeans_inducing(X: np.ndarray, m: int, rng: np.random.Generator, n_iter: int = 10,
