@@ -57,8 +57,9 @@ def test_recalibrate_moves_only_the_relevant_split() -> None:
 
 
 def _overconfident_ds() -> DawidSkene:
-    """DS that counts every judgment as independent evidence (no tempering of dense tasks)."""
-    return DawidSkene(use_gold=True, dependence="ignore")
+    """DS that counts every judgment as independent evidence (no tempering of dense tasks, no
+    gold-free tempered read-out)."""
+    return DawidSkene(use_gold=True, dependence="ignore", temper_folds=0)
 
 
 @pytest.fixture(scope="module")
