@@ -23,7 +23,7 @@ from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain, islice
 
-from app.formats.errors import FileFormatError, lines_with_ends, numbered_rows, decode_text
+from app.formats.errors import FileFormatError, decode_text, lines_with_ends, numbered_rows
 from app.formats.ids import INT32, BadId, clean_ids, parse_integer
 
 ALIASES: dict[str, tuple[str, ...]] = {

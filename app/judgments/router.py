@@ -10,9 +10,9 @@ from app.api.uploads import read_upload, spooled_upload
 from app.auth.deps import PrincipalDep, require_scope
 from app.auth.idempotency import IdempotencyDep
 from app.collections.deps import CollectionDep
-from app.formats.ids import MAX_FILENAME_LENGTH
-from app.formats.errors import decoded_blocks
 from app.formats import judgments_file
+from app.formats.errors import decoded_blocks
+from app.formats.ids import MAX_FILENAME_LENGTH
 from app.formats.judgments_file import judgment_chunks, parse_judgments
 from app.formats.qrels import parse_qrels_with_lines
 from app.judgments import service, staged
