@@ -21,7 +21,7 @@ from __future__ import annotations
 import csv
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import chain, islice
+from itertools import chain, islice, repeat
 
 from app.formats.errors import FileFormatError, decode_text, lines_with_ends, numbered_rows
 from app.formats.ids import INT32, BadId, clean_ids, parse_integer
@@ -215,8 +215,9 @@ def _bad_integer(value: str, *, line: int, column: str) -> FileFormatError:
 def _chunk(rows: list[list[str]], lines: list[int], h: _Header, *,
            default_topic: str) -> JudgmentRows | None:
     """The rows of one chunk as columns (None: no judgment in it), checked in a whole file's
-    order: the first row with a bad width, label or gold (in that order within a row), then the
-    first bad id, then gold labels that conflict (``JudgmentRows.gold_conflict``)."""
+    order: the first row with a bad width, an over-long field, a bad label or gold (in that
+    order within a row), then the first bad id, then gold labels that conflict
+    (``JudgmentRows.gold_conflict``)."""
     firsts = [row[0] if row else "" for row in rows]
     if not all(map(str.strip, firsts)):  # blank lines (and rows starting with a blank cell)
         kept = [i for i, row in enumerate(rows)
@@ -225,25 +226,41 @@ def _chunk(rows: list[list[str]], lines: list[int], h: _Header, *,
     if not rows:
         return None
     widths = set(map(len, rows))
-    width_error: FileFormatError | None = None
-    if min(widths) < h.width or max(widths) > len(h.header):
+    limit = csv.field_size_limit()
+    long_fields = h.delimiter == "\t" and max(len(f) for row in rows for f in row) > limit
+    row_error: FileFormatError | None = None
+    if min(widths) < h.width or max(widths) > len(h.header) or long_fields:
         for i, row in enumerate(rows):
-            if len(row) < h.width or len(row) > len(h.header):
-                try:
+            try:
+                if long_fields and any(len(f) > limit for f in row):
+                    # as the csv module refuses it (a comma-separated file goes through it)
+                    raise FileFormatError(
+                        f"line {lines[i]}: a field is longer than {limit:,} characters",
+                        code="invalid_row", line=lines[i])
+                if len(row) < h.width or len(row) > len(h.header):
                     _check_width(row, line=lines[i], width=h.width, header=h.header)
-                except FileFormatError as error:
-                    # rows before it may hold a bad label or gold: those are named first
-                    width_error, rows, lines = error, rows[:i], lines[:i]
-                    break
+            except FileFormatError as error:
+                # rows before it may hold a bad label or gold: those are named first
+                row_error, rows, lines = error, rows[:i], lines[:i]
+                break
     columns: list[Sequence[str]] = (
-        list(zip(*rows, strict=True)) if len(widths) == 1 and width_error is None
+        list(zip(*rows, strict=True)) if len(widths) == 1 and row_error is None
         else [[row[i] for row in rows] for i in range(h.width)])
+    return _columns_chunk(columns, lines, h, default_topic=default_topic, row_error=row_error)
+
+
+def _columns_chunk(columns: Sequence[Sequence[str]], lines: list[int], h: _Header, *,
+                   default_topic: str,
+                   row_error: FileFormatError | None = None) -> JudgmentRows:
+    """:func:`_chunk` on rows already split into columns (of ``lines``, none blank, none of a
+    bad width); ``row_error``: the error of the row after them, raised unless one of theirs
+    comes first."""
     i_topic, i_gold = h.index.get("topic"), h.index.get("gold")
     i_doc, i_ann, i_label = h.index["doc"], h.index["annotator"], h.index["label"]
-    labels, bad_label = _integers(columns[i_label], blank_is_none=False) if rows else ([], None)
+    labels, bad_label = _integers(columns[i_label], blank_is_none=False) if lines else ([], None)
     golds: list[int | None] | None = None
     bad_gold = None
-    if i_gold is not None and rows:
+    if i_gold is not None and lines:
         golds, bad_gold = _integers(columns[i_gold], blank_is_none=True)
     if bad_label is not None and (bad_gold is None or bad_label <= bad_gold):
         raise _bad_integer(columns[i_label][bad_label], line=lines[bad_label],
@@ -251,8 +268,8 @@ def _chunk(rows: list[list[str]], lines: list[int], h: _Header, *,
     if bad_gold is not None:
         raise _bad_integer(columns[i_gold][bad_gold],  # type: ignore[index]
                            line=lines[bad_gold], column=h.names[i_gold])  # type: ignore[index]
-    if width_error is not None:
-        raise width_error
+    if row_error is not None:
+        raise row_error
     id_columns = [("doc", i_doc, columns[i_doc]), ("annotator", i_ann, columns[i_ann])]
     if i_topic is not None:
         id_columns.insert(0, ("topic", i_topic, columns[i_topic]))
@@ -266,20 +283,20 @@ def _chunk(rows: list[list[str]], lines: list[int], h: _Header, *,
     return parsed
 
 
-def _split_tsv(text: str, first_line: int) -> tuple[list[list[str]], list[int]]:
-    """A block of TSV text (lines ended by \\n) as rows, as ``csv.reader`` with
-    ``QUOTE_NONE`` reads them (the same fields; a line over the csv module's field limit goes
-    through it, to be refused as it refuses it)."""
-    parts = text.split("\n")
-    if parts and parts[-1] == "":
-        parts.pop()
-    if parts and max(map(len, parts)) > csv.field_size_limit():
-        found = numbered_rows(csv.reader(
-            (p + "\n" for p in parts), delimiter="\t", quoting=csv.QUOTE_NONE),
-            first_line - 1)
-        numbered = list(found)
-        return [r for _, r in numbered], [n for n, _ in numbered]
-    return [p.split("\t") for p in parts], list(range(first_line, first_line + len(parts)))
+def _tsv_chunk(parts: list[str], lines: list[int], h: _Header, *,
+               default_topic: str) -> JudgmentRows | None:
+    """TSV lines (without their ends) as ``csv.reader`` with ``QUOTE_NONE`` reads them: the
+    fields between tabs. When every line has the header's number of fields and none is blank
+    (the usual file), the fields are cut all at once into columns (strings only: lists of
+    lists per row would cost more in garbage collection than in splitting); else row by row."""
+    width = len(h.header)
+    if max(map(len, parts), default=0) <= csv.field_size_limit() and set(
+            map(str.count, parts, repeat("\t"))) == {width - 1}:
+        flat = "\t".join(parts).split("\t")
+        columns = [flat[i::width] for i in range(h.width)]
+        if all(map(str.strip, columns[0])):
+            return _columns_chunk(columns, lines, h, default_topic=default_topic)
+    return _chunk([p.split("\t") for p in parts], lines, h, default_topic=default_topic)
 
 
 def judgment_chunks(blocks: Iterable[str], *, default_topic: str = DEFAULT_TOPIC,
@@ -295,17 +312,18 @@ def judgment_chunks(blocks: Iterable[str], *, default_topic: str = DEFAULT_TOPIC
     block = ""
     header_line = ""
     for block in text_blocks:
-        lines = block.split("\n")
-        for position, line in enumerate(lines[:-1] if block.endswith("\n") else lines):
-            if line.strip():
-                header_line = line
-                skipped += position
-                block = "\n".join(lines[position + 1:])
+        start = 0
+        while start < len(block):  # the first line that is not blank, a line at a time
+            end = block.find("\n", start)
+            end = len(block) if end < 0 else end
+            if block[start:end].strip():
+                header_line = block[start:end]
+                block = block[end + 1:]
                 break
-        else:
-            skipped += block.count("\n")
-            continue
-        break
+            skipped += 1
+            start = end + 1
+        if header_line:
+            break
     if not header_line:
         raise FileFormatError("the file is empty", code="empty_file")
     delimiter = "\t" if "\t" in header_line else ","
@@ -316,24 +334,26 @@ def judgment_chunks(blocks: Iterable[str], *, default_topic: str = DEFAULT_TOPIC
     found = False
     rest = chain([block], text_blocks)
     if delimiter == "\t":
-        rows: list[list[str]] = []
+        parts: list[str] = []
         lines: list[int] = []
         line = first_row_line
         for text in rest:
             if not text:
                 continue
-            block_rows, block_lines = _split_tsv(text, line)
-            line += text.count("\n")
-            rows += block_rows
-            lines += block_lines
-            while chunk_rows is not None and len(rows) >= chunk_rows:
-                chunk = _chunk(rows[:chunk_rows], lines[:chunk_rows], h,
-                               default_topic=default_topic)
-                del rows[:chunk_rows], lines[:chunk_rows]
+            block = text.split("\n")
+            if block[-1] == "":
+                block.pop()
+            parts += block
+            lines += range(line, line + len(block))
+            line += len(block)
+            while chunk_rows is not None and len(parts) >= chunk_rows:
+                chunk = _tsv_chunk(parts[:chunk_rows], lines[:chunk_rows], h,
+                                   default_topic=default_topic)
+                del parts[:chunk_rows], lines[:chunk_rows]
                 if chunk is not None:
                     found = True
                     yield chunk
-        chunk = _chunk(rows, lines, h, default_topic=default_topic) if rows else None
+        chunk = _tsv_chunk(parts, lines, h, default_topic=default_topic) if parts else None
         if chunk is not None:
             found = True
             yield chunk
