@@ -49,3 +49,19 @@ def test_chunks_carry_the_file_lines_and_the_checks_of_a_whole_file() -> None:
     with pytest.raises(FileFormatError) as error:
         list(judgment_chunks(decoded_blocks([bad.encode()]), chunk_rows=3))
     assert error.value.line == 12 and error.value.code == "invalid_row"
+
+
+def test_a_tsv_field_over_the_csv_limit_is_refused_at_its_line_as_csv_refuses_it() -> None:
+    import csv
+
+    limit = csv.field_size_limit()
+    long = "x" * (limit + 1)
+    text = f"topic\tdoc\tannotator\tlabel\n1\td1\tw1\t1\n1\t{long}\tw1\t1\n1\td3\t\t1\n"
+    with pytest.raises(FileFormatError) as error:
+        parse_judgments(text)
+    assert error.value.line == 3 and error.value.code == "invalid_row"
+    assert error.value.detail == f"line 3: a field is longer than {limit:,} characters"
+    earlier = text.replace("d1\tw1\t1", "d1\tw1\tnot-a-label")
+    with pytest.raises(FileFormatError) as error:
+        parse_judgments(earlier)
+    assert error.value.line == 2 and error.value.column == "label"
