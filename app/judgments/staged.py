@@ -17,7 +17,7 @@ them.
 
 from __future__ import annotations
 
-import os
+import time
 from collections.abc import Iterable
 from itertools import chain
 from typing import Any
@@ -144,8 +144,6 @@ def ingest_chunks(session: Session, *, collection: Collection, chunks: Iterable[
                   ) -> IngestReport:
     """Store every row of a file read in chunks, or none (PostgreSQL only); ``timings``, when
     given, gets each stage's seconds (check and copy, names, tasks, judgments)."""
-    import time
-
     clock = time.perf_counter()
     stages = timings if timings is not None else {}
 
@@ -191,11 +189,6 @@ def ingest_chunks(session: Session, *, collection: Collection, chunks: Iterable[
     batch = Batch(collection_id=cid, source="file", filename=filename, n_judgments=n)
     session.add(batch)
     session.flush()
-    if explain := os.environ.get("CROWDQRELS_EXPLAIN_INGEST"):
-        for statement in (_NEW_TASKS, _JUDGMENTS):
-            plan = session.execute(text("EXPLAIN " + statement), {**params, "batch": batch.id})
-            with open(explain, "a") as out:
-                out.write("\n".join(r[0] for r in plan) + "\n\n")
     stored = session.execute(text(_JUDGMENTS), {**params, "batch": batch.id}).rowcount
     assert stored == n, (stored, n)  # every row resolved: the statements above created its ids
     session.commit()
