@@ -187,6 +187,10 @@ def service_stages(args: argparse.Namespace) -> None:
             response.raise_for_status()
             assert response.json()["judgments"] == n, response.text
             _, api_peak = rss_mib(process.pid)
+            # printed at once: the API may take long to stop after a large upload
+            print(f"upload: {n:,} judgments in {seconds:.1f} s ({n / seconds:,.0f}/s), API peak "
+                  f"{api_peak:,.0f} MiB, load {os.getloadavg()[0]:.1f}", file=sys.stderr,
+                  flush=True)
     load_mid = os.getloadavg()
     proc = subprocess.run([sys.executable, __file__, "--job-stages", args.postgres],
                           capture_output=True, text=True)
