@@ -59,12 +59,15 @@ def running_worker(database_url: str, **env: str) -> Iterator[subprocess.Popen[b
 
 
 @contextmanager
-def running_api(database_url: str, **env: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+def running_api(database_url: str, root: Path = ROOT,
+                **env: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """The API of the checkout at ``root`` (another worktree: a peer in the same run)."""
     port = free_port()
-    environ = {**os.environ, "CROWDQRELS_DATABASE_URL": database_url, **env}
+    environ = {**os.environ, "CROWDQRELS_DATABASE_URL": database_url, "PYTHONPATH": str(root),
+               **env}
     process = subprocess.Popen(
         [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--log-level", "warning"],
-        cwd=ROOT, env=environ,
+        cwd=root, env=environ,
     )
     base = f"http://127.0.0.1:{port}"
     try:

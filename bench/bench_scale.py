@@ -3,12 +3,18 @@
     python bench/bench_scale.py            # 2,000,000 tasks x 5, 100,000 annotators
     python bench/bench_scale.py --tasks 200000 --annotators 10000   # a tenth: a busy machine
     python bench/bench_scale.py cli        # the same judgments through `crowdqrels aggregate`
+    python bench/bench_scale.py service --postgres URL [--tasks N --annotators M]
 
 ``cli`` (``cli_main`` below) writes the judgments as a TSV file (topic, doc, annotator, label;
 kept in --dir for the next run) and, per method, runs the whole command under /usr/bin/time
 (wall seconds and peak RSS of ``crowdqrels aggregate FILE --method M --quiet --output Q``), then
 the same stages in a process that times them one by one (read: file to AnnotationData; fit;
 write: the qrels), with the peak RSS after each.
+
+``service`` measures the service at that size instead (``service_stages``): a judgment file of
+tasks x redundancy lines uploaded through the API (a uvicorn process) into PostgreSQL, end to
+end; then a DS fit job's stages in a fresh process (load the snapshot, fit, store the results),
+each with its seconds and peak resident memory (the peak reset before each stage).
 
 The judgments are generated as long-format integer arrays (no strings, no file, no database):
 every task has a true binary label and ``--redundancy`` distinct annotators, each right with its
@@ -29,11 +35,13 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
 METHODS = ("ds", "mace", "ibcc")
 
@@ -196,9 +204,153 @@ def cli_main(argv: list[str]) -> None:
               f"{row['command_peak_gib']:.2f} {stages}")
 
 
+def write_shuffled_file(path: Path, arrays: dict[str, np.ndarray], *,
+                        tasks_per_topic: int = 2000) -> int:
+    """The judgments as a TSV file (topic, doc, annotator, label), in random order, as a crowd
+    platform exports them (``service``); returns the number of lines."""
+    order = np.random.default_rng(1).permutation(arrays["task"].shape[0])
+    with path.open("w") as out:
+        out.write("topic\tdoc\tannotator\tlabel\n")
+        for start in range(0, order.shape[0], 1_000_000):
+            at = order[start:start + 1_000_000]
+            task = arrays["task"][at]
+            out.write("".join(
+                f"t{t}\td{d}\tw{a}\t{y}\n" for t, d, a, y in zip(
+                    (task // tasks_per_topic).tolist(), task.tolist(),
+                    arrays["annotator"][at].tolist(), arrays["label"][at].tolist(),
+                    strict=True)))
+    return int(order.shape[0])
+
+
+def _peak_reset() -> None:
+    """Start a new peak: the kernel's high-water mark of this process' RSS (VmHWM)."""
+    Path("/proc/self/clear_refs").write_text("5")
+
+
+def _rss_gib() -> tuple[float, float]:
+    fields = dict(line.split(":", 1) for line in Path("/proc/self/status").read_text()
+                  .splitlines() if ":" in line)
+    return (int(fields["VmRSS"].split()[0]) / 2**20, int(fields["VmHWM"].split()[0]) / 2**20)
+
+
+def job_stages(database_url: str, collection_name: str) -> dict[str, dict[str, float]]:
+    """In this (fresh) process: a DS fit job's stages as ``app.aggregations.job`` runs them,
+    each timed with its peak RSS."""
+    from sqlalchemy import create_engine, select
+    from sqlalchemy.orm import Session
+
+    from app.aggregations.gold import fit_record
+    from app.aggregations.results import store_results
+    from app.aggregations.snapshot import KeptColumns, load_snapshot
+    from app.aggregations.tables import Aggregation
+    from app.collections.tables import Collection
+    from app.judgments.columns import current_watermark
+    from models.pipeline import FitSpec, fit
+
+    stages: dict[str, dict[str, float]] = {}
+
+    def measure(name: str, work: Any) -> Any:
+        _peak_reset()
+        start = time.perf_counter()
+        out = work()
+        seconds = time.perf_counter() - start
+        rss, peak = _rss_gib()
+        stages[name] = {"seconds": seconds, "peak_gib": peak, "rss_after_gib": rss}
+        print(f"  {name}: {stages[name]}", file=sys.stderr, flush=True)
+        return out
+
+    with Session(create_engine(database_url)) as session:
+        collection = session.scalars(select(Collection).where(
+            Collection.name == collection_name)).one()
+        aggregation = Aggregation(collection_id=collection.id, method="ds", params={}, seed=0,
+                                  watermark=current_watermark(session,
+                                                              collection_id=collection.id),
+                                  status="running")
+        session.add(aggregation)
+        session.commit()
+        snapshot = measure("load", lambda: load_snapshot(
+            session, collection=collection, watermark=aggregation.watermark, graded=False,
+            kept=KeptColumns(max_collections=0)))
+        spec = FitSpec("ds", {}, 0, relevant_from=collection.relevant_from, graded=False)
+        fitted = measure("fit", lambda: fit(spec, snapshot.data))
+        scores = fitted.score(None, own_labels=False)
+        gold = fit_record(collection=collection, gold=snapshot.gold,
+                          fit_tasks=snapshot.task_ids, judged_tasks=snapshot.judged_tasks,
+                          n_scored=0)
+        measure("store", lambda: store_results(session, aggregation=aggregation,
+                                               snapshot=snapshot, fitted=fitted,
+                                               scores=scores, gold_record=gold))
+    return stages
+
+
+def service_stages(args: argparse.Namespace) -> None:
+    """Ingest a generated file through the API into PostgreSQL, then a fit job's stages."""
+    import httpx
+    from _server import reset_postgres, rss_mib, running_api
+
+    arrays = generate(args.tasks, args.annotators, args.redundancy, args.seed)
+    load_before = os.getloadavg()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "judgments.tsv"
+        n = write_shuffled_file(path, arrays)
+        del arrays
+        size = path.stat().st_size
+        reset_postgres(args.postgres)
+        with running_api(args.postgres, CROWDQRELS_MAX_BODY_BYTES=str(2 * size)) as (
+                base, process), httpx.Client(base_url=base, timeout=7200) as client:
+            client.post("/api/v1/collections", json={
+                "name": "scale", "labels": [0, 1], "relevant_from": 1, "ignore": []
+            }).raise_for_status()
+            _, idle_peak = rss_mib(process.pid)
+            start = time.perf_counter()
+            with path.open("rb") as body:
+                response = client.post(
+                    "/api/v1/collections/scale/judgments/file", content=body,
+                    headers={"content-type": "text/tab-separated-values",
+                             "content-length": str(size)})
+            seconds = time.perf_counter() - start
+            response.raise_for_status()
+            assert response.json()["judgments"] == n, response.text
+            _, api_peak = rss_mib(process.pid)
+            # printed at once: the API may take long to stop after a large upload
+            print(f"upload: {n:,} judgments in {seconds:.1f} s ({n / seconds:,.0f}/s), API peak "
+                  f"{api_peak:,.0f} MiB, load {os.getloadavg()[0]:.1f}", file=sys.stderr,
+                  flush=True)
+    load_mid = os.getloadavg()
+    proc = subprocess.run([sys.executable, __file__, "--job-stages", args.postgres],
+                          capture_output=True, text=True)
+    if proc.returncode:
+        sys.exit(proc.stderr)
+    stages = json.loads(proc.stdout.strip().splitlines()[-1])
+    print(f"{n:,} judgments ({args.tasks:,} tasks x {args.redundancy}, {args.annotators:,} "
+          f"annotators; {size / 2**20:,.0f} MiB of TSV); {os.cpu_count()} CPUs, load average "
+          f"(1 min) {load_before[0]:.1f} before, {load_mid[0]:.1f} after the upload, "
+          f"{os.getloadavg()[0]:.1f} at the end.\n")
+    print("| stage | seconds | judgments/s | peak RSS |")
+    print("|---|---:|---:|---:|")
+    print(f"| upload → committed (HTTP, PostgreSQL) | {seconds:.1f} | {n / seconds:,.0f} | "
+          f"API {api_peak:,.0f} MiB (idle {idle_peak:,.0f}) |")
+    for name, row in stages.items():
+        print(f"| fit job: {name} | {row['seconds']:.1f} | {n / row['seconds']:,.0f} | "
+              f"{row['peak_gib']:.2f} GiB |")
+
+
 def main() -> None:
     if sys.argv[1:2] == ["cli"]:
         cli_main(sys.argv[2:])
+        return
+    if sys.argv[1:2] == ["service"]:
+        parser = argparse.ArgumentParser(description=service_stages.__doc__)
+        parser.add_argument("service")
+        parser.add_argument("--postgres", required=True, help="a database this script drops")
+        parser.add_argument("--tasks", type=int, default=2_000_000)
+        parser.add_argument("--annotators", type=int, default=100_000)
+        parser.add_argument("--redundancy", type=int, default=5)
+        parser.add_argument("--seed", type=int, default=0)
+        service_stages(parser.parse_args())
+        return
+    if sys.argv[1:2] == ["--job-stages"]:
+        print(json.dumps(job_stages(sys.argv[2], "scale")))
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", type=int, default=2_000_000)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -66,21 +67,27 @@ def store_results(session: Session, *, aggregation: Aggregation, snapshot: Snaps
     with np.errstate(divide="ignore", invalid="ignore"):
         entropy = -np.sum(np.where(proba > 0, proba * np.log(proba), 0.0), axis=1)
 
-    task_rows = []
     task_extra = {k: v for k, v in result.task_columns.items()
                   if k not in TASK_COLUMNS and k != "p_relevant"}
-    for i in range(data.n_tasks):
-        row: dict[str, Any] = {
-            "aggregation_id": aggregation.id, "task_id": int(snapshot.task_ids[i]),
-            "label": int(labels[i]), "p_relevant": float(p_relevant[i]),
-            "proba": [float(p) for p in proba[i]], "uncertainty": float(entropy[i]),
-        }
-        for name in TASK_COLUMNS:
-            column = result.task_columns.get(name)
-            row[name] = None if column is None else _float(column[i])
-        row["extra"] = {k: _float(v[i]) for k, v in task_extra.items()} or None
-        task_rows.append(row)
-    bulk_insert(session, AggregationTask.__table__, task_rows)
+
+    def task_rows() -> Iterator[dict[str, Any]]:
+        # A row at a time, from columns turned into Python lists once (2,000,000 tasks: never
+        # all the rows as dicts at once, and no numpy scalar per cell)
+        columns = {name: result.task_columns.get(name) for name in TASK_COLUMNS}
+        extras = {k: np.asarray(v) for k, v in task_extra.items()}
+        for i, (task_id, label, p_rel, p_row, h) in enumerate(zip(
+                snapshot.task_ids.tolist(), labels.tolist(), np.asarray(p_relevant).tolist(),
+                proba.tolist(), entropy.tolist(), strict=True)):
+            row: dict[str, Any] = {
+                "aggregation_id": aggregation.id, "task_id": task_id, "label": label,
+                "p_relevant": p_rel, "proba": p_row, "uncertainty": h,
+            }
+            for name, column in columns.items():
+                row[name] = None if column is None else _float(column[i])
+            row["extra"] = {k: _float(v[i]) for k, v in extras.items()} or None
+            yield row
+
+    bulk_insert(session, AggregationTask.__table__, task_rows())
 
     bulk_insert(session, AggregationAnnotator.__table__,
                 _annotator_rows(aggregation, snapshot, fitted))

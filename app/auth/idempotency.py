@@ -54,17 +54,29 @@ class Idempotency:
         data = body.encode() if isinstance(body, str) else body
         return hashlib.sha256(self._prefix + data).hexdigest()
 
-    def run(self, session: Session, *, body: bytes | str, status_code: int,
+    def hasher(self, head: bytes) -> Any:
+        """A SHA-256 object fed the fingerprint's prefix and ``head``: the caller feeds it the
+        rest of the body as it arrives (an upload too large to hold) and passes its hex digest
+        to :meth:`run` as ``request_hash``. None without a key (nothing to fingerprint)."""
+        if self.key is None:
+            return None
+        return hashlib.sha256(self._prefix + head)
+
+    def run(self, session: Session, *, body: bytes | str | None = None, status_code: int,
             work: Callable[[], Any],
-            replay: Callable[[int, Any], Any] | None = None) -> Any:
+            replay: Callable[[int, Any], Any] | None = None,
+            request_hash: str | None = None) -> Any:
         """``work()`` once per key (it commits its data), or the first response again:
         ``replay(status_code, response)`` of what was stored (default: the JSON response).
+        The fingerprint is of ``body``, or ``request_hash`` (from :meth:`hasher`).
 
         Synchronous (it may wait on the database): async routes call it in a thread.
         """
         if self.key is None:
             return work()
-        request_hash = self.fingerprint(body)
+        if request_hash is None:
+            assert body is not None
+            request_hash = self.fingerprint(body)
         record_id, stored = self._claim(session, request_hash)
         if stored is not None:
             return (replay or json_replay)(*stored)

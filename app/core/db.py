@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from functools import lru_cache
+from itertools import chain, islice
 from pathlib import Path
 from typing import Any
 
@@ -148,29 +150,34 @@ def _defaults_once(table: Table, row: dict[str, Any], dialect: Any) -> dict[str,
     return out
 
 
-def bulk_insert(session: Session, table: Table, rows: list[dict[str, Any]]) -> None:
+def bulk_insert(session: Session, table: Table, rows: Iterable[dict[str, Any]]) -> None:
     """Insert many rows: COPY on PostgreSQL (one streamed statement), executemany elsewhere.
 
-    JSON columns are written as JSON text; every row must have the same keys. A column the rows
-    leave out has one value for all of them, as a single INSERT gives: on PostgreSQL its server
-    default (``now()``: the transaction's time), elsewhere its Python default computed once (an
-    executemany would call ``utc_now`` again for every row).
+    ``rows`` may be a generator: it is read once, 10,000 rows at a time at most (a fit's
+    2,000,000 task rows are never all held as dicts). JSON columns are written as JSON text;
+    every row must have the same keys. A column the rows leave out has one value for all of
+    them, as a single INSERT gives: on PostgreSQL its server default (``now()``: the
+    transaction's time), elsewhere its Python default computed once (an executemany would call
+    ``utc_now`` again for every row).
     """
-    if not rows:
+    stream = iter(rows)
+    first = next(stream, None)
+    if first is None:
         return
+    stream = chain([first], stream)
     connection = session.connection()
     if connection.dialect.name != "postgresql":
-        statement = insert(table).values(**_defaults_once(table, rows[0], connection.dialect))
-        for start in range(0, len(rows), 10_000):
-            session.execute(statement, rows[start:start + 10_000])
+        statement = insert(table).values(**_defaults_once(table, first, connection.dialect))
+        while batch := list(islice(stream, 10_000)):
+            session.execute(statement, batch)
         return
-    names = list(rows[0])
+    names = list(first)
     json_columns = {n for n in names if isinstance(table.c[n].type, JSON)}
     raw = connection.connection.driver_connection
     with raw.cursor() as cursor, cursor.copy(
         f"COPY {table.name} ({', '.join(names)}) FROM STDIN"
     ) as copy:
-        for row in rows:
+        for row in stream:
             copy.write_row([
                 json.dumps(row[n]) if n in json_columns and row[n] is not None else row[n]
                 for n in names

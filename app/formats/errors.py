@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from itertools import chain
 from typing import Any
 
@@ -52,27 +52,68 @@ def decode_text(raw: bytes | str) -> str:
     return text
 
 
-def _not_utf8(raw: bytes, exc: UnicodeDecodeError) -> FileFormatError:
+def _not_utf8(raw: bytes, exc: UnicodeDecodeError, *, lines_before: int = 0,
+              bytes_before: int = 0) -> FileFormatError:
     """The error naming the line of the first byte that is not UTF-8 and its position in the
     line and in the file (1-based, in bytes, the byte-order mark counted in the file). Lines
     are counted on the bytes as :func:`line_of` counts them on text (no UTF-8 sequence holds a
-    \\n or \\r byte)."""
+    \\n or \\r byte). ``raw`` may be a block of a longer file (:func:`decoded_blocks`), after
+    ``lines_before`` line ends and ``bytes_before`` bytes."""
     for magic, kind in COMPRESSED:
-        if raw.startswith(magic):  # byte 0x8B of "line 1" would not say what is wrong
-            return FileFormatError(
+        if bytes_before == 0 and raw.startswith(magic):  # byte 0x8B of "line 1" would not say
+            return FileFormatError(                    # what is wrong
                 f"line 1: the file is {kind}, not text: decompress it first",
                 code="invalid_encoding", line=1)
     data = bytes(exc.object)  # without the byte-order mark that utf-8-sig dropped
     start = exc.start
     line = (data.count(b"\n", 0, start) + data.count(b"\r", 0, start)
-            - data.count(b"\r\n", 0, start) + 1)
+            - data.count(b"\r\n", 0, start) + 1 + lines_before)
     line_start = max(data.rfind(b"\n", 0, start), data.rfind(b"\r", 0, start)) + 1
-    in_file = start + len(raw) - len(data) + 1
+    in_file = start + len(raw) - len(data) + 1 + bytes_before
     return FileFormatError(
         f"line {line}: not UTF-8 text: byte 0x{data[start]:02X} is byte {start - line_start + 1} "
         f"of the line ({in_file:,} of the file)",
         code="invalid_encoding", line=line,
     )
+
+
+def decoded_blocks(chunks: Iterable[bytes]) -> Iterator[str]:
+    """The text of a file that arrives in byte chunks (an upload spooled to disk), as
+    :func:`decode_text` reads it, in blocks that end at a line end (the last one may not),
+    with every line end written \\n: one block at a time, never the whole file. Errors name
+    the line and the byte in the whole file, as :func:`decode_text`'s do. A file without a
+    \\n (lines ended by \\r alone) is one block."""
+    pending = b""
+    lines_before = 0
+    bytes_before = 0
+    first = True
+    for chunk in chain(chunks, [None]):
+        if chunk is not None:
+            pending += chunk
+            cut = pending.rfind(b"\n") + 1
+            if cut == 0:
+                continue
+            raw, pending = pending[:cut], pending[cut:]
+        else:
+            raw, pending = pending, b""
+            if not raw:
+                return
+        try:
+            text = raw.decode("utf-8-sig" if first else "utf-8")
+        except UnicodeDecodeError as exc:
+            raise _not_utf8(raw, exc, lines_before=lines_before,
+                            bytes_before=bytes_before) from None
+        nul = text.find("\x00")
+        if nul >= 0:
+            line = line_of(text, nul) + lines_before
+            raise FileFormatError(f"line {line}: a NUL character (U+0000) is not text",
+                                  code="invalid_encoding", line=line)
+        if "\r" in text:
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        first = False
+        bytes_before += len(raw)
+        lines_before += text.count("\n")
+        yield text
 
 
 def line_of(text: str, position: int) -> int:
@@ -125,7 +166,7 @@ def delimited_rows(raw: bytes | str) -> tuple[int, Iterator[tuple[int, list[str]
     lines: ``line`` is the row's first); TSV does not interpret quotes (a field may start with
     ``"``). A row the csv module cannot read (a field over its size limit) is ``invalid_row``
     with its line."""
-    stream = _lines_with_ends(decode_text(raw))
+    stream = lines_with_ends(decode_text(raw))
     skipped = 0
     for first in stream:
         if first.strip():
@@ -137,10 +178,10 @@ def delimited_rows(raw: bytes | str) -> tuple[int, Iterator[tuple[int, list[str]
         reader = csv.reader(chain([first], stream), delimiter="\t", quoting=csv.QUOTE_NONE)
     else:
         reader = csv.reader(chain([first], stream), delimiter=",")
-    return skipped + 1, _numbered(reader, skipped)
+    return skipped + 1, numbered_rows(reader, skipped)
 
 
-def _lines_with_ends(text: str) -> Iterator[str]:
+def lines_with_ends(text: str) -> Iterator[str]:
     """The lines of ``text`` with their ends (as the csv module wants them), cut at \\n,
     \\r\\n or \\r only, one at a time (io.StringIO would hold a 4-byte-per-character copy)."""
     if "\r" in text:
@@ -156,7 +197,7 @@ def _lines_with_ends(text: str) -> Iterator[str]:
         start = end + 1
 
 
-def _numbered(reader: Any, skipped: int) -> Iterator[tuple[int, list[str]]]:
+def numbered_rows(reader: Any, skipped: int) -> Iterator[tuple[int, list[str]]]:
     end = 0  # the last line read so far
     try:
         for row in reader:

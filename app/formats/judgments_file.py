@@ -18,10 +18,12 @@ task different gold labels (values >= 0; ``JudgmentRows.gold_conflict``) are ref
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import csv
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import chain, islice, repeat
 
-from app.formats.errors import FileFormatError, delimited_rows
+from app.formats.errors import FileFormatError, decode_text, lines_with_ends, numbered_rows
 from app.formats.ids import INT32, BadId, clean_ids, parse_integer
 
 ALIASES: dict[str, tuple[str, ...]] = {
@@ -33,6 +35,8 @@ ALIASES: dict[str, tuple[str, ...]] = {
 }
 REQUIRED = ("doc", "annotator", "label")
 DEFAULT_TOPIC = "0"
+# Rows per chunk of a file read in chunks (judgment_chunks): the memory a reader holds.
+CHUNK_ROWS = 100_000
 
 
 @dataclass(frozen=True)
@@ -108,23 +112,6 @@ def _header_hint(header: list[str]) -> str:
     return ""
 
 
-def _int(cache: dict[str, int], value: str, *, line: int, column: str) -> int:
-    number = cache.get(value)
-    if number is not None:
-        return number
-    number = parse_integer(value, INT32)
-    if number is None:
-        shown = value.strip()
-        shown = shown if len(shown) <= 40 else shown[:40] + "..."
-        raise FileFormatError(
-            f"line {line}: column {column!r} must be an integer from {INT32[0]} to {INT32[1]}, "
-            f"got {shown!r}",
-            code="invalid_row", line=line, column=column,
-        )
-    cache[value] = number
-    return number
-
-
 def _conflicting_gold(rows: JudgmentRows, first: int, second: int, *,
                       column: str) -> FileFormatError:
     golds = rows.golds or []
@@ -175,56 +162,225 @@ def _clean_ids(columns: list[tuple[str, int, list[str]]], line_numbers: list[int
     return cleaned
 
 
+@dataclass(frozen=True)
+class _Header:
+    header: list[str]
+    index: dict[str, int]
+    names: dict[int, str]
+    width: int  # one past the last column read
+    delimiter: str
+    ignored: tuple[str, ...]
+
+
+def _read_header(header: list[str], delimiter: str) -> _Header:
+    index = _map_header(header)
+    read = set(index.values())
+    return _Header(header, index, {i: header[i].strip() for i in range(len(header))},
+                   max(index.values()) + 1, delimiter,
+                   tuple(name.strip() for position, name in enumerate(header)
+                         if position not in read and name.strip()))
+
+
+def _integers(values: Sequence[str], *, blank_is_none: bool) -> tuple[list[int | None], int | None]:
+    """The column's values as 32-bit integers (``blank_is_none``: an empty or blank cell is
+    None), each distinct text parsed once; also the index of the first value that is not one
+    (the caller raises for it), or None."""
+    parsed: dict[str, int | None] = {}
+    bad: set[str] = set()
+    for value in set(values):
+        if blank_is_none and (not value or value.isspace()):
+            parsed[value] = None
+            continue
+        number = parse_integer(value, INT32)
+        if number is None:
+            bad.add(value)
+        else:
+            parsed[value] = number
+    if bad:
+        first = next(i for i, v in enumerate(values) if v in bad)
+        return [], first
+    return list(map(parsed.__getitem__, values)), None
+
+
+def _bad_integer(value: str, *, line: int, column: str) -> FileFormatError:
+    shown = value.strip()
+    shown = shown if len(shown) <= 40 else shown[:40] + "..."
+    return FileFormatError(
+        f"line {line}: column {column!r} must be an integer from {INT32[0]} to {INT32[1]}, "
+        f"got {shown!r}",
+        code="invalid_row", line=line, column=column,
+    )
+
+
+def _chunk(rows: list[list[str]], lines: list[int], h: _Header, *,
+           default_topic: str) -> JudgmentRows | None:
+    """The rows of one chunk as columns (None: no judgment in it), checked in a whole file's
+    order: the first row with a bad width, an over-long field, a bad label or gold (in that
+    order within a row), then the first bad id, then gold labels that conflict
+    (``JudgmentRows.gold_conflict``)."""
+    firsts = [row[0] if row else "" for row in rows]
+    if not all(map(str.strip, firsts)):  # blank lines (and rows starting with a blank cell)
+        kept = [i for i, row in enumerate(rows)
+                if row and (row[0].strip() or "".join(row).strip())]
+        rows, lines = [rows[i] for i in kept], [lines[i] for i in kept]
+    if not rows:
+        return None
+    widths = set(map(len, rows))
+    limit = csv.field_size_limit()
+    long_fields = h.delimiter == "\t" and max(len(f) for row in rows for f in row) > limit
+    row_error: FileFormatError | None = None
+    if min(widths) < h.width or max(widths) > len(h.header) or long_fields:
+        for i, row in enumerate(rows):
+            try:
+                if long_fields and any(len(f) > limit for f in row):
+                    # as the csv module refuses it (a comma-separated file goes through it)
+                    raise FileFormatError(
+                        f"line {lines[i]}: a field is longer than {limit:,} characters",
+                        code="invalid_row", line=lines[i])
+                if len(row) < h.width or len(row) > len(h.header):
+                    _check_width(row, line=lines[i], width=h.width, header=h.header)
+            except FileFormatError as error:
+                # rows before it may hold a bad label or gold: those are named first
+                row_error, rows, lines = error, rows[:i], lines[:i]
+                break
+    columns: list[Sequence[str]] = (
+        list(zip(*rows, strict=True)) if len(widths) == 1 and row_error is None
+        else [[row[i] for row in rows] for i in range(h.width)])
+    return _columns_chunk(columns, lines, h, default_topic=default_topic, row_error=row_error)
+
+
+def _columns_chunk(columns: Sequence[Sequence[str]], lines: list[int], h: _Header, *,
+                   default_topic: str,
+                   row_error: FileFormatError | None = None) -> JudgmentRows:
+    """:func:`_chunk` on rows already split into columns (of ``lines``, none blank, none of a
+    bad width); ``row_error``: the error of the row after them, raised unless one of theirs
+    comes first."""
+    i_topic, i_gold = h.index.get("topic"), h.index.get("gold")
+    i_doc, i_ann, i_label = h.index["doc"], h.index["annotator"], h.index["label"]
+    labels, bad_label = _integers(columns[i_label], blank_is_none=False) if lines else ([], None)
+    golds: list[int | None] | None = None
+    bad_gold = None
+    if i_gold is not None and lines:
+        golds, bad_gold = _integers(columns[i_gold], blank_is_none=True)
+    if bad_label is not None and (bad_gold is None or bad_label <= bad_gold):
+        raise _bad_integer(columns[i_label][bad_label], line=lines[bad_label],
+                           column=h.names[i_label])
+    if bad_gold is not None:
+        raise _bad_integer(columns[i_gold][bad_gold],  # type: ignore[index]
+                           line=lines[bad_gold], column=h.names[i_gold])  # type: ignore[index]
+    if row_error is not None:
+        raise row_error
+    id_columns = [("doc", i_doc, columns[i_doc]), ("annotator", i_ann, columns[i_ann])]
+    if i_topic is not None:
+        id_columns.insert(0, ("topic", i_topic, columns[i_topic]))
+    cleaned = _clean_ids(id_columns, lines, h.names)
+    topic_ids = [default_topic] * len(labels) if i_topic is None else cleaned["topic"]
+    parsed = JudgmentRows(topic_ids, cleaned["doc"], cleaned["annotator"],
+                          labels, golds, lines, h.ignored)  # type: ignore[arg-type]
+    conflict = parsed.gold_conflict()
+    if conflict is not None:
+        raise _conflicting_gold(parsed, *conflict, column=h.names[i_gold])  # type: ignore[index]
+    return parsed
+
+
+def _tsv_chunk(parts: list[str], lines: list[int], h: _Header, *,
+               default_topic: str) -> JudgmentRows | None:
+    """TSV lines (without their ends) as ``csv.reader`` with ``QUOTE_NONE`` reads them: the
+    fields between tabs. When every line has the header's number of fields and none is blank
+    (the usual file), the fields are cut all at once into columns (strings only: lists of
+    lists per row would cost more in garbage collection than in splitting); else row by row."""
+    width = len(h.header)
+    if max(map(len, parts), default=0) <= csv.field_size_limit() and set(
+            map(str.count, parts, repeat("\t"))) == {width - 1}:
+        flat = "\t".join(parts).split("\t")
+        columns = [flat[i::width] for i in range(h.width)]
+        if all(map(str.strip, columns[0])):
+            return _columns_chunk(columns, lines, h, default_topic=default_topic)
+    return _chunk([p.split("\t") for p in parts], lines, h, default_topic=default_topic)
+
+
+def judgment_chunks(blocks: Iterable[str], *, default_topic: str = DEFAULT_TOPIC,
+                    chunk_rows: int | None = CHUNK_ROWS) -> Iterator[JudgmentRows]:
+    """A judgment file's rows in chunks of about ``chunk_rows`` (None: the whole file in one),
+    from its text in blocks that end at line ends, with \\n line ends
+    (``app.formats.errors.decoded_blocks``). Each chunk is checked as :func:`parse_judgments`
+    checks a file (FileFormatError naming the line; within a chunk, the same order), except
+    for gold labels that conflict across chunks, which the caller checks
+    (``JudgmentRows.gold_conflict`` within one). Lines are the file's."""
+    text_blocks = iter(blocks)
+    skipped = 0
+    block = ""
+    header_line = ""
+    for block in text_blocks:
+        start = 0
+        while start < len(block):  # the first line that is not blank, a line at a time
+            end = block.find("\n", start)
+            end = len(block) if end < 0 else end
+            if block[start:end].strip():
+                header_line = block[start:end]
+                block = block[end + 1:]
+                break
+            skipped += 1
+            start = end + 1
+        if header_line:
+            break
+    if not header_line:
+        raise FileFormatError("the file is empty", code="empty_file")
+    delimiter = "\t" if "\t" in header_line else ","
+    header = next(csv.reader([header_line], delimiter=delimiter, quoting=csv.QUOTE_NONE)
+                  if delimiter == "\t" else csv.reader([header_line], delimiter=","), [""])
+    h = _read_header(header, delimiter)
+    first_row_line = skipped + 2
+    found = False
+    rest = chain([block], text_blocks)
+    if delimiter == "\t":
+        parts: list[str] = []
+        lines: list[int] = []
+        line = first_row_line
+        for text in rest:
+            if not text:
+                continue
+            block = text.split("\n")
+            if block[-1] == "":
+                block.pop()
+            parts += block
+            lines += range(line, line + len(block))
+            line += len(block)
+            while chunk_rows is not None and len(parts) >= chunk_rows:
+                chunk = _tsv_chunk(parts[:chunk_rows], lines[:chunk_rows], h,
+                                   default_topic=default_topic)
+                del parts[:chunk_rows], lines[:chunk_rows]
+                if chunk is not None:
+                    found = True
+                    yield chunk
+        chunk = _tsv_chunk(parts, lines, h, default_topic=default_topic) if parts else None
+        if chunk is not None:
+            found = True
+            yield chunk
+    else:
+        numbered = numbered_rows(csv.reader(
+            (piece for text in rest for piece in lines_with_ends(text)), delimiter=","),
+            first_row_line - 1)
+        while True:
+            taken = list(islice(numbered, chunk_rows))
+            if not taken:
+                break
+            chunk = _chunk([r for _, r in taken], [n for n, _ in taken], h,
+                           default_topic=default_topic)
+            if chunk is not None:
+                found = True
+                yield chunk
+            if chunk_rows is None:
+                break
+    if not found:
+        raise FileFormatError("the file has a header but no judgments", code="empty_file")
+
+
 def parse_judgments(raw: bytes | str, *, default_topic: str = DEFAULT_TOPIC) -> JudgmentRows:
     """Parse a whole judgment file; raise FileFormatError naming the line and column. Ids follow
     :func:`app.formats.ids.clean_ids` (stripped, non-empty, no control character, length)."""
-    _, rows = delimited_rows(raw)
-    _, header = next(rows)
-    index = _map_header(header)
-    width = max(index.values()) + 1
-    i_topic = index.get("topic")
-    i_doc, i_ann, i_label = index["doc"], index["annotator"], index["label"]
-    i_gold = index.get("gold")
-    names = {i: header[i].strip() for i in range(len(header))}
-
-    topics: list[str] = []
-    docs: list[str] = []
-    annotators: list[str] = []
-    labels: list[int] = []
-    golds: list[int | None] | None = [] if i_gold is not None else None
-    line_numbers: list[int] = []
-    label_cache: dict[str, int] = {}
-    gold_cache: dict[str, int] = {}
-    label_name = names[i_label]
-    for line, row in rows:
-        if not row or (not row[0].strip() and not "".join(row).strip()):
-            continue
-        if len(row) < width or len(row) > len(header):
-            _check_width(row, line=line, width=width, header=header)
-        if i_topic is not None:
-            topics.append(row[i_topic])
-        docs.append(row[i_doc])
-        annotators.append(row[i_ann])
-        labels.append(_int(label_cache, row[i_label], line=line, column=label_name))
-        if golds is not None:
-            cell = row[i_gold]  # type: ignore[index]
-            golds.append(_int(gold_cache, cell, line=line, column=names[i_gold])  # type: ignore[index]
-                         if cell and not cell.isspace() else None)
-        line_numbers.append(line)
-    if not labels:
-        raise FileFormatError("the file has a header but no judgments", code="empty_file")
-    columns = [("doc", i_doc, docs), ("annotator", i_ann, annotators)]
-    if i_topic is not None:
-        columns.insert(0, ("topic", i_topic, topics))
-    cleaned = _clean_ids(columns, line_numbers, names)
-    topic_ids = [default_topic] * len(labels) if i_topic is None else cleaned["topic"]
-    read = set(index.values())
-    ignored = tuple(name.strip() for position, name in enumerate(header)
-                    if position not in read and name.strip())
-    parsed = JudgmentRows(topic_ids, cleaned["doc"], cleaned["annotator"], labels, golds,
-                          line_numbers, ignored)
-    conflict = parsed.gold_conflict()
-    if conflict is not None:
-        raise _conflicting_gold(parsed, *conflict, column=header[i_gold].strip()
-                                if i_gold is not None else "gold")
+    text = decode_text(raw)
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    (parsed,) = judgment_chunks([text], default_topic=default_topic, chunk_rows=None)
     return parsed

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from sqlalchemy import func, select
+from sqlalchemy import BigInteger, cast, func, select
 from sqlalchemy.orm import Session
 
 from app.collections.tables import Collection
@@ -74,18 +74,61 @@ class JudgmentColumns:
 
 def _columns(session: Session, collection_id: int, *, after: int,
              upto: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    result = session.connection().execute(
+    query = (
         select(Judgment.task_id, Judgment.annotator_id,
-               func.coalesce(Judgment.label, WITHDRAWN))
+               cast(func.coalesce(Judgment.label, WITHDRAWN), BigInteger))
         .where(Judgment.collection_id == collection_id, Judgment.id > after,
                Judgment.id <= upto)
         .order_by(Judgment.id))
+    connection = session.connection()
+    if connection.dialect.name == "postgresql":
+        return _copied_columns(connection, query)
+    result = connection.execute(query)
     # The driver's own tuples of integers: SQLAlchemy's rows would cost twice the read here
     # (RF10 on PostgreSQL: 0.2-0.4 s against 0.5-1.2 s on a loaded machine).
     with result:
         rows = np.array(result.cursor.fetchall(), dtype=np.int64).reshape(-1, 3)
     task, annotator, label = (np.ascontiguousarray(rows[:, i]) for i in range(3))
     return task, annotator, label
+
+
+# PostgreSQL's binary COPY of three BIGINT columns: a 19-byte header, then per row a 16-bit field
+# count and each field's 32-bit length and 8 bytes (big-endian), then a 16-bit -1.
+_COPY_HEADER = 19
+_COPY_ROW = np.dtype([("fields", ">i2"), ("n0", ">i4"), ("task", ">i8"), ("n1", ">i4"),
+                      ("annotator", ">i8"), ("n2", ">i4"), ("label", ">i8")])
+_COPY_PART = 1 << 22  # bytes parsed at a time
+
+
+def _copied_columns(connection: Any, query: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The query's three BIGINT columns read by ``COPY ... TO STDOUT (FORMAT binary)`` straight
+    into numpy: no Python object per row (fetchall's tuples: ~1.6 GB at 10,000,000 judgments)."""
+    sql = str(query.compile(dialect=connection.dialect, compile_kwargs={"literal_binds": True}))
+    parts: list[tuple[np.ndarray, ...]] = []
+    pending = bytearray()
+    size = _COPY_ROW.itemsize
+    raw = connection.connection.driver_connection
+    with raw.cursor() as cursor, cursor.copy(f"COPY ({sql}) TO STDOUT (FORMAT binary)") as copy:
+        for block in copy:
+            pending += block
+            if len(pending) >= _COPY_HEADER + _COPY_PART:
+                whole = _COPY_HEADER + (len(pending) - _COPY_HEADER) // size * size
+                parts.append(_copy_rows(pending[_COPY_HEADER:whole]))
+                del pending[_COPY_HEADER:whole]
+    whole = len(pending) - 2  # the trailer
+    if pending[whole:] != b"\xff\xff" or (whole - _COPY_HEADER) % size:
+        raise RuntimeError("unexpected COPY output: not three BIGINT columns")
+    parts.append(_copy_rows(pending[_COPY_HEADER:whole]))
+    return tuple(np.concatenate(column) if len(parts) > 1 else column[0]  # type: ignore
+                 for column in zip(*parts, strict=True))
+
+
+def _copy_rows(data: bytearray) -> tuple[np.ndarray, ...]:
+    rows = np.frombuffer(data, _COPY_ROW)
+    if rows.shape[0] and not ((rows["fields"] == 3).all() and (rows["n0"] == 8).all()
+                              and (rows["n1"] == 8).all() and (rows["n2"] == 8).all()):
+        raise RuntimeError("unexpected COPY output: a NULL or a column that is not BIGINT")
+    return tuple(rows[name].astype(np.int64) for name in ("task", "annotator", "label"))
 
 
 def read_judgments(session: Session, collection: Collection, *,

@@ -6,14 +6,16 @@ from fastapi import APIRouter, Query, Request
 from starlette.concurrency import run_in_threadpool
 
 from app.api.deps import Limit, Offset, SessionDep, judgments_arrived
-from app.api.uploads import read_upload
+from app.api.uploads import read_upload, spooled_upload
 from app.auth.deps import PrincipalDep, require_scope
 from app.auth.idempotency import IdempotencyDep
 from app.collections.deps import CollectionDep
+from app.formats import judgments_file
+from app.formats.errors import decoded_blocks
 from app.formats.ids import MAX_FILENAME_LENGTH
-from app.formats.judgments_file import parse_judgments
+from app.formats.judgments_file import judgment_chunks, parse_judgments
 from app.formats.qrels import parse_qrels_with_lines
-from app.judgments import service
+from app.judgments import service, staged
 from app.judgments.schemas import GoldReport, IngestPublic, JudgmentsCreate, JudgmentsPublic
 
 router = APIRouter(prefix="/collections/{c}", tags=["judgments"])
@@ -53,18 +55,27 @@ async def add_judgments_file(request: Request, session: SessionDep, principal: P
                                  description="the file's name, kept with the batch")] = None,
                              ) -> Any:
     """The file as the raw body (TSV or CSV with a header) or as multipart field ``file``.
-    All of it is stored in one transaction, or nothing (a dropped connection stores nothing)."""
-    upload = await read_upload(request, filename=filename)
+    All of it is stored in one transaction, or nothing (a dropped connection stores nothing).
+    The body is spooled to disk as it arrives; on PostgreSQL it is read back and stored in
+    chunks (``staged.ingest_chunks``: memory bounded by a chunk, not the file)."""
+    async with spooled_upload(request, filename=filename,
+                              hasher=lambda name: idempotency.hasher(f"{name}\0".encode())
+                              ) as upload:
 
-    def work() -> IngestPublic:
-        rows = parse_judgments(upload.content)
-        report = service.ingest(session, collection=collection, rows=rows, source="file",
-                                filename=upload.filename)
-        return service.judgments_audited(session, principal, collection, report)
+        def work() -> IngestPublic:
+            if session.get_bind().dialect.name == "postgresql":
+                report = staged.ingest_file(
+                    session, collection=collection, filename=upload.filename,
+                    chunks=judgment_chunks(decoded_blocks(upload.chunks()),
+                                           chunk_rows=judgments_file.CHUNK_ROWS))
+            else:
+                report = service.ingest(session, collection=collection,
+                                        rows=parse_judgments(upload.read()), source="file",
+                                        filename=upload.filename)
+            return service.judgments_audited(session, principal, collection, report)
 
-    response = await run_in_threadpool(
-        idempotency.run, session, body=f"{upload.filename}\0".encode() + upload.content,
-        status_code=201, work=work)
+        response = await run_in_threadpool(
+            idempotency.run, session, request_hash=upload.digest, status_code=201, work=work)
     judgments_arrived(request, collection.id)
     return response
 

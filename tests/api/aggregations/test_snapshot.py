@@ -63,3 +63,40 @@ def test_snapshot_read_forward_equals_a_fresh_read(client, database_url) -> None
         # the kept columns moved forward and were not replaced by the earlier read
         assert kept.judgments(session, collection).watermark == watermarks[-1]
     assert fresh.data.gold is not None and (fresh.data.gold >= 0).sum() >= 1
+
+
+def test_columns_read_by_copy_equal_the_rows(client, database_url, monkeypatch) -> None:
+    """PostgreSQL reads the columns by binary COPY, in parts (made tiny here): the same
+    integers, in id order, as the rows a query returns, a withdrawal (NULL label) included."""
+    from sqlalchemy import update
+
+    from app.collections.tables import Collection
+    from app.core.db import get_sessionmaker
+    from app.judgments import columns
+    from app.judgments.tables import Judgment
+
+    monkeypatch.setattr(columns, "_COPY_PART", 64)
+    create_collection(client, name="copy")
+    rng = np.random.default_rng(3)
+    response = client.post(f"{API}/collections/copy/judgments",
+                           json={"judgments": _rows(rng, 300, "c")})
+    assert response.status_code == 201, response.text
+    with get_sessionmaker(database_url)() as session:
+        collection = session.scalars(select(Collection).where(Collection.name == "copy")).one()
+        first = session.scalar(select(Judgment.id).where(Judgment.collection_id == collection.id)
+                               .order_by(Judgment.id).limit(1))
+        session.execute(update(Judgment).where(Judgment.id == first + 5).values(label=None))
+        expected = np.array(session.execute(
+            select(Judgment.task_id, Judgment.annotator_id, Judgment.label)
+            .where(Judgment.collection_id == collection.id, Judgment.id > first)
+            .order_by(Judgment.id)).all(), dtype=object)
+        task, annotator, label = columns._columns(session, collection.id, after=first,
+                                                  upto=first + 10**6)
+        assert task.dtype == annotator.dtype == label.dtype == np.int64
+        assert task.tolist() == expected[:, 0].tolist()
+        assert annotator.tolist() == expected[:, 1].tolist()
+        assert label.tolist() == [columns.WITHDRAWN if y is None else y for y in expected[:, 2]]
+        assert label.tolist().count(columns.WITHDRAWN) == 1
+        empty = columns._columns(session, collection.id, after=first + 10**6, upto=first + 10**7)
+        assert [c.shape for c in empty] == [(0,), (0,), (0,)]
+        session.rollback()
