@@ -64,6 +64,17 @@ class ObserveRequests:
         rid = request_id(scope)
         token = REQUEST_ID.set(rid)
         status = 500  # unless the application answers
+        seconds: float | None = None
+
+        def observe() -> float:
+            # Once per request, before its last byte leaves: a client that has read the whole
+            # answer finds it counted (a /metrics read right after sees it, in any process).
+            nonlocal seconds
+            if seconds is None:
+                seconds = time.perf_counter() - started
+                REQUEST_SECONDS.labels(route_template(scope), scope["method"],
+                                       str(status)).observe(seconds)
+            return seconds
 
         async def send_with_id(message: Message) -> None:
             nonlocal status
@@ -71,6 +82,8 @@ class ObserveRequests:
                 status = message["status"]
                 message = {**message, "headers": [
                     *(message.get("headers") or []), (HEADER, rid.encode("ascii"))]}
+            elif message["type"] == "http.response.body" and not message.get("more_body"):
+                observe()
             await send(message)
 
         started = time.perf_counter()
@@ -79,9 +92,8 @@ class ObserveRequests:
             await self.app(scope, receive, send_with_id)
         finally:
             IN_FLIGHT.dec()
-            seconds = time.perf_counter() - started
+            seconds = observe()
             route = route_template(scope)
-            REQUEST_SECONDS.labels(route, scope["method"], str(status)).observe(seconds)
             state = scope.get("state") or {}
             log.info("%s %s %d", scope["method"], route, status, extra={
                 "request_id": rid, "method": scope["method"], "route": route, "status": status,

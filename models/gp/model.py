@@ -12,8 +12,8 @@ sign(f_i) (docs/gp.md, "The read-out of P(relevant)"); ``readout_noise`` r reads
 Φ(m_i / sqrt(r + v_i)) instead, r = 1 the noise-free judge of eq. 4.12. μ_i is a judging bias,
 not relevance: not added. ``label_layer="discrete"`` (MAGP, LK) reads P(relevant) as the
 posterior of a two-valued label y_i = ±1 with f_i | y_i ~ N(c y_i, s²) and the class prior of
-the fit's cavity (``models.gp.truth``; docs/gp.md, "The discrete truth layer"). Without features MAGP and GPMV fit LK and say so in
-``result().info["fallback"]``.
+the fit's cavity (``models.gp.truth``; docs/gp.md, "The discrete truth layer"). Without
+features MAGP and GPMV fit LK and say so in ``result().info["fallback"]``.
 """
 
 from __future__ import annotations

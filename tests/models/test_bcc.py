@@ -62,7 +62,8 @@ def test_ibcc_one_update_by_hand() -> None:
         topic_ids=np.array(["q", "q"]), doc_ids=np.array(["a", "b"]),
         annotator_ids=np.array(["x", "y"]), classes=np.array([0, 1]),
     )
-    model = IBCC(n_iter=1, prior="fixed", temper_folds=0).fit(data)  # the update itself, no read-out
+    # the update itself, no read-out
+    model = IBCC(n_iter=1, prior="fixed", temper_folds=0).fit(data)
     # q from MV: task 0 -> [0, 1], task 1 -> [1, 0]. α_x = α₀ + [[1, 0], [0, 1]], α_y = α₀ + e_11.
     a0 = np.array([[4.0, 1.0], [1.0, 4.0]])
     ax = a0 + np.eye(2)

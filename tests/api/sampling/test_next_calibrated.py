@@ -69,6 +69,7 @@ def test_next_ranks_by_the_recalibrated_posterior(client, tmp_path: Path) -> Non
                         params={"n": 30, "format": "tsv"}).text
     out = tmp_path / "next.tsv"
     assert cli(["next", str(path), "--method", "ds", "--params",
-                '{"use_gold": true, "calibrate_folds": 2, "population_prior": 0}', "--seed", "1", "-n", "30",
+                '{"use_gold": true, "calibrate_folds": 2, "population_prior": 0}',
+                "--seed", "1", "-n", "30",
                 "--output", str(out), "--quiet"]) == 0
     assert out.read_text() == served
