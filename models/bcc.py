@@ -13,13 +13,27 @@ confusion matrix. Mean-field VB alternates
 with E[ln π[t, l]] = ψ(α[t, l]) − ψ(Σ_l α[t, l]). An annotator with three judgments keeps a
 confusion matrix close to its prior instead of a maximum-likelihood 0/1 matrix.
 
+The default confusion prior (``prior="auto"``, 2026-11-27, issues 34 and 38): on a sparse crowd
+``"crowd-absolute"``, α₀ = s · m with m the crowd's pooled confusion by the distance |l − t| of
+an error alone (``models.dawid_skene.population_pseudo_counts``) and s type-II ML
+(``population_strength``), both re-estimated at every iteration; on dense judges (≥ 8 judgments
+per judged task, ``models.dependence.wanted``) the fixed prior. The centre by |l − t| shares
+every error cell between at least two rows, so no class's row can drift alone: the signed
+centre below copies a binary class's own row, and on a skewed crowd the rare class's row drifts
+to "never wrong" (VB's E[ln π] = ψ(α) − ψ(Σα) makes a cell with α ≪ 1 a veto) and the class
+empties. Dense judges share errors and leniency: their rows look alike because they err
+together, which the population prior's evidence would read as one confusion matrix for all
+(measured: −.016 to −.08 on the dense-judge bench), and each has hundreds of judgments of its
+own (docs/models.md, "IBCC and EBCC on weak crowds").
+
 ``prior="crowd"`` (an option, 2026-11-27): α₀ = s · m, DS's population prior
 (``models.dawid_skene.population_pseudo_counts``, ``population_strength``): its centre m the
 crowd's pooled confusion by the signed distance l − t of an error (an error's chance depends on
 how far from the truth it lands and in which direction, not on the true grade), its strength s
 type-II ML, both re-estimated at every iteration. The fixed symmetric prior (``"fixed"``, the
-default: ``alpha_diagonal`` / ``alpha_off_diagonal``) lets a skewed class prior outvote 2-1
-majorities of weak workers with a handful of judgments, whose real errors are neighbours;
+default before "auto": ``alpha_diagonal`` / ``alpha_off_diagonal``) lets a skewed class prior
+outvote 2-1 majorities of weak workers with a handful of judgments, whose real errors are
+neighbours;
 ``"crowd"`` holds majority vote there, but on a skewed binary crowd one class's row can drift
 to "never wrong" and empty that class (docs/models.md, "Weak workers spread thin").
 
@@ -85,8 +99,19 @@ from models.params import (
 )
 from models.tempering import check_folds, temper_readout
 
-# the confusion prior α₀: fixed, fitted by empirical Bayes, or the crowd's population prior
-ConfusionPrior = Literal["fixed", "empirical", "crowd"]
+# the confusion prior α₀: fixed, fitted by empirical Bayes, the crowd's population prior centred
+# by the signed distance of an error ("crowd") or by its distance alone ("crowd-absolute"), or
+# ("auto") "crowd-absolute" on a sparse crowd and "fixed" on dense judges
+ConfusionPrior = Literal["auto", "fixed", "empirical", "crowd", "crowd-absolute"]
+
+
+def confusion_prior_used(prior: ConfusionPrior, task: np.ndarray) -> ConfusionPrior:
+    """The prior a fit uses: ``prior`` itself, or for ``"auto"`` the crowd's population prior by
+    |l − t| (``"crowd-absolute"``) unless the judgments are dense (``models.dependence.wanted``:
+    ≥ 8 per judged task, judges who each grade every task), which keep the fixed prior."""
+    if prior != "auto":
+        return prior
+    return "fixed" if wanted("auto", task) else "crowd-absolute"
 
 
 @dataclass(frozen=True)
@@ -186,7 +211,7 @@ class IBCC(Aggregator):
     @validated
     def __init__(
         self,
-        prior: ConfusionPrior = "fixed",
+        prior: ConfusionPrior = "auto",
         alpha_diagonal: Prior = 4.0,
         alpha_off_diagonal: Prior = 1.0,
         class_prior: Prior = 1.0,
@@ -212,8 +237,9 @@ class IBCC(Aggregator):
         k = data.n_classes
         design = _Design.from_data(data, self.use_gold)
         alpha0 = _confusion_prior(k, self.alpha_diagonal, self.alpha_off_diagonal)
+        prior = self.prior_used_ = confusion_prior_used(self.prior, data.task)
         kappa = ClassPrior.build(data, self.class_prior_by, self.class_prior, design.judged,
-                                  self.prior == "empirical")
+                                  prior == "empirical")
         proba = _initial_posterior(data, design)
         # judges who share errors: each task's likelihood to the power τ_i (models.dependence)
         temper = _temper(data, proba, self.dependence)
@@ -227,11 +253,12 @@ class IBCC(Aggregator):
         for it in range(self.n_iter):
             # q(π), q(κ) given q(T)
             counts = design.counts(weight(proba)).transpose(0, 2, 1)  # (J, t, l)
-            if self.prior == "empirical":
+            if prior == "empirical":
                 alpha0 = np.stack([polya_fixed_point(counts[:, t, :], alpha0[t])
                                    for t in range(k)])
-            elif self.prior == "crowd":
-                centre = population_pseudo_counts(counts.sum(axis=0), 1.0)
+            elif prior in ("crowd", "crowd-absolute"):
+                shape = "absolute" if prior == "crowd-absolute" else "distance"
+                centre = population_pseudo_counts(counts.sum(axis=0), 1.0, shape)
                 strength = population_strength(counts, centre, strength)
                 alpha0 = strength * centre
             alpha = counts + alpha0[None]
@@ -284,6 +311,7 @@ class IBCC(Aggregator):
                 "n_iter": self.n_iter_,
                 "prior": self.prior_.tolist(),
                 "alpha_prior": self.alpha_prior_.tolist(),
+                "confusion_prior": self.prior_used_,
                 **({"dependence_rho": self.dependence_rho_} if self.tempered_ else {}),
             },
         )
