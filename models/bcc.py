@@ -53,7 +53,13 @@ each annotator has one confusion row per (class, subtype):
 Tasks of one subtype (e.g. "relevant but looks off-topic") fool the same annotators, so the model
 captures correlations between workers that DS and IBCC, which assume independence given T_i, miss.
 Defaults are the authors' (M = 10, a_π = 0.1, α = 1, a_v = 4, b_v = 1, random initialisation of
-the subtypes). Random restarts keep the run with the highest ELBO.
+the subtypes). Random restarts keep the run with the highest ELBO. ``prior="crowd-absolute"`` (an
+option, 2026-11-27) replaces β_t by IBCC's default population prior s · m_t (centre by |l − t|,
+strength type-II ML, both from the annotators' class-level counts, summed over the subtypes) on
+every subtype row: it holds majority vote on weak sparse crowds and calibrates the Algorithm-10
+grid, but costs RF10 graded .013 (the subtypes of one class, anchored only by the prior's
+diagonal, take in the next grade's tasks when the crowd's diagonal is weak), so the authors'
+prior stays the default (docs/models.md, "IBCC and EBCC on weak crowds").
 
 Long format throughout: the judgments form a sparse (n_tasks × n_annotators·K) one-hot matrix
 (one non-zero per judgment, memory O(#judgments)), so every E step is one sparse product with a
@@ -103,6 +109,10 @@ from models.tempering import check_folds, temper_readout
 # by the signed distance of an error ("crowd") or by its distance alone ("crowd-absolute"), or
 # ("auto") "crowd-absolute" on a sparse crowd and "fixed" on dense judges
 ConfusionPrior = Literal["auto", "fixed", "empirical", "crowd", "crowd-absolute"]
+# EBCC's prior on its subtype rows: the authors' fixed one, or the crowd's (an option: it holds
+# majority vote on weak crowds, but costs RF10 graded; docs/models.md "IBCC and EBCC on weak
+# crowds")
+SubtypePrior = Literal["fixed", "crowd-absolute"]
 
 
 def confusion_prior_used(prior: ConfusionPrior, task: np.ndarray) -> ConfusionPrior:
@@ -342,8 +352,10 @@ class EBCC(Aggregator):
         use_gold: bool = False,
         random_state: Seed = None,
         temper_folds: TemperFolds = 2,
+        prior: SubtypePrior = "fixed",
     ) -> None:
         self.temper_folds = check_folds(temper_folds)
+        self.prior = prior
         self.n_subtypes = n_subtypes
         self.a_pi = a_pi
         self.class_prior = class_prior
@@ -403,6 +415,7 @@ class EBCC(Aggregator):
         split = rng.dirichlet(np.ones(m), size=(data.n_tasks, k))
         zg = (split * z[:, :, None]).reshape(data.n_tasks, k * m)
         history: list[float] = []
+        strength: float | None = None
         total = self.n_restarts * self.n_iter
         it = 0
         impossible = (np.zeros((0, k), dtype=np.bool_) if design.impossible is None
@@ -411,7 +424,17 @@ class EBCC(Aggregator):
             judged = zg if design.all_judged else zg[design.judged]
             eta = eta0 + judged.sum(axis=0).reshape(k, m)
             nu, e_log_kappa = kappa.update(z)
-            mu = design.counts(zg) + beta_l_tm[None]  # (J, l, t*M)
+            counts = design.counts(zg)  # (J, l, t*M)
+            if self.prior == "crowd-absolute":
+                # the crowd's population prior on every subtype row, from the annotators'
+                # class-level counts (summed over the subtypes): centre by |l − t|, strength
+                # type-II ML, as IBCC's default (models.dawid_skene)
+                by_class = counts.reshape(data.n_annotators, k, k, m).sum(axis=3)
+                by_class = by_class.transpose(0, 2, 1)  # (J, t, l)
+                centre = population_pseudo_counts(by_class.sum(axis=0), 1.0, "absolute")
+                strength = population_strength(by_class, centre, strength)
+                beta_l_tm = np.repeat((strength * centre).T, m, axis=1)
+            mu = counts + beta_l_tm[None]  # (J, l, t*M)
             e_log_v = digamma(mu) - digamma(mu.sum(axis=1, keepdims=True))
             # log q(T_i = t, G_i = m) up to its normaliser, in log space (a product over the
             # task's judgments); compiled passes (models.bcc_kernels), bit for bit numpy's

@@ -96,3 +96,19 @@ def test_ibcc_prior_values_validate() -> None:
         assert validate_params("ibcc", {"prior": prior})
     with pytest.raises(ValueError):
         validate_params("ibcc", {"prior": "absolute"})
+
+
+def test_ebcc_crowd_prior_holds_majority_vote_with_weak_sparse_workers() -> None:
+    """EBCC's option ``prior="crowd-absolute"`` (the crowd's prior on every subtype row, from the
+    class-level counts) holds majority vote on weak sparse workers; the authors' fixed prior,
+    still EBCC's default, falls below it."""
+    from models.bcc import EBCC
+
+    s = crowd_dataset(1200, 600, grades=4, alpha=0.0, accuracy=(0.35, 0.85), random_state=0)
+    data = s.to_annotation_data(with_features=False)
+    mv = float(np.mean(MajorityVote().fit(data).labels_ == s.truth))
+    crowd = EBCC(prior="crowd-absolute", random_state=0, temper_folds=0).fit(data)
+    fixed = EBCC(random_state=0, temper_folds=0).fit(data)
+    assert float(np.mean(crowd.labels_ == s.truth)) >= mv - 0.01
+    assert float(np.mean(fixed.labels_ == s.truth)) < mv - 0.005
+    assert validate_params("ebcc", {"prior": "crowd-absolute"})
