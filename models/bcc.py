@@ -169,11 +169,27 @@ class _Design:
 
 
 def _normalise_log(log_joint: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Row-normalised probabilities and the log normaliser of each row (log space)."""
-    top = log_joint.max(axis=1, keepdims=True)
-    p = np.exp(log_joint - top)
-    total = p.sum(axis=1, keepdims=True)
-    return p / total, np.log(total[:, 0]) + top[:, 0]
+    """Row-normalised probabilities and the log normaliser of each row (log space).
+
+    For K < 8 classes the row maximum and the row sum run column by column (one elementwise
+    pass per class, where numpy's reductions over a short last axis make a call per row): the
+    same bits, as numpy adds fewer than 8 elements of a row in sequence."""
+    k = log_joint.shape[1]
+    if k >= 8:
+        top = log_joint.max(axis=1, keepdims=True)
+        p = np.exp(log_joint - top)
+        total = p.sum(axis=1, keepdims=True)
+        return p / total, np.log(total[:, 0]) + top[:, 0]
+    top = log_joint[:, 0].copy()
+    for c in range(1, k):
+        np.maximum(top, log_joint[:, c], out=top)
+    p = log_joint - top[:, None]
+    np.exp(p, out=p)
+    total = p[:, 0].copy()
+    for c in range(1, k):
+        total += p[:, c]
+    p /= total[:, None]
+    return p, np.log(total) + top
 
 
 def _temper(data: AnnotationData, proba: np.ndarray, dependence: str
@@ -282,8 +298,8 @@ class IBCC(Aggregator):
             if design.impossible is not None:
                 log_joint[design.impossible] = -np.inf
             proba, log_norm = _normalise_log(log_joint)
-            elbo = (float(log_norm[design.judged].sum()) - kl_dirichlet(alpha, alpha0[None])
-                    - kappa.kl(nu))
+            elbo = (float(log_norm[design.judged].sum())
+                    - kl_dirichlet_shared(alpha, alpha0, e_log_pi, axis=2) - kappa.kl(nu))
             history.append(elbo)
             self.n_iter_ = it + 1
             progress((it + 1) / self.n_iter, f"iteration {it + 1}, ELBO {elbo:.2f}")

@@ -271,14 +271,18 @@ def population_strength(counts: np.ndarray, centre: np.ndarray, start: float | N
     used = n > 0
     n, counts = n[used], counts[used]  # (rows, ) and (rows, K): the rows with judgments
     rows_centre = np.broadcast_to(centre[None], (used.shape[0], *centre.shape))[used]
+    per_row = used.sum(axis=0)  # how many annotators' rows use each centre row
     found: dict[int, float] = {}
 
     def evidence(g: int) -> float:
         if g not in found:
             sv = STRENGTH_GRID[g]
-            alpha = sv * rows_centre
-            found[g] = float((gammaln(sv) - gammaln(sv + n)).sum()
-                             + (gammaln(alpha + counts) - gammaln(alpha)).sum())
+            # the terms of the prior alone (ln Γ(s), ln Γ(s m_tl)) once per centre row, times
+            # the rows that use it, instead of on every annotator's row
+            prior_terms = float(per_row.sum() * gammaln(sv)
+                                - per_row @ gammaln(sv * centre).sum(axis=1))
+            found[g] = (prior_terms - float(gammaln(sv + n).sum())
+                        + float(gammaln(sv * rows_centre + counts).sum()))
         return found[g]
 
     last = STRENGTH_GRID.shape[0] - 1
