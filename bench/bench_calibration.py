@@ -8,6 +8,7 @@
     python bench/bench_calibration.py tempering             # DS with a tempered posterior (tried)
     python bench/bench_calibration.py maps                  # Platt vs isotonic, cross-fitted
     python bench/bench_calibration.py bound                 # the read-out's τ, ρ̄ and their oracles
+    python bench/bench_calibration.py criteria --methods mace,ds,ibcc,ebcc  # τ criteria compared
 
 Scores are ``models.evaluation.gold.evaluate``'s (the fit's evaluation): ECE over 10 equal-width
 bins of P(relevant) (graded: of the top grade's probability, against whether it is the gold
@@ -291,6 +292,84 @@ def bound(args: argparse.Namespace) -> None:
                   f"{best[0]:.4f} |", flush=True)
 
 
+def criteria(args: argparse.Namespace) -> None:
+    """The held-out τ of ``models.tempering`` by three criteria, on the grid's four 2,000-task
+    cells and RF10 binary (docs/models.md, "MACE's held-out τ"): every judgment of a held-out
+    task predicted from the task's other judgments (2 folds over tasks, fits never tempered)
+    with its annotator's row π_a (``current``, the read-out's), with the tempered row
+    π_a^τ / Σ_l π_a^τ (``tempered``), or with the crowd's judgment-weighted mean row
+    (``mean``); the ECE of the power posterior q ∝ P^τ (no ρ̄), and the best τ chosen with the
+    gold on a 0.1-1.2 grid."""
+    from dataclasses import replace
+
+    import scipy.optimize
+
+    from app.cli.loading import load_annotation_data
+    from models.evaluation.reliability import reliability
+    from models.registry import get_method
+    from models.synthetic import NOISE_LEVELS, generate
+    from models.tempering import _TINY, _logsumexp_rows, clone, judgment_table, power_posterior
+
+    sets = [(f"grid {n}, β {b}", generate(2000, 60, noise_level=NOISE_LEVELS[n], redundancy=b,
+                                          random_state=7).to_annotation_data(with_features=False))
+            for n, b in (("0-2", 3), ("0-2", 5), ("4-8", 3), ("4-8", 5))]
+    sets.append(("RF10 binary", load_annotation_data(RF10.read_bytes(), relevant_from=1,
+                                                     ignore=(-2,))))
+
+    def pieces(model, data):  # type: ignore[no-untyped-def]
+        fold = np.random.default_rng(0).permutation(data.n_tasks) % 2
+        out = []
+        for f in range(2):
+            held = fold[data.task] == f
+            fitted = clone(model, temper_folds=0).fit(replace(
+                data, task=data.task[~held], annotator=data.annotator[~held],
+                label=data.label[~held], gold=None))
+            table, others = judgment_table(fitted.prior_, fitted.confusion_, data, held)
+            rows = np.log(np.maximum(fitted.confusion_[data.annotator[held]], _TINY))
+            used = np.bincount(data.annotator[~held], minlength=data.n_annotators)
+            mean = np.einsum("j,jtl->tl", used, fitted.confusion_) / used.sum()
+            out.append((table, others, rows, np.log(mean[:, data.label[held]].T)))
+        return out
+
+    def tau(found, mode: str) -> float:  # type: ignore[no-untyped-def]
+        def loss(t: float) -> float:
+            total = 0.0
+            for table, others, rows, mean in found:
+                log_q = t * others
+                log_q = log_q - _logsumexp_rows(log_q.T)[:, None]
+                if mode == "current":
+                    pred = table
+                elif mode == "tempered":
+                    pred = t * table - np.log(np.exp(t * rows).sum(axis=2))
+                else:
+                    pred = mean
+                total -= float(_logsumexp_rows((log_q + pred).T).sum())
+            return total
+
+        return float(scipy.optimize.minimize_scalar(loss, bounds=(0.02, 1.5),
+                                                    method="bounded").x)
+
+    print("| data | method | current τ, ECE | tempered τ, ECE | mean row τ, ECE "
+          "| best τ (gold), ECE |")
+    print("|---|---|---:|---:|---:|---:|")
+    for name, data in sets:
+        known = (data.gold >= 0) & (data.judgments_per_task() > 0)
+        y = data.gold[known] == 1
+        for method in (args.methods or "mace,ds,ibcc,ebcc").split(","):
+            model = get_method(method).build({**_params(method), "temper_folds": 0}).fit(
+                replace(data, gold=None))
+            found = pieces(model, data)
+
+            def ece(t: float, p: np.ndarray = model.proba_[known], y: np.ndarray = y) -> float:
+                return reliability(power_posterior(p, t)[:, 1], y).ece
+
+            cells = [f"{t:.2f}, {ece(t):.4f}" for t in
+                     (tau(found, m) for m in ("current", "tempered", "mean"))]
+            best = min((ece(t), t) for t in np.arange(0.1, 1.201, 0.05))
+            print(f"| {name} | {method} | " + " | ".join(cells)
+                  + f" | {best[1]:.2f}, {best[0]:.4f} |", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="what", required=True)
@@ -313,9 +392,11 @@ def main() -> None:
     m.add_argument("--methods", default=None)
     b = sub.add_parser("bound")
     b.add_argument("--methods", default=None)
+    c = sub.add_parser("criteria")
+    c.add_argument("--methods", default=None)
     args = parser.parse_args()
     {"rf10": rf10, "grid": grid, "tempering": tempering, "maps": maps,
-     "bound": bound}[args.what](args)
+     "bound": bound, "criteria": criteria}[args.what](args)
 
 
 if __name__ == "__main__":

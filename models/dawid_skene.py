@@ -229,22 +229,29 @@ class DawidSkene(Aggregator):
         return init
 
 
+Centre = Literal["distance", "absolute", "pooled"]
+
+
 def population_pseudo_counts(pooled: np.ndarray, strength: float,
-                             shape: Literal["distance", "pooled"] = "distance") -> np.ndarray:
+                             shape: Centre = "distance") -> np.ndarray:
     """(K, K) s · m[t, l]: ``strength`` pseudo-judgments per confusion row, spread like the
     crowd's pooled expected counts ``pooled`` [t, l] (+ 1 each, rows normalised): by the signed
     distance l − t alone (``"distance"``), m[t, l] ∝ g(l − t) with g(d) the mean share of the
-    cells at distance d over the rows that have one (each grade's row counts alike), or the
-    pooled rows as they are (``"pooled"``, the centre before 2026-11-27)."""
+    cells at distance d over the rows that have one (each grade's row counts alike); by the
+    distance |l − t| alone (``"absolute"``: an error one grade up and one grade down alike, so
+    every error cell of the centre is shared by at least two rows; IBCC's and EBCC's default,
+    docs/models.md "IBCC and EBCC on weak crowds"); or the pooled rows as they are
+    (``"pooled"``, the centre before 2026-11-27)."""
     k = pooled.shape[0]
     if strength <= 0:
         return np.zeros((k, k))
     rows = pooled + 1.0
     rows = rows / rows.sum(axis=1, keepdims=True)
-    if shape == "distance":
-        offset = np.arange(k)[None, :] - np.arange(k)[:, None] + (k - 1)  # l − t + K − 1
+    if shape in ("distance", "absolute"):
+        offset = np.arange(k)[None, :] - np.arange(k)[:, None]  # l − t
+        offset = np.abs(offset) if shape == "absolute" else offset + (k - 1)
         g = (np.bincount(offset.ravel(), weights=rows.ravel(), minlength=2 * k - 1)
-             / np.bincount(offset.ravel(), minlength=2 * k - 1))
+             / np.maximum(np.bincount(offset.ravel(), minlength=2 * k - 1), 1))
         rows = g[offset]
         rows = rows / rows.sum(axis=1, keepdims=True)
     return strength * rows
@@ -264,14 +271,18 @@ def population_strength(counts: np.ndarray, centre: np.ndarray, start: float | N
     used = n > 0
     n, counts = n[used], counts[used]  # (rows, ) and (rows, K): the rows with judgments
     rows_centre = np.broadcast_to(centre[None], (used.shape[0], *centre.shape))[used]
+    per_row = used.sum(axis=0)  # how many annotators' rows use each centre row
     found: dict[int, float] = {}
 
     def evidence(g: int) -> float:
         if g not in found:
             sv = STRENGTH_GRID[g]
-            alpha = sv * rows_centre
-            found[g] = float((gammaln(sv) - gammaln(sv + n)).sum()
-                             + (gammaln(alpha + counts) - gammaln(alpha)).sum())
+            # the terms of the prior alone (ln Γ(s), ln Γ(s m_tl)) once per centre row, times
+            # the rows that use it, instead of on every annotator's row
+            prior_terms = float(per_row.sum() * gammaln(sv)
+                                - per_row @ gammaln(sv * centre).sum(axis=1))
+            found[g] = (prior_terms - float(gammaln(sv + n).sum())
+                        + float(gammaln(sv * rows_centre + counts).sum()))
         return found[g]
 
     last = STRENGTH_GRID.shape[0] - 1

@@ -1,0 +1,114 @@
+"""IBCC's default confusion prior (``prior="auto"``, models/bcc.py): the crowd's population prior
+centred by the distance |l − t| of an error, its strength type-II ML, on sparse crowds; the fixed
+prior on dense judges. Each test also checks the prior it replaced fails where it should, so
+that it can fail (docs/models.md, "IBCC and EBCC on weak crowds")."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from models.bcc import IBCC, confusion_prior_used
+from models.dawid_skene import population_pseudo_counts
+from models.evaluation.reliability import reliability
+from models.majority_vote import MajorityVote
+from models.registry import make_aggregator, validate_params
+from models.synthetic import NOISE_LEVELS, crowd_dataset, generate, judges_dataset
+
+
+def test_absolute_centre_shares_every_error_cell_between_rows() -> None:
+    """By |l − t|: binary errors alike both ways (the signed centre copies each class's own row,
+    so a rare class's row can drift alone); 3 grades: every cell at distance 1 alike."""
+    pooled = np.array([[90.0, 10.0], [1.0, 30.0]])
+    signed = population_pseudo_counts(pooled, 1.0, "distance")
+    absolute = population_pseudo_counts(pooled, 2.0, "absolute")
+    assert signed[1, 0] < 0.1 < signed[0, 1]  # the rare class's row as it is
+    assert absolute[0, 1] == pytest.approx(absolute[1, 0])
+    np.testing.assert_allclose(absolute.sum(axis=1), 2.0)
+    rows = (pooled + 1) / (pooled + 1).sum(axis=1, keepdims=True)
+    off = (rows[0, 1] + rows[1, 0]) / 2
+    diag = (rows[0, 0] + rows[1, 1]) / 2
+    assert absolute[0, 1] == pytest.approx(2.0 * off / (off + diag))
+    three = population_pseudo_counts(np.array([[50.0, 30, 5], [10, 40, 20], [2, 8, 60]]), 1.0,
+                                     "absolute")
+    ones = [three[0, 1] / three[0].max(), three[1, 0] / three[1].max(),
+            three[1, 2] / three[1].max(), three[2, 1] / three[2].max()]
+    np.testing.assert_allclose(ones, ones[0])  # the shares relative to the diagonal
+    assert three[0, 2] == pytest.approx(three[2, 0])
+    assert three[0, 2] < three[0, 1]  # errors two grades off rarer than one, as pooled
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_ibcc_default_holds_majority_vote_with_weak_sparse_workers(seed: int) -> None:
+    """Weak workers (accuracy .35-.85), six judgments each: the default holds majority vote; the
+    fixed symmetric prior (the default before) falls below it."""
+    s = crowd_dataset(1200, 600, grades=4, alpha=0.0, accuracy=(0.35, 0.85), random_state=seed)
+    data = s.to_annotation_data(with_features=False)
+    mv = float(np.mean(MajorityVote().fit(data).labels_ == s.truth))
+    default = IBCC(temper_folds=0).fit(data)
+    fixed = IBCC(prior="fixed", temper_folds=0).fit(data)
+    assert default.prior_used_ == "crowd-absolute"
+    assert float(np.mean(default.labels_ == s.truth)) >= mv - 0.01
+    assert float(np.mean(fixed.labels_ == s.truth)) < mv - 0.005
+
+
+def test_ibcc_default_keeps_the_rare_class_of_a_skewed_binary_crowd() -> None:
+    """88 / 12 classes, 150 workers drawn by a power law: the signed centre ("crowd") lets the
+    rare class's row drift to "never wrong" and empties that class (class prior .034 against
+    .119 true); the centre by |l − t| keeps it (.076), accuracy within .01 of the fixed prior's."""
+    s = crowd_dataset(2000, 150, grades=2, alpha=1.0, random_state=0)
+    data = s.to_annotation_data(with_features=False)
+    default = IBCC(temper_folds=0).fit(data)
+    signed = IBCC(prior="crowd", temper_folds=0).fit(data)
+    fixed = IBCC(prior="fixed", temper_folds=0).fit(data)
+    assert signed.prior_[1] < 0.05 < default.prior_[1]
+    assert np.mean(default.labels_ == s.truth) > np.mean(signed.labels_ == s.truth)
+    assert np.mean(default.labels_ == s.truth) >= np.mean(fixed.labels_ == s.truth) - 0.01
+
+
+def test_ibcc_default_is_calibrated_on_the_weak_grid_cell() -> None:
+    """Algorithm 10, noise 4-8, 5 judgments per task: with the fixed prior the read-out's ECE is
+    .072 (no power of the posterior reaches .05: the fit's class prior drifts to .61); with the
+    crowd's prior it is ≤ .05, and the labels are at least as right."""
+    syn = generate(2000, 60, noise_level=NOISE_LEVELS["4-8"], redundancy=5, random_state=7)
+    data = syn.to_annotation_data(with_features=False)
+    default, fixed = IBCC().fit(data), IBCC(prior="fixed").fit(data)
+    truth = syn.truth
+    assert reliability(default.proba_[:, 1], truth == 1).ece <= 0.05
+    assert reliability(fixed.proba_[:, 1], truth == 1).ece > 0.06
+    assert np.mean(default.labels_ == truth) >= np.mean(fixed.labels_ == truth)
+
+
+def test_ibcc_auto_keeps_the_fixed_prior_on_dense_judges() -> None:
+    """12 judges grading every task: the fixed prior, the fit as before."""
+    s = judges_dataset(300, 12, judge_correlation=0.6, leniency=0.3, noise=0.8, random_state=1)
+    data = s.to_annotation_data(with_features=False)
+    assert confusion_prior_used("auto", data.task) == "fixed"
+    auto, fixed = IBCC().fit(data), IBCC(prior="fixed").fit(data)
+    assert auto.prior_used_ == "fixed"
+    np.testing.assert_array_equal(auto.proba_, fixed.proba_)
+    assert auto.result(data).info["confusion_prior"] == "fixed"
+
+
+def test_ibcc_prior_values_validate() -> None:
+    assert make_aggregator("ibcc", {}).prior == "auto"
+    for prior in ("auto", "fixed", "empirical", "crowd", "crowd-absolute"):
+        assert validate_params("ibcc", {"prior": prior})
+    with pytest.raises(ValueError):
+        validate_params("ibcc", {"prior": "absolute"})
+
+
+def test_ebcc_crowd_prior_holds_majority_vote_with_weak_sparse_workers() -> None:
+    """EBCC's option ``prior="crowd-absolute"`` (the crowd's prior on every subtype row, from the
+    class-level counts) holds majority vote on weak sparse workers; the authors' fixed prior,
+    still EBCC's default, falls below it."""
+    from models.bcc import EBCC
+
+    s = crowd_dataset(1200, 600, grades=4, alpha=0.0, accuracy=(0.35, 0.85), random_state=0)
+    data = s.to_annotation_data(with_features=False)
+    mv = float(np.mean(MajorityVote().fit(data).labels_ == s.truth))
+    crowd = EBCC(prior="crowd-absolute", random_state=0, temper_folds=0).fit(data)
+    fixed = EBCC(random_state=0, temper_folds=0).fit(data)
+    assert float(np.mean(crowd.labels_ == s.truth)) >= mv - 0.01
+    assert float(np.mean(fixed.labels_ == s.truth)) < mv - 0.005
+    assert validate_params("ebcc", {"prior": "crowd-absolute"})
