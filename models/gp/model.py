@@ -56,7 +56,8 @@ if TYPE_CHECKING:
 
 KERNELS = ("rbf", "linear")
 MeanFunction = Literal["zero", "constant", "linear"]
-LabelLayer = Literal["gaussian", "discrete"]
+LabelLayer = Literal["gaussian", "discrete", "discrete-regression"]
+DISCRETE_LAYERS = ("discrete", "discrete-regression")
 
 
 class CrowdGP(Aggregator):
@@ -99,10 +100,10 @@ class CrowdGP(Aggregator):
         self.class_prior_by = class_prior_by
         self.readout_noise = readout_noise
         self.label_layer = label_layer
-        if label_layer == "discrete" and readout_noise > 0:
+        if label_layer in DISCRETE_LAYERS and readout_noise > 0:
             raise ValueError("label_layer 'discrete' reads the true label: it needs "
                              "readout_noise 0")
-        if label_layer == "discrete" and asymmetric_noise:
+        if label_layer in DISCRETE_LAYERS and asymmetric_noise:
             raise ValueError("label_layer 'discrete' is built for the symmetric likelihood: "
                              "it cannot be combined with asymmetric_noise")
         self.kernel = kernel
@@ -217,7 +218,9 @@ class CrowdGP(Aggregator):
         self.posterior_mean_ = m_f.numpy()
         self.posterior_variance_ = v_f.numpy()
         p = ndtr(self.posterior_mean_ / self._readout_scale(self.posterior_variance_))
-        if getattr(self, "label_layer", "gaussian") == "discrete" and self._models_noise():
+        self.layer_loadings_: np.ndarray | None = None
+        self.layer_z_: np.ndarray | None = None
+        if getattr(self, "label_layer", "gaussian") in DISCRETE_LAYERS and self._models_noise():
             p = self._discrete_layer(core)
         if gold_task is not None:
             p[gold_task] = gold_label  # the event P(relevant) is about, observed
@@ -240,12 +243,30 @@ class CrowdGP(Aggregator):
         """P(relevant) from the discrete truth layer (``models.gp.truth``; docs/gp.md, "The
         discrete truth layer"): the posterior of y_i = ±1 with f_i | y_i ~ N(c y_i, s²) and the
         class prior Φ(m_c / √v_c) of the fit's cavity; its (c, s²) go to ``info``."""
-        from models.gp.truth import readout
+        from models.gp.truth import fit_layer, fit_regression_prior, layer_inputs
 
-        layer = readout(core)
+        judgments, prior = layer_inputs(core)
+        layer = fit_layer(judgments, prior)
+        info: dict[str, Any] = {}
+        if self.label_layer == "discrete-regression":
+            d = getattr(self, "feature_mean_", np.zeros(0)).shape[0]
+            if core.X is None or d == 0:
+                info["class_prior"] = "cavity (no features for the regression)"
+            else:
+                features = core.X.numpy()[:, :d]
+                layer, weights, covariance, loadings = fit_regression_prior(
+                    judgments, features, layer)
+                q2 = np.sum(loadings * loadings, axis=1)
+                self.layer_loadings_ = loadings
+                self.layer_z_ = (np.column_stack([features, np.ones(features.shape[0])])
+                                 @ weights) / np.sqrt(1.0 + q2)
+                info["class_prior"] = "regression"
+                info["weights"] = weights[:-1].tolist()
+                info["intercept"] = float(weights[-1])
+                info["weight_sd"] = np.sqrt(np.diag(covariance))[:-1].tolist()
         self.info_["truth_layer"] = {"separation": layer.separation,
                                      "deviation": layer.deviation,
-                                     "log_likelihood": layer.log_likelihood}
+                                     "log_likelihood": layer.log_likelihood, **info}
         return layer.p_relevant
 
     def _topic_offsets(self, X: np.ndarray, mean: Any, inducing: np.ndarray | None,
