@@ -122,7 +122,7 @@ def test_normal_scores_are_linear_in_a_gaussian_latent_score() -> None:
     r_normal = np.corrcoef(normal, latent)[0, 1]
     assert r_normal > 0.99
     assert r_normal > abs(np.corrcoef(log_rank, latent)[0, 1]) + 0.05
-    assert r_normal > abs(np.corrcoef(rr, latent)[0, 1]) + 0.2
+    assert r_normal > abs(np.corrcoef(rr, latent)[0, 1]) + 0.4  # .99, .90, .48
 
 
 def test_normal_scores_of_a_shallow_run() -> None:
