@@ -103,8 +103,9 @@ def normal_scores(
 
     Per topic t and run r: the n tasks of t are ranked by r's rank (1 = best), the ones r did not
     retrieve after its last retrieved one, and a task at pool rank k gets
-    −Φ⁻¹((k − 3/8) / (n + 1/4)) (Blom 1958; the best task highest). Tied tasks (the unretrieved tail, or every task of a
-    topic r did not answer) get the mean of the scores of the ranks they share, i.e. about
+    −Φ⁻¹((k − 3/8) / (n + 1/4)) (Blom 1958; the best task highest). Tied tasks (the unretrieved
+    tail, or every task of a topic r did not answer) get the mean of the scores of the ranks
+    they share, i.e. about
     E[z | z below the last retrieved one]: 0 for a topic r did not answer, and 0 for a topic
     with one task.
     """

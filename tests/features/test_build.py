@@ -54,7 +54,7 @@ def test_the_collection_statistics_use_all_documents() -> None:
 
 def test_ranking_only_and_nothing() -> None:
     f = build_features(TASKS, runs=RUNS)
-    assert list(f.groups) == ["ranking"] and f.dim == 4  # 2 runs: normal scores, retrieved, mean_normal
+    assert list(f.groups) == ["ranking"] and f.dim == 4  # 2 normal scores, retrieved, mean_normal
     empty = build_features(TASKS)
     assert empty.dim == 0 and empty.matrix.shape == (5, 0)
     with pytest.raises(ValueError):

@@ -4,10 +4,9 @@ import math
 
 import numpy as np
 import pytest
-
-from app.formats.runs import parse_runs
 from scipy.special import ndtri
 
+from app.formats.runs import parse_runs
 from models.features.ranking import normal_scores, ranking_features, task_ranks
 
 RUNS = parse_runs("""\
