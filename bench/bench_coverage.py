@@ -117,13 +117,13 @@ def oracle(synth, scores: np.ndarray | None,  # type: ignore[no-untyped-def]
 
 
 def fit(method: str, data, runs, seed: int,  # type: ignore[no-untyped-def]
-        params: dict | None = None):
+        params: dict | None = None, rank_transform: str = "normal"):
     from models.features import build_features
     from models.registry import make_aggregator  # noqa: I001
 
     if method in ("magp", "lk", "gpmv"):
         tasks = list(zip(data.topic_ids.tolist(), data.doc_ids.tolist(), strict=True))
-        features = build_features(tasks, runs=runs)
+        features = build_features(tasks, runs=runs, rank_transform=rank_transform)
         data = data.with_features(features.as_dict(), dim=features.dim)
     from models.registry import get_method
 
@@ -169,7 +169,8 @@ def one_seed(method: str, n_tasks: int, seed: int, args: argparse.Namespace) -> 
         proba = oracle(synth, run_scores if method == "oracle" else None,
                        tuple(args.run_noise))
     else:
-        model = fit(method, data, runs, seed, json.loads(args.params or "{}"))
+        model = fit(method, data, runs, seed, json.loads(args.params or "{}"),
+                    args.rank_transform)
         proba = np.asarray(model.proba_, dtype=np.float64)
         if method in ("magp", "lk", "gpmv"):
             from models.gp.joint import joint_loadings, layer_loadings
@@ -249,6 +250,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kinds", nargs="+", default=list(KINDS), choices=KINDS,
                         help="interval kinds (posterior+joint: GP methods only)")
     parser.add_argument("--params", help="model parameters (JSON) for every fitted method")
+    parser.add_argument("--rank-transform", default="normal", choices=("normal", "log_rr", "both"),
+                        help="the GP methods' ranking features (models.features.ranking): the "
+                             "runs' Blom normal scores (default), or log rank and reciprocal rank "
+                             "(the features until 2026-11-27)")
     parser.add_argument("--json", help="write every interval here")
     args = parser.parse_args(argv)
     rows: list[dict] = []

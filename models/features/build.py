@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from models.features.lexical import LEXICAL_FEATURES, CollectionIndex, lexical_features
-from models.features.ranking import Run, ranking_features
+from models.features.ranking import RankTransform, Run, ranking_features
 from models.features.tokenize import Analyzer
 
 GROUPS = ("lexical", "ranking", "semantic")
@@ -116,6 +116,7 @@ def build_features(
     b: float = 0.4,
     mu: float = 1000.0,
     default_depth: int | None = None,
+    rank_transform: RankTransform = "normal",
     embedder: Callable[[list[str]], np.ndarray] | None = None,
     n_product_dims: int = 0,
     timings: dict[str, float] | None = None,
@@ -124,7 +125,9 @@ def build_features(
 
     - lexical features when both ``topic_texts`` and ``doc_texts`` are given; the collection
       statistics come from every document in ``doc_texts``;
-    - ranking features when ``runs`` ({run name: {topic: [doc, ...] best first}}) is given;
+    - ranking features when ``runs`` ({run name: {topic: [doc, ...] best first}}) is given,
+      ``rank_transform`` choosing their form (:func:`models.features.ranking.ranking_features`:
+      ``"normal"``, the runs' Blom normal scores within each topic's tasks, by default);
     - semantic features when ``embeddings`` is true (needs both texts and the optional
       ``crowdqrels[embeddings]`` dependencies, or an ``embedder`` callable texts -> vectors).
     ``timings`` (optional) receives seconds per stage.
@@ -144,7 +147,8 @@ def build_features(
     elif topic_texts is not None or doc_texts is not None:
         notes.append("lexical features need both topic and document texts: skipped")
     if runs:
-        names, values = ranking_features(tasks, runs, default_depth=default_depth)
+        names, values = ranking_features(tasks, runs, default_depth=default_depth,
+                                         transform=rank_transform)
         blocks.append(("ranking", names, values))
         watch.lap("ranking")
     if embeddings:

@@ -25,20 +25,39 @@ gets rank = global depth + 1, with global depth = the longest ranking of any run
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Literal
 
 import numpy as np
+from scipy.special import ndtri
 
 Ranking = Sequence[str]
 Run = Mapping[str, Ranking]  # topic -> doc ids, best first
+RankTransform = Literal["normal", "log_rr", "both"]
+RANK_TRANSFORMS = ("normal", "log_rr", "both")
 
 SUMMARY_FEATURES = ("runs:retrieved", "runs:mean_rr")
+NORMAL_SUMMARY_FEATURES = ("runs:retrieved", "runs:mean_normal")
 
 
-def ranking_feature_names(run_names: Sequence[str]) -> list[str]:
+def ranking_feature_names(run_names: Sequence[str],
+                          transform: RankTransform = "normal") -> list[str]:
+    _check_transform(transform)
     names = []
     for name in run_names:
-        names += [f"run:{name}:log_rank", f"run:{name}:rr"]
+        if transform in ("normal", "both"):
+            names.append(f"run:{name}:normal")
+        if transform in ("log_rr", "both"):
+            names += [f"run:{name}:log_rank", f"run:{name}:rr"]
+    if transform == "normal":
+        return names + list(NORMAL_SUMMARY_FEATURES)
+    if transform == "both":
+        return names + ["runs:retrieved", "runs:mean_rr", "runs:mean_normal"]
     return names + list(SUMMARY_FEATURES)
+
+
+def _check_transform(transform: str) -> None:
+    if transform not in RANK_TRANSFORMS:
+        raise ValueError(f"rank transform must be one of {RANK_TRANSFORMS}, not {transform!r}")
 
 
 def task_ranks(
@@ -77,22 +96,75 @@ def task_ranks(
     return ranks, retrieved
 
 
+def normal_scores(
+    tasks: Sequence[tuple[str, str]], ranks: np.ndarray, retrieved: np.ndarray
+) -> np.ndarray:
+    """(n_tasks, n_runs) Blom normal scores of each run's ranking within each topic's tasks.
+
+    Per topic t and run r: the n tasks of t are ranked by r's rank (1 = best), the ones r did not
+    retrieve after its last retrieved one, and a task at pool rank k gets
+    −Φ⁻¹((k − 3/8) / (n + 1/4)) (Blom 1958; the best task highest). Tied tasks (the unretrieved
+    tail, or every task of a topic r did not answer) get the mean of the scores of the ranks
+    they share, i.e. about
+    E[z | z below the last retrieved one]: 0 for a topic r did not answer, and 0 for a topic
+    with one task.
+    """
+    out = np.zeros(ranks.shape, dtype=np.float64)
+    topic_of_task = np.array([t for t, _ in tasks], dtype=object)
+    if not len(tasks):
+        return out
+    _, topic_index = np.unique(topic_of_task, return_inverse=True)
+    for members in _groups(topic_index):
+        n = len(members)
+        blom = -ndtri((np.arange(1, n + 1) - 0.375) / (n + 0.25))  # best first: highest
+        for j in range(ranks.shape[1]):
+            got = retrieved[members, j]
+            order = np.argsort(ranks[members[got], j], kind="stable")
+            k = int(got.sum())
+            scores = np.empty(n)
+            placed = np.flatnonzero(got)[order]
+            scores[placed] = blom[:k]
+            if k < n:
+                scores[~got] = blom[k:].mean()
+            out[members, j] = scores
+    return out
+
+
+def _groups(index: np.ndarray) -> list[np.ndarray]:
+    order = np.argsort(index, kind="stable")
+    bounds = np.flatnonzero(np.diff(index[order])) + 1
+    return np.split(order, bounds)
+
+
 def ranking_features(
     tasks: Sequence[tuple[str, str]],
     runs: Mapping[str, Run],
     *,
     default_depth: int | None = None,
+    transform: RankTransform = "normal",
 ) -> tuple[list[str], np.ndarray]:
-    """Feature names (:func:`ranking_feature_names`) and the (n_tasks, 2·n_runs + 2) matrix."""
-    names = ranking_feature_names(list(runs))
+    """Feature names (:func:`ranking_feature_names`) and their (n_tasks, d) matrix: with
+    ``transform="normal"`` (default) one Blom normal score per run (:func:`normal_scores`) plus
+    ``runs:retrieved`` and ``runs:mean_normal``; with ``"log_rr"`` (the features until
+    2026-11-27) log rank and reciprocal rank per run plus ``runs:retrieved`` and
+    ``runs:mean_rr``; ``"both"`` all of them."""
+    names = ranking_feature_names(list(runs), transform)
     n = len(tasks)
     if not runs:
         return [], np.zeros((n, 0))
     ranks, retrieved = task_ranks(tasks, runs, default_depth=default_depth)
     rr = np.where(retrieved, 1.0 / ranks, 0.0)
+    columns: dict[str, np.ndarray] = {"runs:retrieved": retrieved.mean(axis=1),
+                                      "runs:mean_rr": rr.mean(axis=1)}
+    if transform in ("normal", "both"):
+        z = normal_scores(tasks, ranks, retrieved)
+        columns["runs:mean_normal"] = z.mean(axis=1)
+    for j, name in enumerate(runs):
+        columns[f"run:{name}:log_rank"] = np.log(ranks[:, j])
+        columns[f"run:{name}:rr"] = rr[:, j]
+        if transform in ("normal", "both"):
+            columns[f"run:{name}:normal"] = z[:, j]
     out = np.empty((n, len(names)))
-    out[:, 0:-2:2] = np.log(ranks)
-    out[:, 1:-2:2] = rr
-    out[:, -2] = retrieved.mean(axis=1)
-    out[:, -1] = rr.mean(axis=1)
+    for i, name in enumerate(names):
+        out[:, i] = columns[name]
     return names, out

@@ -83,8 +83,11 @@ def layer_loadings(model: Any, rank: int = RANK) -> tuple[np.ndarray, np.ndarray
     """
     inner = getattr(model, "model_", model)
     core = getattr(inner, "core_", None)
-    if getattr(inner, "label_layer", "gaussian") != "discrete" or core is None:
+    if getattr(inner, "label_layer", "gaussian") not in ("discrete", "discrete-regression") \
+            or core is None:
         return None
+    if getattr(inner, "layer_loadings_", None) is not None:
+        return regression_loadings(inner.layer_loadings_, inner.layer_z_, rank)
     if core.X is None or core.kernel is None:
         return None
     from models.gp.truth import cavity
@@ -104,6 +107,25 @@ def layer_loadings(model: Any, rank: int = RANK) -> tuple[np.ndarray, np.ndarray
     norm = np.sqrt(np.sum(rho * rho, axis=1))
     rho /= np.maximum(norm / 0.999, 1.0)[:, None]  # the cavity holds g's variance and τ²
     return rho.astype(np.float32), m_c / np.sqrt(v_c), kept
+
+
+def regression_loadings(loadings: np.ndarray, z: np.ndarray, rank: int = RANK
+                        ) -> tuple[np.ndarray, np.ndarray, float]:
+    """(ρ (n, k) float32, z (n,), the share kept) for the layer's regression class prior
+    (``label_layer="discrete-regression"``, ``models.gp.truth.fit_regression_prior``): its latent
+    is η_i(ζ) = η̂_i + l_i ζ with l = X̃ chol(Σ) (the weights' Laplace posterior), and π_i =
+    Φ(z_i), z_i = η̂_i / √(1 + |l_i|²). With ρ_i = l_i / √(1 + |l_i|²) the layer's draw
+    Φ((z_i + ρ_i ζ) / √(1 − |ρ_i|²)) is exactly Φ(η_i(ζ)): one ζ is one draw of the weights,
+    moving every task's prior at once. More than ``rank`` columns keep their top directions."""
+    scale = np.sqrt(1.0 + np.sum(loadings * loadings, axis=1))
+    k = min(rank, loadings.shape[1])
+    kept = 1.0
+    if loadings.shape[1] > k:
+        eigval, eigvec = np.linalg.eigh(loadings.T @ loadings)
+        top = loadings @ eigvec[:, np.argsort(eigval)[::-1][:k]]
+        kept = float(np.sum(top * top) / max(float(np.sum(loadings * loadings)), 1e-300))
+        loadings = top
+    return (loadings / scale[:, None]).astype(np.float32), np.asarray(z, dtype=np.float64), kept
 
 
 def factor(core: Any) -> tuple[np.ndarray, np.ndarray]:

@@ -56,7 +56,8 @@ if TYPE_CHECKING:
 
 KERNELS = ("rbf", "linear")
 MeanFunction = Literal["zero", "constant", "linear"]
-LabelLayer = Literal["gaussian", "discrete"]
+LabelLayer = Literal["gaussian", "discrete", "discrete-regression"]
+DISCRETE_LAYERS = ("discrete", "discrete-regression")
 
 
 class CrowdGP(Aggregator):
@@ -94,15 +95,15 @@ class CrowdGP(Aggregator):
         use_gold: bool = False,
         class_prior_by: Grouping = "collection",
         readout_noise: PriorOrZero = 0.0,
-        label_layer: LabelLayer = "gaussian",
+        label_layer: LabelLayer = "discrete-regression",
     ) -> None:
         self.class_prior_by = class_prior_by
         self.readout_noise = readout_noise
         self.label_layer = label_layer
-        if label_layer == "discrete" and readout_noise > 0:
+        if label_layer in DISCRETE_LAYERS and readout_noise > 0:
             raise ValueError("label_layer 'discrete' reads the true label: it needs "
                              "readout_noise 0")
-        if label_layer == "discrete" and asymmetric_noise:
+        if label_layer in DISCRETE_LAYERS and asymmetric_noise:
             raise ValueError("label_layer 'discrete' is built for the symmetric likelihood: "
                              "it cannot be combined with asymmetric_noise")
         self.kernel = kernel
@@ -217,8 +218,11 @@ class CrowdGP(Aggregator):
         self.posterior_mean_ = m_f.numpy()
         self.posterior_variance_ = v_f.numpy()
         p = ndtr(self.posterior_mean_ / self._readout_scale(self.posterior_variance_))
-        if getattr(self, "label_layer", "gaussian") == "discrete" and self._models_noise():
-            p = self._discrete_layer(core)
+        self.layer_loadings_: np.ndarray | None = None
+        self.layer_z_: np.ndarray | None = None
+        if getattr(self, "label_layer", "gaussian") in DISCRETE_LAYERS and self._models_noise():
+            layered = self._discrete_layer(core)
+            p = p if layered is None else layered
         if gold_task is not None:
             p[gold_task] = gold_label  # the event P(relevant) is about, observed
             self.info_["gold_clamped"] = int(gold_task.shape[0])
@@ -236,16 +240,36 @@ class CrowdGP(Aggregator):
     def _models_noise(self) -> bool:
         return True
 
-    def _discrete_layer(self, core: CrowdGPCore) -> np.ndarray:
+    def _discrete_layer(self, core: CrowdGPCore) -> np.ndarray | None:
         """P(relevant) from the discrete truth layer (``models.gp.truth``; docs/gp.md, "The
         discrete truth layer"): the posterior of y_i = ±1 with f_i | y_i ~ N(c y_i, s²) and the
-        class prior Φ(m_c / √v_c) of the fit's cavity; its (c, s²) go to ``info``."""
-        from models.gp.truth import readout
+        class prior Φ(m_c / √v_c) of the fit's cavity (``"discrete"``) or a probit regression on
+        the features (``"discrete-regression"``, MAGP's default; without features, as LK or
+        MAGP's fallback, None: the Gaussian read-out); its parameters go to ``info``."""
+        from models.gp.truth import fit_layer, fit_regression_prior, layer_inputs
 
-        layer = readout(core)
+        d = getattr(self, "feature_mean_", np.zeros(0)).shape[0]
+        if self.label_layer == "discrete-regression" and (core.X is None or d == 0
+                                                          or self.fallback_ is not None):
+            return None  # nothing to regress on (LK, MAGP's fallback): the Gaussian read-out
+        judgments, prior = layer_inputs(core)
+        layer = fit_layer(judgments, prior)
+        info: dict[str, Any] = {"class_prior": "cavity"}
+        if self.label_layer == "discrete-regression":
+            features = core.X.numpy()[:, :d]  # the standardised features (not a topic code)
+            layer, weights, covariance, loadings = fit_regression_prior(judgments, features,
+                                                                        layer)
+            q2 = np.sum(loadings * loadings, axis=1)
+            self.layer_loadings_ = loadings
+            self.layer_z_ = (np.column_stack([features, np.ones(features.shape[0])])
+                             @ weights) / np.sqrt(1.0 + q2)
+            info["class_prior"] = "regression"
+            info["weights"] = weights[:-1].tolist()
+            info["intercept"] = float(weights[-1])
+            info["weight_sd"] = np.sqrt(np.diag(covariance))[:-1].tolist()
         self.info_["truth_layer"] = {"separation": layer.separation,
                                      "deviation": layer.deviation,
-                                     "log_likelihood": layer.log_likelihood}
+                                     "log_likelihood": layer.log_likelihood, **info}
         return layer.p_relevant
 
     def _topic_offsets(self, X: np.ndarray, mean: Any, inducing: np.ndarray | None,

@@ -119,6 +119,12 @@ def fit_layer(judgments: LayerJudgments, prior: np.ndarray, nodes: int = NODES) 
 def readout(core: Any, nodes: int = NODES) -> TruthLayer:
     """The truth layer of a fitted ``CrowdGPCore`` with the Gaussian–Bernoulli likelihood (after
     the task difficulties are estimated)."""
+    judgments, prior = layer_inputs(core)
+    return fit_layer(judgments, prior, nodes)
+
+
+def layer_inputs(core: Any) -> tuple[LayerJudgments, np.ndarray]:
+    """The judgments with what the fit fixed for each, and the cavity's class prior Φ(m_c/√v_c)."""
     lik = core.likelihood
     m_f, v_f = (t.numpy() for t in core.q())
     m_c, v_c = cavity(m_f, v_f, core.nat1.numpy(), core.nat2.numpy())
@@ -131,4 +137,87 @@ def readout(core: Any, nodes: int = NODES) -> TruthLayer:
                       + lik.annotator_variance.numpy()[annotator]),
         n_tasks=core.n_tasks,
     )
-    return fit_layer(judgments, ndtr(m_c / np.sqrt(v_c)), nodes)
+    return judgments, ndtr(m_c / np.sqrt(v_c))
+
+
+# -- the class prior as a probit regression on the features (label_layer="discrete-regression")
+# Rounds of (weights | c, s) then (c, s | weights); the weights' N(0, PRIOR_SD²) prior on
+# standardised features, the intercept flat.
+REGRESSION_ROUNDS = 4
+PRIOR_SD = 1.0
+
+
+def log_evidence(judgments: LayerJudgments, separation: float, deviation_sd: float,
+                 nodes: int = NODES) -> np.ndarray:
+    """(2, n) log Z_i(y) for y = +1, −1: each task's judgments given its class."""
+    x, w = np.polynomial.hermite_e.hermegauss(nodes)
+    log_w = np.log(w / np.sqrt(2.0 * np.pi))
+    ell = np.empty((2, nodes, judgments.n_tasks))
+    for ci, y in enumerate((1.0, -1.0)):
+        for k in range(nodes):
+            u = judgments.sign * (y * separation + deviation_sd * x[k] + judgments.shift) \
+                / judgments.scale
+            ell[ci, k] = np.bincount(judgments.task, log_ndtr(u), minlength=judgments.n_tasks)
+    return logsumexp(ell + log_w[None, :, None], axis=1)
+
+
+def _regression_objective(wb: np.ndarray, design: np.ndarray, log_z: np.ndarray,
+                          prior_sd: float) -> tuple[float, np.ndarray]:
+    """−Σ_i log Σ_y Φ(y η_i) Z_i(y) + |w|² / 2 prior_sd² and its gradient (intercept flat)."""
+    eta = design @ wb
+    a, b = log_ndtr(eta) + log_z[0], log_ndtr(-eta) + log_z[1]
+    total = np.logaddexp(a, b)
+    phi = np.exp(-0.5 * eta * eta - 0.5 * np.log(2.0 * np.pi))
+    g_eta = phi * (np.exp(log_z[0] - total) - np.exp(log_z[1] - total))
+    w = wb[:-1]
+    value = -float(np.sum(total)) + 0.5 * float(np.sum(w * w)) / prior_sd**2
+    return value, -(design.T @ g_eta) + np.r_[w / prior_sd**2, 0.0]
+
+
+def _regression_hessian(wb: np.ndarray, design: np.ndarray, log_z: np.ndarray,
+                        prior_sd: float) -> np.ndarray:
+    """The objective's Hessian in (w, b), by central differences of the analytic gradient
+    (d + 1 gradients: a handful of columns)."""
+    k = wb.shape[0]
+    h = 1e-5
+    H = np.empty((k, k))
+    for j in range(k):
+        e = np.zeros(k)
+        e[j] = h
+        H[:, j] = (_regression_objective(wb + e, design, log_z, prior_sd)[1]
+                   - _regression_objective(wb - e, design, log_z, prior_sd)[1]) / (2.0 * h)
+    H = 0.5 * (H + H.T)
+    # positive definite for the Laplace covariance (the prior makes it so but for the intercept)
+    eigval, eigvec = np.linalg.eigh(H)
+    return (eigvec * np.maximum(eigval, 1e-8)) @ eigvec.T
+
+
+def fit_regression_prior(judgments: LayerJudgments, features: np.ndarray,
+                         start: TruthLayer, *, prior_sd: float = PRIOR_SD,
+                         rounds: int = REGRESSION_ROUNDS, nodes: int = NODES
+                         ) -> tuple[TruthLayer, np.ndarray, np.ndarray, np.ndarray]:
+    """The layer with its class prior a probit regression on the (standardised) features,
+    fitted by the layer's marginal likelihood Σ_i log Σ_y Φ(y x̃_i·w) Z_i(y) with w ~ N(0, 1)
+    (Raykar et al. 2010, "Learning from crowds", with the GP fit's likelihood), alternating with
+    (c, s) from ``start`` (the cavity layer). The prior each task gets is the regression's
+    predictive probability under the Laplace posterior of w, Φ(η̂ / √(1 + q²)).
+
+    Returns (layer, ŵ (d + 1,), Σ (d + 1, d + 1), loadings X̃ chol(Σ) (n, d + 1))."""
+    design = np.column_stack([np.asarray(features, dtype=np.float64),
+                              np.ones(features.shape[0])])
+    layer = start
+    wb = np.zeros(design.shape[1])
+    sigma = np.eye(design.shape[1])
+    for _ in range(rounds):
+        log_z = log_evidence(judgments, layer.separation, float(np.sqrt(layer.deviation)),
+                             nodes)
+        result = minimize(_regression_objective, wb, args=(design, log_z, prior_sd), jac=True,
+                          method="L-BFGS-B", options={"maxiter": 500})
+        wb = result.x
+        sigma = np.linalg.inv(_regression_hessian(wb, design, log_z, prior_sd))
+        loadings = design @ np.linalg.cholesky(0.5 * (sigma + sigma.T))
+        q2 = np.sum(loadings * loadings, axis=1)
+        prior = ndtr(design @ wb / np.sqrt(1.0 + q2))
+        layer = fit_layer(judgments, prior, nodes)
+    loadings = design @ np.linalg.cholesky(0.5 * (sigma + sigma.T))
+    return layer, wb, sigma, loadings

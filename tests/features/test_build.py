@@ -17,8 +17,9 @@ TASKS = [("q1", "d1"), ("q1", "d2"), ("q1", "d3"), ("q2", "d1"), ("q2", "d4")]
 def test_groups_names_and_standardisation() -> None:
     f = build_features(TASKS, topic_texts=TOPICS, doc_texts=DOCS, runs=RUNS)
     assert f.names[:6] == list(LEXICAL_FEATURES)
-    assert f.groups == {"lexical": list(range(6)), "ranking": list(range(6, 12))}
-    assert f.matrix.shape == f.raw.shape == (5, 12)
+    # ranking: one normal score per run (2), runs:retrieved, runs:mean_normal
+    assert f.groups == {"lexical": list(range(6)), "ranking": list(range(6, 10))}
+    assert f.matrix.shape == f.raw.shape == (5, 10)
     varying = [j for j, name in enumerate(f.names) if name not in f.constant]
     np.testing.assert_allclose(f.matrix[:, varying].mean(axis=0), 0.0, atol=1e-12)
     np.testing.assert_allclose(f.matrix[:, varying].std(axis=0), 1.0)
@@ -29,8 +30,8 @@ def test_groups_names_and_standardisation() -> None:
 def test_constant_columns_are_kept_at_zero() -> None:
     # r2 retrieved only (q1, d1): its columns vary. Ask for tasks r2 never retrieved.
     f = build_features([("q2", "d1"), ("q2", "d4")], runs=RUNS)
-    assert "run:r2:rr" in f.constant
-    j = f.names.index("run:r2:rr")
+    assert "run:r2:normal" in f.constant
+    j = f.names.index("run:r2:normal")
     assert np.all(f.matrix[:, j] == 0.0) and np.all(f.raw[:, j] == 0.0)
     assert f.standardise(np.full((1, f.dim), 7.0))[0, j] == 0.0
 
@@ -53,7 +54,7 @@ def test_the_collection_statistics_use_all_documents() -> None:
 
 def test_ranking_only_and_nothing() -> None:
     f = build_features(TASKS, runs=RUNS)
-    assert list(f.groups) == ["ranking"] and f.dim == 6
+    assert list(f.groups) == ["ranking"] and f.dim == 4  # 2 normal scores, retrieved, mean_normal
     empty = build_features(TASKS)
     assert empty.dim == 0 and empty.matrix.shape == (5, 0)
     with pytest.raises(ValueError):
@@ -67,9 +68,9 @@ def test_semantic_group_with_a_custom_embedder() -> None:
 
     f = build_features(TASKS, topic_texts=TOPICS, doc_texts=DOCS, runs=RUNS, embeddings=True,
                        embedder=embed, n_product_dims=3)
-    assert f.groups["semantic"] == list(range(12, 16))
-    assert f.names[12:] == ["sem:cosine", "sem:prod0", "sem:prod1", "sem:prod2"]
-    assert f.gp_params() == {"kernel": "rbf+linear", "feature_groups": "0:12;12:16"}
+    assert f.groups["semantic"] == list(range(10, 14))  # 6 lexical, 4 ranking first
+    assert f.names[10:] == ["sem:cosine", "sem:prod0", "sem:prod1", "sem:prod2"]
+    assert f.gp_params() == {"kernel": "rbf+linear", "feature_groups": "0:10;10:14"}
 
 
 def test_tsv_round_trip_through_the_features_file_parser() -> None:

@@ -53,8 +53,11 @@ def test_lexical_features_separate_relevant_documents(collection: Collection) ->
 def test_ranking_features_separate_relevant_documents(collection: Collection) -> None:
     runs = parse_runs(simulated_runs(collection), topics=set(collection.topic_texts))
     f = build_features(collection.tasks, runs=runs)
-    assert auc(f.raw[:, f.names.index("runs:mean_rr")], collection.relevant) > 0.8
-    assert auc(-f.raw[:, f.names.index("run:run0:log_rank")], collection.relevant) > 0.7
+    assert auc(f.raw[:, f.names.index("runs:mean_normal")], collection.relevant) > 0.8
+    assert auc(f.raw[:, f.names.index("run:run0:normal")], collection.relevant) > 0.7
+    old = build_features(collection.tasks, runs=runs, rank_transform="log_rr")
+    assert auc(old.raw[:, old.names.index("runs:mean_rr")], collection.relevant) > 0.8
+    assert auc(-old.raw[:, old.names.index("run:run0:log_rank")], collection.relevant) > 0.7
 
 
 @pytest.mark.slow

@@ -25,7 +25,7 @@ def twins():  # type: ignore[no-untyped-def]
     data = s.to_annotation_data()
     features = np.repeat(np.asarray(data.features)[::2], 2, axis=0)
     data = dataclasses.replace(data, features=features)
-    model = MAGP(random_state=0, n_iter=10).fit(data)
+    model = MAGP(random_state=0, n_iter=10, label_layer="gaussian").fit(data)
     return data, model
 
 
@@ -138,6 +138,32 @@ def test_layer_draws_draw_the_class_prior_jointly(twins, twins_layer) -> None:  
     a, b = labels[:, 2 * uncertain], labels[:, 2 * uncertain + 1]
     corr = np.mean([np.corrcoef(a[:, k], b[:, k])[0, 1] for k in range(len(uncertain))])
     assert corr > 0.03, corr  # independent draws: |corr| < .03 (the test above)
+
+
+def test_regression_layer_draws_the_weights(twins) -> None:  # type: ignore[no-untyped-def]
+    """MAGP's default (``label_layer="discrete-regression"``): the stored draws are the class
+    prior's weights (one ζ moves every task's prior), so twins (identical features) get the
+    same loadings and prior, and the marginals stay near P(relevant)."""
+    from models.gp.joint import joint_posterior, layer_loadings
+    from models.gp.model import MAGP
+
+    data, _ = twins
+    model = MAGP(random_state=0, n_iter=10).fit(data)
+    rho, prior, kept = layer_loadings(model)  # type: ignore[misc]
+    d = np.asarray(data.features).shape[1]
+    assert kept == 1.0 and rho.shape == (data.n_tasks, d + 1)
+    np.testing.assert_array_equal(rho[::2], rho[1::2])
+    np.testing.assert_array_equal(prior[::2], prior[1::2])
+    stored = joint_posterior("magp", data, model)
+    assert stored is not None and stored.prior is not None
+    p = model.proba_[:, 1]
+    post = Posterior.binary(data.topic_ids, data.doc_ids, p)
+    draws = JointDraws(post, stored, 4000, np.random.default_rng(0))
+    labels = draws.topic_labels(np.arange(data.n_tasks), np.random.default_rng(1)).astype(float)
+    # The draws average the layer's posterior over the weights, P(relevant) is the posterior
+    # under the averaged (moderated) prior: close, not equal, with 160 tasks' loose weights.
+    assert np.max(np.abs(labels.mean(axis=0) - p)) < 0.1
+    assert np.mean(np.abs(labels.mean(axis=0) - p)) < 0.03
     # without the prior the same loadings are a copula: the layer's draws differ from it
     copula = JointDraws(post, JointLoadings(data.topic_ids, data.doc_ids, rho), 4000,
                         np.random.default_rng(0))

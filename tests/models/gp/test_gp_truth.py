@@ -6,7 +6,15 @@ import numpy as np
 import pytest
 from scipy.special import log_ndtr, ndtr
 
-from models.gp.truth import LayerJudgments, _objective, cavity, fit_layer
+from models.gp.truth import (
+    LayerJudgments,
+    _objective,
+    _regression_objective,
+    cavity,
+    fit_layer,
+    fit_regression_prior,
+    log_evidence,
+)
 
 
 def _layer_data(n: int, c: float, s: float, seed: int) -> tuple[LayerJudgments, np.ndarray,
@@ -73,7 +81,143 @@ def test_cavity_removes_the_site():
     assert mc[1] == m[1] and vc[1] == pytest.approx(v[1])
 
 
+def _regression_data(n: int, seed: int) -> tuple[LayerJudgments, np.ndarray, np.ndarray,
+                                                np.ndarray]:
+    """Judgments from the layer with a probit class prior on two features: π = Φ(2 x₁ − x₂)
+    (a sharp prior, as a good run's normal score gives), c = 0.6, s = 0.2, three noisy judgments
+    per task; a flat start prior (.5) stands for an under-confident cavity."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, 2))
+    prior = ndtr(2.0 * x[:, 0] - 1.0 * x[:, 1])
+    y = np.where(rng.random(n) < prior, 1.0, -1.0)
+    f = 0.6 * y + 0.2 * rng.standard_normal(n)
+    task = np.repeat(np.arange(n), 3)
+    scale = np.sqrt(1.0 + rng.uniform(1.0, 3.0, task.shape[0]))
+    label = rng.random(task.shape[0]) < ndtr(f[task] / scale)
+    d = LayerJudgments(task=task, sign=2.0 * label - 1.0, shift=np.zeros(task.shape[0]),
+                       scale=scale, n_tasks=n)
+    return d, x, prior, y
+
+
+def test_regression_gradient_matches_finite_differences():
+    d, x, _, _ = _regression_data(300, 3)
+    design = np.column_stack([x, np.ones(300)])
+    log_z = log_evidence(d, 0.6, 0.2)
+    wb = np.array([0.7, -0.3, 0.1])
+    _, grad = _regression_objective(wb, design, log_z, 1.0)
+    for k in range(3):
+        e = np.zeros(3)
+        e[k] = 1e-6
+        numeric = (_regression_objective(wb + e, design, log_z, 1.0)[0]
+                   - _regression_objective(wb - e, design, log_z, 1.0)[0]) / 2e-6
+        assert grad[k] == pytest.approx(numeric, rel=1e-5, abs=1e-6)
+
+
+def test_log_evidence_matches_the_layer_objective():
+    """Σ_i log Σ_y π_i(y) Z_i(y) from ``log_evidence`` is the layer's own likelihood."""
+    d, prior, _ = _layer_data(100, 1.0, 0.5, 4)
+    log_z = log_evidence(d, 1.0, 0.5)
+    total = np.logaddexp(np.log(prior) + log_z[0], np.log1p(-prior) + log_z[1]).sum()
+    assert -_objective(np.array([1.0, 0.5]), d, prior, 16)[0] == pytest.approx(total)
+
+
+def test_regression_prior_recovers_a_sharp_prior_and_is_calibrated():
+    """From a flat start (the cavity under-confident), the regression finds the planted
+    direction and sharpness, and the layer's P(relevant) is calibrated against the planted
+    labels and beats the flat prior's log loss; the weights' Laplace covariance is reported."""
+    from models.evaluation.reliability import reliability
+
+    d, x, prior, y = _regression_data(3000, 5)
+    start = fit_layer(d, np.full(3000, 0.5))
+    layer, wb, sigma, loadings = fit_regression_prior(d, x, start)
+    assert wb[0] == pytest.approx(2.0, rel=0.25) and wb[1] == pytest.approx(-1.0, rel=0.3)
+    assert abs(wb[2]) < 0.2
+    assert sigma.shape == (3, 3) and np.all(np.diag(sigma) > 0) and np.all(np.diag(sigma) < 0.05)
+    design = np.column_stack([x, np.ones(3000)])
+    np.testing.assert_allclose(loadings @ loadings.T, design @ sigma @ design.T, atol=1e-10)
+    truth = y > 0
+    assert reliability(layer.p_relevant, truth).ece < 0.03
+
+    def log_loss(p: np.ndarray) -> float:
+        return float(-np.mean(np.log(np.where(truth, p, 1.0 - p))))
+
+    assert log_loss(layer.p_relevant) < log_loss(start.p_relevant) - 0.1
+    # the prior each task got is the planted one, up to the weights' error
+    assert np.corrcoef(layer.prior, prior)[0, 1] > 0.98
+
+
+def test_regression_loadings_draw_the_weights():
+    """Φ((z + ρζ)/√(1 − |ρ|²)) is exactly Φ(η̂ + l ζ): one ζ is one draw of the weights; with
+    more columns than the rank, the top directions are kept and the marginal prior Φ(z) stays."""
+    from models.gp.joint import regression_loadings
+
+    rng = np.random.default_rng(0)
+    loadings = rng.normal(0.0, 0.3, (50, 4))
+    eta = rng.normal(0.0, 1.5, 50)
+    z = eta / np.sqrt(1.0 + np.sum(loadings**2, axis=1))
+    rho, z_out, kept = regression_loadings(loadings, z)
+    assert kept == 1.0 and rho.shape == (50, 4)
+    zeta = rng.standard_normal(4)
+    norm = np.sum(rho.astype(np.float64) ** 2, axis=1)
+    np.testing.assert_allclose((z_out + rho @ zeta) / np.sqrt(1.0 - norm),
+                               eta + loadings @ zeta, rtol=1e-5, atol=1e-5)
+    rho2, z2, kept2 = regression_loadings(loadings, z, rank=2)
+    assert rho2.shape == (50, 2) and 0.0 < kept2 < 1.0
+    np.testing.assert_array_equal(z2, z)
+    assert np.all(np.sum(rho2.astype(np.float64) ** 2, axis=1) <= norm + 1e-6)
+
+
 tf = pytest.importorskip("tensorflow")
+
+
+def test_magp_regression_layer_with_features():
+    """MAGP with ``label_layer="discrete-regression"`` on Algorithm-10 data with its features:
+    the fit is the Gaussian one, P(relevant) is the layer's with the regression prior (weights
+    in ``info``), its joint draws are the weights' (regression loadings), it labels as many
+    tasks right and its ECE is lower than the Gaussian read-out's."""
+    from models.evaluation.reliability import reliability
+    from models.gp.joint import layer_loadings
+    from models.gp.model import MAGP
+    from models.synthetic import generate
+
+    syn = generate(1500, 60, noise_level=(4.0, 8.0), redundancy=5, random_state=7)
+    data = syn.to_annotation_data(with_features=True)
+    fast = {"n_iter": 10, "random_state": 0}
+    gauss = MAGP(label_layer="gaussian", **fast).fit(data)
+    layer = MAGP(**fast).fit(data)  # the default
+    np.testing.assert_allclose(layer.posterior_mean_, gauss.posterior_mean_)
+    info = layer.result(data).info["truth_layer"]
+    assert info["class_prior"] == "regression" and len(info["weights"]) == 2
+    # Algorithm 10's class prior is a function of x₁ − x₂: opposite signs
+    assert info["weights"][0] * info["weights"][1] < 0
+    rho, z, kept = layer_loadings(layer)
+    assert kept == 1.0 and rho.shape == (data.n_tasks, 3)
+    np.testing.assert_allclose(z, layer.layer_z_)
+    truth = syn.truth == 1
+    p_gauss, p_layer = gauss.proba_[:, 1], layer.proba_[:, 1]
+    assert np.mean((p_layer > 0.5) == truth) >= np.mean((p_gauss > 0.5) == truth) - 0.005
+    assert reliability(p_layer, truth).ece < reliability(p_gauss, truth).ece
+
+
+def test_regression_layer_without_features_is_the_gaussian_read_out():
+    """Nothing to regress on: LK, and MAGP's default on data without features (its LK
+    fallback, e.g. RF10), read P(relevant) out as before."""
+    from models.gp.model import LK, MAGP
+    from models.synthetic import generate
+
+    syn = generate(300, 20, noise_level=(0.0, 2.0), redundancy=3, random_state=1)
+    data = syn.to_annotation_data(with_features=False)
+    fast = {"n_iter": 5, "random_state": 0}
+    plain = LK(**fast).fit(data)
+    reg = LK(label_layer="discrete-regression", **fast).fit(data)
+    np.testing.assert_allclose(reg.proba_, plain.proba_)
+    assert "truth_layer" not in reg.result(data).info and reg.layer_loadings_ is None
+    magp = MAGP(**fast).fit(data)
+    assert magp.label_layer == "discrete-regression" and magp.fallback_ == "lk"
+    np.testing.assert_allclose(magp.proba_, MAGP(label_layer="gaussian", **fast).fit(data).proba_)
+    assert LK().label_layer == "gaussian"
+
+
 
 
 def test_lk_discrete_layer_reads_the_label_posterior():
@@ -112,3 +256,5 @@ def test_discrete_layer_refuses_a_judge_read_out_and_spam():
         LK(label_layer="discrete", readout_noise=1.0)
     with pytest.raises(ValueError, match="asymmetric_noise"):
         MAGP(label_layer="discrete", asymmetric_noise=True)
+    with pytest.raises(ValueError, match="readout_noise"):
+        MAGP(label_layer="discrete-regression", readout_noise=1.0)
