@@ -29,6 +29,7 @@ from models.data import UNKNOWN, AnnotationData
 from models.dirichlet import Grouping
 from models.gp.competence import grade_agreement
 from models.gp.constants import DEFAULT_QUADRATURE_POINTS, M_STEP_MAX_TASKS
+from models.gp.truth import PRIOR_SD, regression_prior, topic_columns
 from models.params import (
     FullGPTasks,
     InducingPoints,
@@ -257,10 +258,14 @@ class CrowdGP(Aggregator):
         info: dict[str, Any] = {"class_prior": "cavity"}
         if self.label_layer == "discrete-regression":
             features = core.X.numpy()[:, :d]  # the standardised features (not a topic code)
+            if getattr(self, "topics_", None) is not None:  # class_prior_by="topic": a weight
+                features = np.column_stack([features, topic_columns(  # per topic, prior N(0, 1)
+                    core.X.numpy()[:, d], self.topics_.shape[0])])
             layer, weights, covariance, loadings = fit_regression_prior(judgments, features,
                                                                         layer)
             q2 = np.sum(loadings * loadings, axis=1)
             self.layer_loadings_ = loadings
+            self.layer_regression_ = (weights, covariance)  # a new task's prior (predict_proba)
             self.layer_z_ = (np.column_stack([features, np.ones(features.shape[0])])
                              @ weights) / np.sqrt(1.0 + q2)
             info["class_prior"] = "regression"
@@ -436,7 +441,23 @@ class CrowdGP(Aggregator):
                 f"expected {self.feature_mean_.shape[0]} features per task, got {X.shape[1]}"
             )
         X = np.where(np.isfinite(X), X, self.feature_mean_[None, :])
-        X, offset_var = self._topic_inputs((X - self.feature_mean_) / self.feature_scale_, topics)
+        standard = (X - self.feature_mean_) / self.feature_scale_
+        regression = getattr(self, "layer_regression_", None)
+        if regression is not None:
+            # The discrete-regression layer: a task nobody judged has only its class prior,
+            # the regression's predictive probability (as every judged task had before its
+            # judgments), so unjudged and judged tasks are read by one definition.
+            design, unseen = standard, 0.0
+            topics_seen = getattr(self, "topics_", None)
+            if topics_seen is not None:
+                from models.gp.topics import row_codes
+
+                code, known = row_codes(topics, topics_seen, X.shape[0])
+                design = np.column_stack([standard, topic_columns(code, topics_seen.shape[0])])
+                unseen = np.where(known, 0.0, PRIOR_SD**2)
+            p = regression_prior(design, *regression, unseen)
+            return np.column_stack([1.0 - p, p])
+        X, offset_var = self._topic_inputs(standard, topics)
         mean, var = self.core_.predict_f(X)
         p = ndtr(mean / self._readout_scale(var + offset_var))
         return np.column_stack([1.0 - p, p])

@@ -9,6 +9,9 @@ L = chol(K_ZZ), B = I + A diag(β) Aᵀ and A = L⁻¹ K_ZX,
     var(x*)  = k(x*, x*) − k_Z*ᵀ M k_Z* + τ²,      M = L⁻ᵀ (I − B⁻¹) L⁻¹
     P(relevant | x*) = Φ(mean / sqrt(r + var))   (r: the fit's ``readout_noise``)
 
+or, for a fit with the discrete-regression truth layer (MAGP's default, ``models.gp.truth``),
+the layer's class prior Φ(x̃·ŵ / √(1 + x̃ᵀ Σ x̃)): a task nobody judged has no evidence beyond it.
+
 (τ² is the per-task deviation's variance: a task nobody judged keeps its prior deviation). A fit
 recalibrated on held-out gold (``models.calibration``) stores its Platt map (a, b), and
 P(relevant | x*) is then σ(a · logit Φ(…) + b), as for the tasks it judged. A fit with one
@@ -73,6 +76,9 @@ class GPPredictor:
     readout_noise: float = 1.0
     # the isotonic map of a fit calibrated with calibration="isotonic": knots and values
     isotonic: tuple[np.ndarray, np.ndarray] | None = None
+    # the class prior of the discrete-regression truth layer (MAGP's default): weights ŵ (d + 1,)
+    # and their covariance Σ; P(relevant | x*) is then Φ(x̃·ŵ / √(1 + x̃ᵀ Σ x̃)), x̃ = [x, 1]
+    regression: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
     def input_dim(self) -> int:
@@ -101,7 +107,19 @@ class GPPredictor:
         kss = sum(part.diag(X) for part in self.kernel)
         var = (np.maximum(kss - np.einsum("mn,mk,kn->n", kzs, self.M, kzs), 0.0) + self.tau2
                + offset_var)
-        p = ndtr(mean / np.sqrt(np.maximum(self.readout_noise + var, 1e-12)))
+        if self.regression is not None:
+            from models.gp.truth import PRIOR_SD, regression_prior, topic_columns
+
+            design, unseen = X, 0.0
+            if self.topics is not None:  # one regression weight per topic the fit saw
+                from models.gp.topics import row_codes
+
+                code, known = row_codes(topics, self.topics, X.shape[0])
+                design = np.column_stack([X, topic_columns(code, self.topics.shape[0])])
+                unseen = np.where(known, 0.0, PRIOR_SD**2)
+            p = regression_prior(design, *self.regression, unseen)
+        else:
+            p = ndtr(mean / np.sqrt(np.maximum(self.readout_noise + var, 1e-12)))
         if self.platt != (1.0, 0.0):
             from models.calibration import Platt
 
@@ -146,6 +164,8 @@ class GPPredictor:
                 "readout_noise": self.readout_noise}
         if self.isotonic is not None:
             arrays["isotonic_x"], arrays["isotonic_y"] = self.isotonic
+        if self.regression is not None:
+            arrays["regression_w"], arrays["regression_cov"] = self.regression
         if self.topics is not None and self.topic_offsets is not None:
             meta["topics"] = [str(t) for t in self.topics]
             arrays["topic_offsets"] = self.topic_offsets
@@ -173,7 +193,8 @@ class GPPredictor:
                    tuple(float(v) for v in meta.get("platt", (1.0, 0.0))),  # type: ignore[arg-type]
                    None if topics is None else np.asarray(topics, dtype=str),
                    a.get("topic_offsets"), float(meta.get("readout_noise", 1.0)),
-                   (a["isotonic_x"], a["isotonic_y"]) if "isotonic_x" in a else None)
+                   (a["isotonic_x"], a["isotonic_y"]) if "isotonic_x" in a else None,
+                   (a["regression_w"], a["regression_cov"]) if "regression_w" in a else None)
 
 
 def export(model: Any) -> GPPredictor:
@@ -227,6 +248,8 @@ def export(model: Any) -> GPPredictor:
             mean_b = float(np.ravel(mf.b.numpy())[0])
     platt = getattr(model, "platt_", None)  # a GoldCalibrated fit: its map applies here too
     isotonic = getattr(model, "isotonic_", None)
+    # the discrete-regression layer's class prior (of the wrapped model, for a calibrated fit)
+    regression = getattr(getattr(model, "model_", model), "layer_regression_", None)
     return GPPredictor(parts, Z, w, M, tau2, mean_kind, mean_A, mean_b,
                        np.asarray(model.feature_mean_), np.asarray(model.feature_scale_),
                        (1.0, 0.0) if platt is None else (platt.a, platt.b),
@@ -234,4 +257,6 @@ def export(model: Any) -> GPPredictor:
                        # a calibrated fit's read-out is its wrapped model's
                        float(getattr(getattr(model, "model_", model), "readout_noise", 1.0)),
                        None if isotonic is None
-                       else (np.asarray(isotonic.x), np.asarray(isotonic.y)))
+                       else (np.asarray(isotonic.x), np.asarray(isotonic.y)),
+                       None if regression is None
+                       else (np.asarray(regression[0]), np.asarray(regression[1])))

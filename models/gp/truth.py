@@ -221,3 +221,24 @@ def fit_regression_prior(judgments: LayerJudgments, features: np.ndarray,
         layer = fit_layer(judgments, prior, nodes)
     loadings = design @ np.linalg.cholesky(0.5 * (sigma + sigma.T))
     return layer, wb, sigma, loadings
+
+
+def regression_prior(features: np.ndarray, weights: np.ndarray, covariance: np.ndarray,
+                     extra_variance: np.ndarray | float = 0.0) -> np.ndarray:
+    """The regression class prior Φ(x̃·ŵ / √(1 + x̃ᵀ Σ x̃ + e)) of design rows x (standardised
+    features, then any topic columns; x̃ = [x, 1]): what ``fit_regression_prior`` gives each
+    task, for tasks nobody judged. ``e``: the variance of a weight the fit never saw (a topic
+    it had no task of: its N(0, PRIOR_SD²) prior)."""
+    design = np.column_stack([np.asarray(features, dtype=np.float64),
+                              np.ones(features.shape[0])])
+    q2 = np.einsum("nd,de,ne->n", design, covariance, design) + extra_variance
+    return ndtr(design @ weights / np.sqrt(1.0 + np.maximum(q2, 0.0)))
+
+
+def topic_columns(code: np.ndarray, n_topics: int) -> np.ndarray:
+    """One column per topic the fit saw (1 on its tasks); a row of an unseen topic (code
+    ``n_topics``) is all zeros and takes its weight's prior variance instead."""
+    columns = np.zeros((code.shape[0], n_topics))
+    seen = code < n_topics
+    columns[np.flatnonzero(seen), code[seen].astype(np.int64)] = 1.0
+    return columns

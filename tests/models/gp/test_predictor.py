@@ -74,3 +74,20 @@ def test_exported_predictor_with_topic_offsets() -> None:
     plain = GPPredictor.from_bytes(export(MAGP(random_state=0, n_iter=2).fit(data)).to_bytes())
     assert not plain.has_topics and plain.topic_known(4, seen) is None
     np.testing.assert_allclose(plain.predict(X, seen)[2], plain.predict(X)[2])
+
+
+def test_a_task_nobody_judged_gets_the_regression_class_prior() -> None:
+    """MAGP's default truth layer (discrete-regression): a new task's P(relevant) is the class
+    prior every judged task had before its judgments, Φ(x̃·ŵ / √(1 + q²)), in the model and in
+    the stored predictor alike; the judged tasks' posteriors are sharper than their priors."""
+    from scipy.special import ndtr
+
+    data = generate(250, 20, noise_level=(2.0, 4.0), redundancy=3,
+                    random_state=0).to_annotation_data()
+    model = MAGP(random_state=0, n_iter=5).fit(data)
+    assert model.label_layer == "discrete-regression" and model.fallback_ is None
+    prior = model.predict_proba(data.features)[:, 1]
+    np.testing.assert_allclose(prior, ndtr(model.layer_z_), atol=1e-10)
+    _, _, stored = GPPredictor.from_bytes(export(model).to_bytes()).predict(data.features)
+    np.testing.assert_allclose(stored, prior, atol=1e-10)
+    assert np.mean(np.abs(model.proba_[:, 1] - 0.5)) > np.mean(np.abs(prior - 0.5)) + 0.05
