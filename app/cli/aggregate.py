@@ -262,7 +262,7 @@ def _built_features(data: AnnotationData, args: argparse.Namespace
             if args.runs else None)
     tasks = list(zip(data.topic_ids.tolist(), data.doc_ids.tolist(), strict=True))
     features = build_features(tasks, topic_texts=topic_texts, doc_texts=doc_texts, runs=runs,
-                              embeddings=args.embeddings)
+                              embeddings=args.embeddings, rank_transform=args.rank_transform)
     for note in features.notes:
         print(f"note: {note}", file=sys.stderr)
     return data.with_features(features.as_dict(), dim=features.dim), features.groups
@@ -289,7 +289,11 @@ def add_command(subparsers: argparse._SubParsersAction) -> None:  # type: ignore
                            "--documents, builds lexical features")
     aggregate.add_argument("--documents", help="document texts (TSV id<TAB>text, or JSON)")
     aggregate.add_argument("--runs", nargs="+", default=[], metavar="RUN",
-                           help="TREC run files: builds rank / reciprocal-rank features")
+                           help="TREC run files: builds ranking features (--rank-transform)")
+    aggregate.add_argument("--rank-transform", choices=["normal", "log_rr", "both"],
+                           default="normal",
+                           help="the ranking features' form: each run's normal scores within a "
+                                "topic (default), its log rank and reciprocal rank, or both")
     aggregate.add_argument("--embeddings", action="store_true",
                            help="also semantic features (needs crowdqrels[embeddings])")
     aggregate.add_argument("--output", help="write the aggregated qrels (TREC) here (- for "

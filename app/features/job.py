@@ -33,7 +33,7 @@ def _build(context: JobContext) -> dict[str, Any]:
 
 
 # What a feature build uses when nobody chose: the router's defaults (BM25 k1, b; LM mu).
-DEFAULT_BUILD = {"semantic": False, "k1": 0.9, "b": 0.4, "mu": 1000.0}
+DEFAULT_BUILD = {"semantic": False, "k1": 0.9, "b": 0.4, "mu": 1000.0, "rank_transform": "normal"}
 
 
 def buildable_inputs(session: Session, collection: Collection) -> dict[str, bool]:
@@ -84,6 +84,8 @@ def build_and_store(session: Session, collection: Collection, params: dict[str, 
         doc_texts=doc_texts if use_texts else None,
         runs=runs or None, embeddings=params["semantic"],
         k1=params["k1"], b=params["b"], mu=params["mu"], timings=stages,
+        # builds queued before the option existed had log rank and reciprocal rank
+        rank_transform=params.get("rank_transform", "log_rr"),
     )
     timings.update({f"build_{k}": v for k, v in stages.items()})
     progress(0.9, "storing features")

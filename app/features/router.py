@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Request
 from pydantic import BaseModel, ConfigDict, Field
@@ -32,6 +32,10 @@ class FeatureBuildCreate(BaseModel):
     k1: float = Field(default=0.9, gt=0)
     b: float = Field(default=0.4, ge=0, le=1)
     mu: float = Field(default=1000.0, gt=0)
+    rank_transform: Literal["normal", "log_rr", "both"] = Field(
+        default="normal", description="the ranking features' form: each run's normal scores "
+        "within a topic (normal), its log rank and reciprocal rank (log_rr), or both "
+        "(docs/features.md)")
 
 
 class FeatureBuildPublic(BaseModel):

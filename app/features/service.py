@@ -69,7 +69,8 @@ def describe_features(session: Session, *, collection: Collection) -> dict[str, 
 
 def request_build(session: Session, *, runner: JobRunner, collection: Collection,
                   lexical: bool | None, ranking: bool | None, semantic: bool,
-                  k1: float, b: float, mu: float) -> FeatureBuild:
+                  k1: float, b: float, mu: float, rank_transform: str = "normal"
+                  ) -> FeatureBuild:
     """Queue a feature build; by default from whatever inputs the collection has."""
     from app.corpus.service import list_runs, text_counts
 
@@ -101,7 +102,7 @@ def request_build(session: Session, *, runner: JobRunner, collection: Collection
     build = FeatureBuild(
         collection_id=collection.id, status="queued", progress=0.0, progress_message="queued",
         params={"lexical": lexical, "ranking": ranking, "semantic": semantic, "k1": k1, "b": b,
-                "mu": mu},
+                "mu": mu, "rank_transform": rank_transform},
     )
     submit_job(session, runner, "features", build)
     return build

@@ -165,6 +165,37 @@ def test_aggregate_builds_features_from_texts_and_runs(tmp_path, capsys) -> None
     assert "--documents" in capsys.readouterr().err
 
 
+def test_aggregate_rank_transform_reaches_the_features(tmp_path, capsys, monkeypatch) -> None:
+    """--rank-transform chooses the ranking features' form (normal scores by default)."""
+    import models.features
+    from tests.api.corpus.test_corpus import RUN_A
+
+    judgments = tmp_path / "j.tsv"
+    judgments.write_text("topic\tdoc\tannotator\tlabel\nt1\td1\ta\t1\nt1\td2\ta\t0\n"
+                         "t2\td3\tb\t1\n")
+    (tmp_path / "a.run").write_text(RUN_A)
+    built = []
+    real = models.features.build_features
+
+    def spy(*args, **kwargs):
+        features = real(*args, **kwargs)
+        built.append(features.names)
+        return features
+
+    monkeypatch.setattr(models.features, "build_features", spy)
+    base = ["aggregate", str(judgments), "--method", "mv", "--runs", str(tmp_path / "a.run"),
+            "--quiet"]
+    assert main(base) == 0
+    assert main([*base, "--rank-transform", "log_rr"]) == 0
+    assert "run:runA:normal" in built[0] and "run:runA:log_rank" not in built[0]
+    assert {"run:runA:log_rank", "run:runA:rr"} <= set(built[1])
+    assert "run:runA:normal" not in built[1]
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        main([*base, "--rank-transform", "log"])
+    assert "invalid choice" in capsys.readouterr().err
+
+
 def test_aggregate_clamp_gold_with_folds(synth_dir: Path, capsys: pytest.CaptureFixture[str]
                                          ) -> None:
     """--clamp-gold alone scores in-sample (1.0 on gold, with a warning); with --folds every gold

@@ -67,6 +67,18 @@ def test_texts_runs_and_feature_build(jobs_client) -> None:
     assert any("bm25" in n for n in names)
     assert any(n.startswith("run:runA:") for n in names)
 
+    # the runs' normal scores by default (docs/features.md); log rank and reciprocal rank asked
+    assert {"run:runA:normal", "run:runB:normal"} <= set(names)
+    assert build.json()["params"]["rank_transform"] == "normal"
+    again = client.post(f"{API}/collections/c/features/build",
+                        json={"lexical": False, "rank_transform": "log_rr"})
+    assert again.status_code == 202, again.text
+    assert wait_for(client, again.json()["id"], kind="feature-builds")["status"] == "succeeded"
+    names = client.get(f"{API}/collections/c/features").json()["names"]
+    assert {"run:runA:log_rank", "run:runA:rr"} <= set(names) and "run:runA:normal" not in names
+    wrong = client.post(f"{API}/collections/c/features/build", json={"rank_transform": "log"})
+    assert wrong.status_code == 422
+
     # The built features are what an aggregation sees.
     fit = client.post(f"{API}/collections/c/aggregations", json={"method": "mv"}).json()
     assert wait_for(client, fit["id"])["status"] == "succeeded"
