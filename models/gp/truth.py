@@ -24,7 +24,8 @@ maximise the layer's marginal likelihood, every other parameter at the fit:
     P(relevant)_i = P(y_i = +1 | everything) = π_i Z_i(+1) / Σ_y π_i(y) Z_i(y),
 
 and a task nobody judged keeps π_i = Φ(m_i / √v_i), the read-out P(f > 0) (so ``predict_proba``
-for new tasks is unchanged). Numpy only.
+for new tasks is unchanged); with the regression prior (``"discrete-regression"``) it keeps
+that prior, ``regression_prior``. Numpy only.
 """
 
 from __future__ import annotations
