@@ -4,6 +4,8 @@
     python bench/bench_models.py --tasks 20000 --annotators 1000   # a quick run
     python bench/bench_models.py --skip-rf10 --repeats 3 --no-peak --cases mace crowdkit-mace
     python bench/bench_models.py --skip-rf10 --repeats 3 --no-peak --warm --cases ds ebcc
+    python bench/bench_models.py --skip-rf10 --repeats 3 --no-peak --baseline /tmp/main \
+        --cases mv mace mace+readout crowdkit-mv crowdkit-mace
 
 Speed: one synthetic data set of Algorithm 10 (default 200,000 tasks x 5 judgments = 1,000,000
 judgments, 10,000 annotators), saved once; every fit then runs in its own subprocess: timed once,
@@ -42,7 +44,7 @@ RF10 = Path(os.environ.get(  # beside the checkout, as the tests expect it
 ))
 
 CASES = ("mv", "mace", "ds", "crowdkit-mv", "crowdkit-mace", "crowdkit-ds", "ibcc", "ebcc",
-         "ordinal-ds")
+         "ordinal-ds", "mace+readout", "ds+readout", "ibcc+readout", "ebcc+readout")
 N_ITER = 50
 
 
@@ -88,17 +90,22 @@ def _fit(case: str, data):  # type: ignore[no-untyped-def]
     from models.majority_vote import MajorityVote
     from models.ordinal_ds import OrdinalDawidSkene
 
+    # "X": the EM (VB) alone, crowd-kit's work (temper_folds 0); "X+readout": the same fit with
+    # the model's default gold-free read-out (models.tempering: two half fits, τ search, ρ̄)
+    method, _, readout = case.partition("+")
+    folds = {"temper_folds": 2 if readout else 0}
     model = {
-        "ibcc": lambda: IBCC(),  # defaults: stops on the ELBO (tol 1e-6 per judgment)
-        "ebcc": lambda: EBCC(random_state=0),  # defaults: M = 10, stops when q(T) moves < 1e-3
+        "ibcc": lambda: IBCC(**folds),  # defaults: stops on the ELBO (tol 1e-6 per judgment)
+        # defaults: M = 10, stops when q(T) moves < 1e-3
+        "ebcc": lambda: EBCC(random_state=0, **folds),
         "mv": lambda: MajorityVote(),
         # MACE's own uniform class prior, as crowd-kit's: "auto" (the default) would fit a
         # learned prior from the same start too, twice crowd-kit's work
         "mace": lambda: MACE(variant="em", n_restarts=1, n_iter=N_ITER, random_state=0,
-                             class_prior="uniform"),
-        "ds": lambda: DawidSkene(n_iter=N_ITER, tol=0.0),
+                             class_prior="uniform", **folds),
+        "ds": lambda: DawidSkene(n_iter=N_ITER, tol=0.0, **folds),
         "ordinal-ds": lambda: OrdinalDawidSkene(n_iter=N_ITER, tol=0.0),
-    }[case]()
+    }[method]()
     start = time.perf_counter()
     model.fit(data)
     seconds = time.perf_counter() - start
@@ -147,46 +154,70 @@ def speed_table(args: argparse.Namespace) -> str:
         load_before = os.getloadavg()[0]
         # Interleaved rounds (every case once per round), so a change in the machine's load
         # strikes every case alike; each figure is the median over the rounds.
+        # --baseline: every case of ours run with that checkout's models as well, in the same
+        # round ("base:<case>")
+        roots = [("", None)] + ([("base:", args.baseline)] if args.baseline else [])
+        for prefix, _ in roots[1:]:
+            runs.update({prefix + case: [] for case in args.cases
+                         if not case.startswith("crowdkit-")})
         for _ in range(args.repeats):
             for case in args.cases:
-                proc = subprocess.run([sys.executable, __file__, "--case", case, "--data",
-                                       str(path), *(["--no-peak"] if args.no_peak else []),
-                                       *(["--warm"] if args.warm else [])],
-                                      capture_output=True, text=True, check=True)
-                runs[case].append(json.loads(proc.stdout.strip().splitlines()[-1]))
-                print(f"  {case}: {runs[case][-1]}", file=sys.stderr)
+                for prefix, root in roots:
+                    if root and case.startswith("crowdkit-"):
+                        continue
+                    proc = subprocess.run([sys.executable, __file__, "--case", case, "--data",
+                                           str(path), *(["--no-peak"] if args.no_peak else []),
+                                           *(["--warm"] if args.warm else []),
+                                           *(["--root", root] if root else [])],
+                                          capture_output=True, text=True, check=True)
+                    runs[prefix + case].append(json.loads(proc.stdout.strip().splitlines()[-1]))
+                    print(f"  {prefix}{case}: {runs[prefix + case][-1]}", file=sys.stderr)
         load_after = os.getloadavg()[0]
         rows = {case: {key: float(np.median([run[key] for run in found]))
                        for key in found[0]} for case, found in runs.items()}
+    def ratio(slow: str, fast: str) -> str:
+        """The median of the rounds' ratios: a round's two fits ran under the same load."""
+        if slow not in runs or fast not in runs:
+            return "-"
+        pairs = zip(runs[fast], runs[slow], strict=True)
+        return f"{np.median([t['seconds'] / o['seconds'] for o, t in pairs]):.1f}x"
+
     lines = [
         f"Synthetic (Algorithm 10): {args.tasks:,} tasks, {args.annotators:,} annotators, "
         f"{n_judgments:,} judgments, noise {args.noise}; generated in {generated:.1f} s. "
         f"Medians of {args.repeats} interleaved run(s) on {os.cpu_count()} CPUs; 1-minute load "
-        f"average {load_before:.1f} before, {load_after:.1f} after.",
+        f"average {load_before:.1f} before, {load_after:.1f} after. X: the EM (VB) alone "
+        "(temper_folds 0, crowd-kit's work); X+readout: with the default gold-free read-out."
+        + (f" base: the models of {args.baseline}, same rounds." if args.baseline else ""),
         "",
         "| method | ours: fit s | crowd-kit: fit s | speed-up (median of rounds) | "
-        "ours: peak MiB | crowd-kit: peak MiB | ours: acc | crowd-kit: acc |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "ours: peak MiB | crowd-kit: peak MiB | ours: acc | crowd-kit: acc | base: fit s | "
+        "base / ours (median of rounds) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for method in ("mv", "mace", "ds", "ibcc", "ebcc", "ordinal-ds"):
-        ours, theirs = rows.get(method), rows.get(f"crowdkit-{method}")
+    for case in [c for c in CASES if not c.startswith("crowdkit-")]:
+        ours = rows.get(case)
         if ours is None:
             continue
+        method = case.partition("+")[0]
+        theirs, base = rows.get(f"crowdkit-{method}"), rows.get(f"base:{case}")
         t_ck = f"{theirs['seconds']:.2f}" if theirs else "-"
-        # The median of the rounds' ratios: a round's two fits ran under the same load.
-        ratio = "-"
-        if theirs:
-            pairs = zip(runs[method], runs[f"crowdkit-{method}"], strict=True)
-            ratio = f"{np.median([t['seconds'] / o['seconds'] for o, t in pairs]):.1f}x"
         m_ck = f"{theirs['peak_mib']:.0f}" if theirs else "-"
         a_ck = f"{theirs['accuracy']:.4f}" if theirs else "-"
-        lines.append(f"| {method} | {ours['seconds']:.2f} | {t_ck} | {ratio} | "
-                     f"{ours['peak_mib']:.0f} | {m_ck} | {ours['accuracy']:.4f} | {a_ck} |")
-    if "ds" in runs and "ebcc" in runs:  # issue 36's target: EBCC at most 2x DS
-        pairs = zip(runs["ebcc"], runs["ds"], strict=True)
-        ratios = [e["seconds"] / d["seconds"] for e, d in pairs]
-        lines += ["", "EBCC / DS per round: " + ", ".join(f"{r:.2f}" for r in ratios)
-                  + f"; median {np.median(ratios):.2f}"]
+        t_base = f"{base['seconds']:.2f}" if base else "-"
+        lines.append(f"| {case} | {ours['seconds']:.2f} | {t_ck} | "
+                     f"{ratio(f'crowdkit-{method}', case)} | "
+                     f"{ours['peak_mib']:.0f} | {m_ck} | {ours['accuracy']:.4f} | {a_ck} | "
+                     f"{t_base} | {ratio(f'base:{case}', case)} |")
+    for prefix in ("", "base:"):
+        for suffix in ("", "+readout"):  # issue 36's target: EBCC at most 2x DS
+            ebcc, ds = f"{prefix}ebcc{suffix}", f"{prefix}ds{suffix}"
+            if ds in runs and ebcc in runs:
+                pairs = zip(runs[ebcc], runs[ds], strict=True)
+                ratios = [e["seconds"] / d["seconds"] for e, d in pairs]
+                lines += ["", f"{ebcc} / {ds} per round: "
+                          + ", ".join(f"{r:.2f}" for r in ratios)
+                          + f"; median {np.median(ratios):.2f}"]
     return "\n".join(lines)
 
 
@@ -260,9 +291,15 @@ def main() -> None:
                         help="skip the second fit under tracemalloc (peak MiB shows nan)")
     parser.add_argument("--warm", action="store_true",
                         help="fit once untimed in each case's process before the timed fit")
+    parser.add_argument("--baseline", metavar="ROOT",
+                        help="also run every case with the models of the checkout ROOT (e.g. "
+                        "a worktree of main), in the same rounds")
     parser.add_argument("--case", choices=CASES, help=argparse.SUPPRESS)  # subprocess mode
     parser.add_argument("--data", help=argparse.SUPPRESS)
+    parser.add_argument("--root", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.root:  # subprocess mode, a baseline's models
+        sys.path.insert(0, str(Path(args.root).resolve()))
     if args.case:
         print(json.dumps(run_case(args.case, Path(args.data), peak=not args.no_peak,
                                   warm=args.warm)))

@@ -273,8 +273,10 @@ class IBCC(Aggregator):
     def warm_half_fit(self, half: IBCC, data: AnnotationData) -> IBCC:
         """The read-out's fit of ``half`` (an untempered clone) on a training half ``data``
         (``models.tempering``), started from this fit's q(T): its first update of q(π) counts
-        the training judgments only; the same VB and stopping rule as the cold fit."""
-        return half.fit(data, start=self.proba_)
+        the training judgments only; the same VB and stopping rule as the cold fit. Only the
+        judged tasks (``AnnotationData.judged_only``): the held-out ones add nothing to q(π)."""
+        judged = data.judgments_per_task() > 0
+        return half.fit(data.judged_only(), start=self.proba_[judged])
 
     @property
     def competence_(self) -> np.ndarray:
@@ -432,8 +434,10 @@ class EBCC(Aggregator):
     def warm_half_fit(self, half: EBCC, data: AnnotationData) -> EBCC:
         """The read-out's fit of ``half`` (an untempered clone) on a training half ``data``
         (``models.tempering``), started from this fit's q(T, G): its first update of q(v)
-        counts the training judgments only; one run, the same VB and stopping rule."""
-        return half.fit(data, start=self.subtype_proba_)
+        counts the training judgments only; one run, the same VB and stopping rule. Only the
+        judged tasks (``AnnotationData.judged_only``): its dense passes are (tasks × K·M)."""
+        judged = data.judgments_per_task() > 0
+        return half.fit(data.judged_only(), start=self.subtype_proba_[judged])
 
     @property
     def competence_(self) -> np.ndarray:

@@ -185,7 +185,8 @@ class DawidSkene(Aggregator):
         from nearer its end, stopped by the default tolerance when this fit has none (``tol``
         0: a fixed number of iterations, which from the warm start would only polish)."""
         half.tol = max(half.tol, HALF_TOL)
-        return half.fit(data, init=self, check=False)
+        # the judged tasks only (AnnotationData.judged_only): the held-out ones count nothing
+        return half.fit(data.judged_only(), init=self, check=False)
 
     @property
     def competence_(self) -> np.ndarray:

@@ -241,8 +241,10 @@ class MACE(Aggregator):
         same random draw (not from this fit's parameters, which saw the held-out tasks: a half
         fit started there and stopped after ``n_iter`` iterations stays near them and
         predicts the held-out judgments too well, τ .03-.08 higher on the weak grid cells;
-        docs/benchmarks.md). A fit that kept a warm start: the cold fit."""
+        docs/benchmarks.md). A fit that kept a warm start: the cold fit. The judged tasks only
+        (``AnnotationData.judged_only``: the random starts draw per annotator, not per task)."""
         draw = getattr(self, "start_draw_", -1)
+        data = data.judged_only()
         return half.fit(data) if draw < 0 else half.fit(data, only_draw=draw)
 
     @property
