@@ -86,7 +86,8 @@ def test_tempering_reaches_the_difficulty_levels(judges) -> None:  # type: ignor
 
 
 @pytest.mark.parametrize(("k", "per_task"), [(2, 5), (3, 4), (4, 12)])
-def test_compiled_agreement_correlation_equals_numpy(k: int, per_task: int) -> None:
+def test_compiled_agreement_correlation_equals_numpy(k: int, per_task: int,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """The compiled pair sums (models.dependence_kernels) give numpy's ρ̄ to rounding, on
     unsorted judgments with tasks of every size (one judgment, none, many)."""
     from models.dependence import agreement_correlation, agreement_correlation_numpy
@@ -103,6 +104,9 @@ def test_compiled_agreement_correlation_equals_numpy(k: int, per_task: int) -> N
                      rng.integers(0, k, task.shape[0]))
     prior = rng.dirichlet(np.ones(k))
     confusion = rng.dirichlet(np.ones(k), size=(n_ann, k))
+    from models import dependence
+
+    monkeypatch.setattr(dependence, "COMPILED_FROM", 0)  # the compiled pass at any size
     fast = agreement_correlation(task, annotator, label, prior, confusion)
     slow = agreement_correlation_numpy(task, annotator, label, prior, confusion)
     assert fast == pytest.approx(slow, rel=1e-12, abs=1e-15)
