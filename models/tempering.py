@@ -9,7 +9,8 @@ posterior's log-odds wider than the truth's: the errors-in-variables attenuation
 overconfidence (P ≈ .95 where .83 of the tasks are relevant). How much to shrink is measured
 without gold by cross-fitting over tasks (``n_folds`` folds, 2 by default):
 
-1. fit the model on the judgments of every fold but one (a clone, itself not tempered);
+1. fit the model on the judgments of every fold but one (a clone, itself not tempered; started
+   from the full fit, ``WARM_HALVES``);
 2. predict every judgment a of a held-out task i from the task's *other* judgments, with the
    clone's prior ρ and confusion matrices π (never fitted to task i):
    P_τ(y_a) = Σ_t q_τ(t) π_j(a)[t, y_a],
