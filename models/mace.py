@@ -449,14 +449,14 @@ def _e_step(
     impossible = (np.zeros((0, k), dtype=np.bool_) if idx.impossible is None
                   else idx.impossible)
     proba = np.empty((idx.n_tasks, k))
-    log_norm = np.empty(idx.n_tasks)
+    norm = np.empty(idx.n_tasks)
     top = np.empty(idx.n_tasks)
     know_cells = np.empty(idx.n_annotators * k)
     class_counts = np.empty(k)  # = proba[idx.judged].sum(axis=0), bit for bit (kernel doc)
     mace_kernels.e_step(idx.ptr, idx.cell, idx.label, table,
                         np.ascontiguousarray(prior_rows, dtype=np.float64), impossible, proba,
-                        log_norm, top, know_cells, class_counts)
-    log_likelihood = float(np.sum(log_norm) + np.sum(top))
+                        norm, top, know_cells, class_counts)
+    log_likelihood = float(np.sum(np.log(norm, out=norm)) + np.sum(top))
 
     # P(annotator knew | data) = P(T = l | data) h / (g + h); otherwise it spammed label l.
     know = know_cells.reshape(idx.n_annotators, k)
