@@ -9,7 +9,8 @@ into its (annotator, label) cell. numpy and scipy needed five sparse or dense pa
 (tasks × K) table from memory.
 
 Each task's sums add the same terms in the same order as the sparse products did (its judgments
-in input order), exp and log are the C library's, as numpy's are for float64 without AVX-512;
+in input order), exp is the C library's, as numpy's is for float64 without AVX-512 (the log of
+each task's normaliser, which only the log-likelihood reads, is numpy's, taken after the sweep);
 only the (annotator, label) counts add their terms in task order rather than input order, which
 moves them in the last bits when the input is not sorted by task.
 """
