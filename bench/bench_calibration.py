@@ -9,6 +9,7 @@
     python bench/bench_calibration.py maps                  # Platt vs isotonic, cross-fitted
     python bench/bench_calibration.py bound                 # the read-out's τ, ρ̄ and their oracles
     python bench/bench_calibration.py criteria --methods mace,ds,ibcc,ebcc  # τ criteria compared
+    python bench/bench_calibration.py readout               # its half fits warm against cold
 
 Scores are ``models.evaluation.gold.evaluate``'s (the fit's evaluation): ECE over 10 equal-width
 bins of P(relevant) (graded: of the top grade's probability, against whether it is the gold
@@ -370,6 +371,52 @@ def criteria(args: argparse.Namespace) -> None:
                   + f" | {best[1]:.2f}, {best[0]:.4f} |", flush=True)
 
 
+def readout(args: argparse.Namespace) -> None:
+    """The read-out's half fits warm (from the full fit, ``models.tempering.WARM_HALVES``)
+    against cold (each half fitted from the model's own start, as before 2026-11-27): on RF10
+    binary and the grid's cells, per method one full fit (``temper_folds`` 0), then its
+    read-out both ways on copies of it: τ, ρ̄, ECE and accuracy of each, and the read-out's CPU
+    seconds (the half fits, the τ search and ρ̄)."""
+    import copy
+    from dataclasses import replace
+
+    from app.cli.loading import load_annotation_data
+    from models import tempering as temp
+    from models.registry import get_method
+    from models.synthetic import NOISE_LEVELS, generate
+
+    sets = []
+    if not args.no_rf10:
+        sets.append(("RF10 binary", load_annotation_data(RF10.read_bytes(), relevant_from=1,
+                                                          ignore=(-2,))))
+    for noise in args.noise.split(","):
+        for beta in (int(b) for b in args.redundancy.split(",")):
+            syn = generate(args.tasks, 60, noise_level=NOISE_LEVELS[noise], redundancy=beta,
+                           random_state=args.seed)
+            sets.append((f"grid {noise}, β {beta}", syn.to_annotation_data(with_features=False)))
+    print("| data | method | τ cold | τ warm | ρ̄ | ECE cold | ECE warm | accuracy | "
+          "read-out CPU s cold | warm | ratio |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name, data in sets:
+        scored = np.where(data.judgments_per_task() > 0, data.gold, -1)
+        data = replace(data, gold=None)
+        for method in (args.methods or "ds,mace,ibcc,ebcc").split(","):
+            full = get_method(method).build({**_params(method), "temper_folds": 0}).fit(data)
+            out = {}
+            for warm in (False, True):
+                model = copy.deepcopy(full)
+                temp.WARM_HALVES = warm
+                start = time.process_time()
+                temp.temper_readout(model, data, 2, getattr(model, "random_state", None))
+                out[warm] = (model, _scores(model.proba_, scored), time.process_time() - start)
+            temp.WARM_HALVES = True
+            (cold, sc, tc), (warm_m, sw, tw) = out[False], out[True]
+            print(f"| {name} | {method} | {cold.temperature_:.4f} | {warm_m.temperature_:.4f} | "
+                  f"{warm_m.readout_rho_:.3f} | {sc['ece']:.4f} | {sw['ece']:.4f} | "
+                  f"{sw['accuracy']:.4f} | {tc:.2f} | {tw:.2f} | {tc / max(tw, 1e-9):.1f}× |",
+                  flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="what", required=True)
@@ -394,9 +441,16 @@ def main() -> None:
     b.add_argument("--methods", default=None)
     c = sub.add_parser("criteria")
     c.add_argument("--methods", default=None)
+    o = sub.add_parser("readout")
+    o.add_argument("--methods", default=None)
+    o.add_argument("--tasks", type=int, default=2000)
+    o.add_argument("--noise", default="0-2,4-8")
+    o.add_argument("--redundancy", default="3,5")
+    o.add_argument("--seed", type=int, default=7)
+    o.add_argument("--no-rf10", action="store_true")
     args = parser.parse_args()
     {"rf10": rf10, "grid": grid, "tempering": tempering, "maps": maps,
-     "bound": bound, "criteria": criteria}[args.what](args)
+     "bound": bound, "criteria": criteria, "readout": readout}[args.what](args)
 
 
 if __name__ == "__main__":

@@ -4,13 +4,20 @@
     python bench/bench_models.py --tasks 20000 --annotators 1000   # a quick run
     python bench/bench_models.py --skip-rf10 --repeats 3 --no-peak --cases mace crowdkit-mace
     python bench/bench_models.py --skip-rf10 --repeats 3 --no-peak --warm --cases ds ebcc
+    python bench/bench_models.py --skip-rf10 --repeats 3 --no-peak --baseline /tmp/main \
+        --cases mv mace mace+readout crowdkit-mv crowdkit-mace
 
 Speed: one synthetic data set of Algorithm 10 (default 200,000 tasks x 5 judgments = 1,000,000
 judgments, 10,000 annotators), saved once; every fit then runs in its own subprocess: timed once,
 then fitted again under tracemalloc for the peak memory allocated during the fit (Python objects
 and numpy/pandas buffers alike), so neither the timing nor another fit disturbs the figure.
 MACE runs EM with 1 restart and 50 iterations in both implementations; Dawid-Skene runs 50
-iterations in both (tolerance disabled), so the times compare the same work.
+iterations in both (tolerance disabled), so the times compare the same work: the EM alone
+(``temper_folds`` 0). ``X+readout`` is the same fit with the default gold-free read-out
+(models.tempering), ``mace-default`` MACE with every default, ``mv-share`` majority vote's vote
+shares (crowd-kit's work; the default also fits the exchangeable crowd's posterior). Times are
+wall and CPU seconds of the fit; ``--baseline ROOT`` runs every case of ours with ROOT's models
+too, in the same rounds.
 Accuracy: TREC RF10, binary (relevant from 1, -2 dropped), NIST gold, every method's defaults;
 crowd-kit's MACE with n_restarts=1, which is identical to its default 10 (it re-seeds every
 restart with the same random_state, see docs/models.md).
@@ -42,7 +49,8 @@ RF10 = Path(os.environ.get(  # beside the checkout, as the tests expect it
 ))
 
 CASES = ("mv", "mace", "ds", "crowdkit-mv", "crowdkit-mace", "crowdkit-ds", "ibcc", "ebcc",
-         "ordinal-ds")
+         "ordinal-ds", "mace+readout", "ds+readout", "ibcc+readout", "ebcc+readout",
+         "mace-default", "mv-share")
 N_ITER = 50
 
 
@@ -76,11 +84,11 @@ def _fit(case: str, data):  # type: ignore[no-untyped-def]
                                           random_state=0),
             "crowdkit-ds": lambda: DawidSkene(n_iter=N_ITER, tol=-np.inf),
         }[case]()
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         labels = model.fit_predict(frame)
-        seconds = time.perf_counter() - start
+        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
         out = labels.reindex(np.arange(data.n_tasks)).fillna(-1).to_numpy().astype(np.int64)
-        return seconds, out
+        return seconds, cpu, out
 
     from models.bcc import EBCC, IBCC
     from models.dawid_skene import DawidSkene
@@ -88,21 +96,32 @@ def _fit(case: str, data):  # type: ignore[no-untyped-def]
     from models.majority_vote import MajorityVote
     from models.ordinal_ds import OrdinalDawidSkene
 
+    # "X": the EM (VB) alone, crowd-kit's work (temper_folds 0); "X+readout": the same fit with
+    # the model's default gold-free read-out (models.tempering: two half fits, τ search, ρ̄)
+    method, _, readout = case.partition("+")
+    folds = {"temper_folds": 2 if readout else 0}
     model = {
-        "ibcc": lambda: IBCC(),  # defaults: stops on the ELBO (tol 1e-6 per judgment)
-        "ebcc": lambda: EBCC(random_state=0),  # defaults: M = 10, stops when q(T) moves < 1e-3
+        "ibcc": lambda: IBCC(**folds),  # defaults: stops on the ELBO (tol 1e-6 per judgment)
+        # defaults: M = 10, stops when q(T) moves < 1e-3
+        "ebcc": lambda: EBCC(random_state=0, **folds),
         "mv": lambda: MajorityVote(),
+        # crowd-kit's work: vote shares and the majority (the default also fits the
+        # exchangeable crowd's posterior, models.majority_vote)
+        "mv-share": lambda: MajorityVote(probability="share"),
         # MACE's own uniform class prior, as crowd-kit's: "auto" (the default) would fit a
         # learned prior from the same start too, twice crowd-kit's work
         "mace": lambda: MACE(variant="em", n_restarts=1, n_iter=N_ITER, random_state=0,
-                             class_prior="uniform"),
-        "ds": lambda: DawidSkene(n_iter=N_ITER, tol=0.0),
+                             class_prior="uniform", **folds),
+        # MACE as the service fits it: every default (VB, 10 restarts, "auto" class prior,
+        # the read-out), seeded
+        "mace-default": lambda: MACE(random_state=0),
+        "ds": lambda: DawidSkene(n_iter=N_ITER, tol=0.0, **folds),
         "ordinal-ds": lambda: OrdinalDawidSkene(n_iter=N_ITER, tol=0.0),
-    }[case]()
-    start = time.perf_counter()
+    }[method]()
+    start, cpu = time.perf_counter(), time.process_time()
     model.fit(data)
-    seconds = time.perf_counter() - start
-    return seconds, np.asarray(model.labels_)
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+    return seconds, cpu, np.asarray(model.labels_)
 
 
 def run_case(case: str, path: Path, peak: bool = True, warm: bool = False) -> dict[str, float]:
@@ -116,7 +135,7 @@ def run_case(case: str, path: Path, peak: bool = True, warm: bool = False) -> di
     if warm:
         _fit(case, data)
     before = _peak_rss_mib()
-    seconds, labels = _fit(case, data)
+    seconds, cpu, labels = _fit(case, data)
     after = _peak_rss_mib()
     peak_bytes = float("nan")
     if peak:
@@ -124,7 +143,7 @@ def run_case(case: str, path: Path, peak: bool = True, warm: bool = False) -> di
         _fit(case, data)
         _, peak_bytes = tracemalloc.get_traced_memory()
         tracemalloc.stop()
-    return {"seconds": seconds, "peak_mib": peak_bytes / 2**20,
+    return {"seconds": seconds, "cpu_seconds": cpu, "peak_mib": peak_bytes / 2**20,
             "rss_growth_mib": max(after - before, 0.0), "rss_mib": after,
             "accuracy": float(np.mean(labels == data.gold))}
 
@@ -147,46 +166,74 @@ def speed_table(args: argparse.Namespace) -> str:
         load_before = os.getloadavg()[0]
         # Interleaved rounds (every case once per round), so a change in the machine's load
         # strikes every case alike; each figure is the median over the rounds.
+        # --baseline: every case of ours run with that checkout's models as well, in the same
+        # round ("base:<case>")
+        roots = [("", None)] + ([("base:", args.baseline)] if args.baseline else [])
+        for prefix, _ in roots[1:]:
+            runs.update({prefix + case: [] for case in args.cases
+                         if not case.startswith("crowdkit-")})
         for _ in range(args.repeats):
             for case in args.cases:
-                proc = subprocess.run([sys.executable, __file__, "--case", case, "--data",
-                                       str(path), *(["--no-peak"] if args.no_peak else []),
-                                       *(["--warm"] if args.warm else [])],
-                                      capture_output=True, text=True, check=True)
-                runs[case].append(json.loads(proc.stdout.strip().splitlines()[-1]))
-                print(f"  {case}: {runs[case][-1]}", file=sys.stderr)
+                for prefix, root in roots:
+                    if root and case.startswith("crowdkit-"):
+                        continue
+                    proc = subprocess.run([sys.executable, __file__, "--case", case, "--data",
+                                           str(path), *(["--no-peak"] if args.no_peak else []),
+                                           *(["--warm"] if args.warm else []),
+                                           *(["--root", root] if root else [])],
+                                          capture_output=True, text=True, check=True)
+                    runs[prefix + case].append(json.loads(proc.stdout.strip().splitlines()[-1]))
+                    print(f"  {prefix}{case}: {runs[prefix + case][-1]}", file=sys.stderr)
         load_after = os.getloadavg()[0]
         rows = {case: {key: float(np.median([run[key] for run in found]))
                        for key in found[0]} for case, found in runs.items()}
+    def ratio(slow: str, fast: str) -> str:
+        """The median of the rounds' ratios: a round's two fits ran under the same load; wall
+        seconds, then CPU seconds of the fitting process (less moved by the others' load)."""
+        if slow not in runs or fast not in runs:
+            return "-"
+        out = []
+        for key in ("seconds", "cpu_seconds"):
+            pairs = zip(runs[fast], runs[slow], strict=True)
+            out.append(f"{np.median([t[key] / o[key] for o, t in pairs]):.1f}x")
+        return " (CPU ".join(out) + ")"
+
     lines = [
         f"Synthetic (Algorithm 10): {args.tasks:,} tasks, {args.annotators:,} annotators, "
         f"{n_judgments:,} judgments, noise {args.noise}; generated in {generated:.1f} s. "
         f"Medians of {args.repeats} interleaved run(s) on {os.cpu_count()} CPUs; 1-minute load "
-        f"average {load_before:.1f} before, {load_after:.1f} after.",
+        f"average {load_before:.1f} before, {load_after:.1f} after. X: the EM (VB) alone "
+        "(temper_folds 0, crowd-kit's work); X+readout: with the default gold-free read-out."
+        + (f" base: the models of {args.baseline}, same rounds." if args.baseline else ""),
         "",
-        "| method | ours: fit s | crowd-kit: fit s | speed-up (median of rounds) | "
-        "ours: peak MiB | crowd-kit: peak MiB | ours: acc | crowd-kit: acc |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| method | ours: fit s (CPU s) | crowd-kit: fit s (CPU s) | speed-up (median of rounds) | "
+        "ours: peak MiB | crowd-kit: peak MiB | ours: acc | crowd-kit: acc | base: fit s (CPU s) | "
+        "base / ours (median of rounds) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for method in ("mv", "mace", "ds", "ibcc", "ebcc", "ordinal-ds"):
-        ours, theirs = rows.get(method), rows.get(f"crowdkit-{method}")
+    for case in [c for c in CASES if not c.startswith("crowdkit-")]:
+        ours = rows.get(case)
         if ours is None:
             continue
-        t_ck = f"{theirs['seconds']:.2f}" if theirs else "-"
-        # The median of the rounds' ratios: a round's two fits ran under the same load.
-        ratio = "-"
-        if theirs:
-            pairs = zip(runs[method], runs[f"crowdkit-{method}"], strict=True)
-            ratio = f"{np.median([t['seconds'] / o['seconds'] for o, t in pairs]):.1f}x"
+        method = {"mv-share": "mv"}.get(case.partition("+")[0], case.partition("+")[0])
+        theirs, base = rows.get(f"crowdkit-{method}"), rows.get(f"base:{case}")
+        t_ck = f"{theirs['seconds']:.2f} ({theirs['cpu_seconds']:.2f})" if theirs else "-"
         m_ck = f"{theirs['peak_mib']:.0f}" if theirs else "-"
         a_ck = f"{theirs['accuracy']:.4f}" if theirs else "-"
-        lines.append(f"| {method} | {ours['seconds']:.2f} | {t_ck} | {ratio} | "
-                     f"{ours['peak_mib']:.0f} | {m_ck} | {ours['accuracy']:.4f} | {a_ck} |")
-    if "ds" in runs and "ebcc" in runs:  # issue 36's target: EBCC at most 2x DS
-        pairs = zip(runs["ebcc"], runs["ds"], strict=True)
-        ratios = [e["seconds"] / d["seconds"] for e, d in pairs]
-        lines += ["", "EBCC / DS per round: " + ", ".join(f"{r:.2f}" for r in ratios)
-                  + f"; median {np.median(ratios):.2f}"]
+        t_base = f"{base['seconds']:.2f} ({base['cpu_seconds']:.2f})" if base else "-"
+        lines.append(f"| {case} | {ours['seconds']:.2f} ({ours['cpu_seconds']:.2f}) | {t_ck} | "
+                     f"{ratio(f'crowdkit-{method}', case)} | "
+                     f"{ours['peak_mib']:.0f} | {m_ck} | {ours['accuracy']:.4f} | {a_ck} | "
+                     f"{t_base} | {ratio(f'base:{case}', case)} |")
+    for prefix in ("", "base:"):
+        for suffix in ("", "+readout"):  # issue 36's target: EBCC at most 2x DS
+            ebcc, ds = f"{prefix}ebcc{suffix}", f"{prefix}ds{suffix}"
+            if ds in runs and ebcc in runs:
+                pairs = zip(runs[ebcc], runs[ds], strict=True)
+                ratios = [e["cpu_seconds"] / d["cpu_seconds"] for e, d in pairs]
+                lines += ["", f"{ebcc} / {ds} per round (CPU seconds): "
+                          + ", ".join(f"{r:.2f}" for r in ratios)
+                          + f"; median {np.median(ratios):.2f}"]
     return "\n".join(lines)
 
 
@@ -260,9 +307,15 @@ def main() -> None:
                         help="skip the second fit under tracemalloc (peak MiB shows nan)")
     parser.add_argument("--warm", action="store_true",
                         help="fit once untimed in each case's process before the timed fit")
+    parser.add_argument("--baseline", metavar="ROOT",
+                        help="also run every case with the models of the checkout ROOT (e.g. "
+                        "a worktree of main), in the same rounds")
     parser.add_argument("--case", choices=CASES, help=argparse.SUPPRESS)  # subprocess mode
     parser.add_argument("--data", help=argparse.SUPPRESS)
+    parser.add_argument("--root", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.root:  # subprocess mode, a baseline's models
+        sys.path.insert(0, str(Path(args.root).resolve()))
     if args.case:
         print(json.dumps(run_case(args.case, Path(args.data), peak=not args.no_peak,
                                   warm=args.warm)))

@@ -5,6 +5,13 @@ majority vote, the best single judge and crowd-kit 1.4.2, on models.synthetic's 
     python bench/bench_robust.py crowds            # sparse skewed crowds: accuracy
     python bench/bench_robust.py judges --seeds 3 --tasks 2000
     python bench/bench_robust.py crowds --methods 'mace;mace{"class_prior":"uniform"}'
+    python bench/bench_robust.py judges --methods 'judge-family;judge-family{"families":"none"}'
+    python bench/bench_robust.py judges --methods 'oracle;oracle{"leniency":"unknown"}'
+
+judges: ``judge-family{"families":"id"}`` reads the generator's true families from the judges'
+ids; ``oracle`` is the Bayes posterior under the generator's true parameters (a bound),
+``oracle{"leniency":"unknown"}`` the same with the judges' biases centred (the shared leniency
+unknown, as to every gold-free model).
 
 No gold is used by any fit; gold only scores. Prints markdown tables (mean over seeds). A
 script, never part of the test run.
@@ -16,16 +23,19 @@ import argparse
 import json
 import sys
 import warnings
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+from scipy.special import logsumexp
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from models.evaluation.gold import quadratic_kappa  # noqa: E402
+from models.ordinal_ds import _log_diff_ndtr  # noqa: E402
 from models.registry import make_aggregator  # noqa: E402
-from models.synthetic import crowd_dataset, judges_dataset  # noqa: E402
+from models.synthetic import JUDGE_PRIOR, crowd_dataset, judges_dataset  # noqa: E402
 
 # (judges, judge_correlation, leniency, noise): from independent to strongly shared errors
 JUDGE_SETS = ((12, 0.0, 0.0, 0.8), (12, 0.6, 0.0, 0.8), (30, 0.6, 0.5, 1.0),
@@ -37,7 +47,7 @@ JUDGE_METHODS = (
     ("mv", {}), ("ds", {"dependence": "ignore"}), ("ds", {}),
     ("ibcc", {"dependence": "ignore"}), ("ibcc", {}),
     ("ordinal-ds", {"dependence": "ignore"}), ("ordinal-ds", {}),
-    ("mace", {}), ("ebcc", {}),
+    ("mace", {}), ("ebcc", {}), ("judge-family", {}),
 )
 # (grades, class prior or None for the generator's default, workers, power-law exponent,
 # worker accuracy range): 150 workers drawn by a power law (a few do most tasks), or 1,000
@@ -49,6 +59,7 @@ CROWD_SETS = ((2, None, 150, 1.0, (0.6, 0.95)), (2, (0.7, 0.3), 150, 1.0, (0.6, 
               (5, None, 1000, 0.0, (0.6, 0.95)), (4, None, 1000, 0.0, (0.35, 0.85)),
               (5, None, 1000, 0.0, (0.35, 0.85)))
 CROWD_METHODS = (("mv", {}), ("ds", {}), ("ibcc", {}), ("ebcc", {}), ("mace", {}),
+                 ("judge-family", {}),
                  ("mace", {"class_prior": "uniform"}), ("crowdkit-ds", {}),
                  ("crowdkit-mace", {}), ("crowdkit-mace-sorted", {}))
 
@@ -78,12 +89,48 @@ def _labels(method: str, params: dict, s, seed: int) -> np.ndarray:  # type: ign
     params = dict(params)
     if method in ("mace", "ebcc"):
         params.setdefault("random_state", seed)
-    model = make_aggregator(method, params).fit(s.to_annotation_data(with_features=False))
+    data = s.to_annotation_data(with_features=False)
+    if params.get("families") == "id":
+        # the generator's families as the judges' ids say them (judge j is in family j mod 3):
+        # judge-family with the true families instead of the clustered ones
+        data = replace(data, annotator_ids=np.array(
+            [f"f{j % 3}/j{j}" for j in range(data.n_annotators)]))
+    model = make_aggregator(method, params).fit(data)
     return model.labels_
 
 
+def _oracle(s, n_tasks: int, judges: int, r: float, *, leniency_known: bool,
+            nodes: int = 20) -> np.ndarray:  # type: ignore[no-untyped-def]
+    """The Bayes posterior's labels under the generator with its true parameters (class prior,
+    each judge's bias and spread, the correlation R, the 3 families): an upper bound for any
+    gold-free aggregate. ``leniency_known=False``: the judges' biases centred on 0, i.e. the
+    shared leniency B unknown (the convention every gold-free model takes: judges unbiased on
+    average). Nested Gauss–Hermite over u and each family's v, as models.judge_family."""
+    x, w = np.polynomial.hermite_e.hermegauss(nodes)
+    lw = np.log(w / w.sum())
+    grades = s.label.reshape(n_tasks, judges)
+    spread = np.sqrt(s.annotator_noise)
+    bias = s.annotator_bias if leniency_known else s.annotator_bias - s.annotator_bias.mean()
+    load, own = spread * np.sqrt(r / 2), spread * np.sqrt(1 - r)
+    family = np.arange(judges) % 3
+    upper = np.array([0.5, 1.5, 2.5, np.inf])[grades][:, :, None, None]
+    lower = np.array([-np.inf, 0.5, 1.5, 2.5])[grades][:, :, None, None]
+    out = np.zeros((n_tasks, 4))
+    for t in range(4):
+        mu = (t + bias[:, None, None]
+              + load[:, None, None] * (x[None, :, None] + x[None, None, :]))[None]
+        scale = own[None, :, None, None]
+        cell = np.maximum(_log_diff_ndtr(np.clip((upper - mu) / scale, -50, 50),
+                                         np.clip((lower - mu) / scale, -50, 50)), -700.0)
+        total = sum(logsumexp(cell[:, family == f].sum(axis=1) + lw[None, None, :], axis=2)
+                    for f in range(3))
+        out[:, t] = logsumexp(total + lw[None, :], axis=1) + np.log(JUDGE_PRIOR[t])
+    return np.argmax(out, axis=1)
+
+
 def _judges(args: argparse.Namespace) -> None:
-    names = ["best judge"] + [_name(m, p) for m, p in JUDGE_METHODS]
+    methods = _methods(args.methods, JUDGE_METHODS)
+    names = ["best judge"] + [_name(m, p) for m, p in methods]
     print("| judges, R, B, noise | " + " | ".join(names) + " |")
     print("|---|" + "---:|" * len(names))
     for judges, r, b, noise in JUDGE_SETS:
@@ -95,8 +142,12 @@ def _judges(args: argparse.Namespace) -> None:
             best = max((float(np.mean(grades[:, j] == s.truth)),
                         quadratic_kappa(grades[:, j], s.truth, 4)) for j in range(judges))
             row = [best]
-            for method, params in JUDGE_METHODS:
-                lab = _labels(method, params, s, seed)
+            for method, params in methods:
+                if method == "oracle":
+                    lab = _oracle(s, args.tasks, judges, r, leniency_known=params.get("leniency")
+                                  != "unknown")
+                else:
+                    lab = _labels(method, params, s, seed)
                 row.append((float(np.mean(lab == s.truth)), quadratic_kappa(lab, s.truth, 4)))
             rows.append(row)
         mean = np.mean(np.array(rows), axis=0)
@@ -104,10 +155,11 @@ def _judges(args: argparse.Namespace) -> None:
         print(f"| {judges}, {r}, {b}, {noise} | {cells} |", flush=True)
 
 
-def _methods(spec: str | None) -> tuple[tuple[str, dict], ...]:
+def _methods(spec: str | None, default: tuple[tuple[str, dict], ...]
+             ) -> tuple[tuple[str, dict], ...]:
     """``--methods 'mace;mace{"class_prior":"uniform"}'``: method names with JSON params."""
     if not spec:
-        return CROWD_METHODS
+        return default
     out = []
     for item in spec.split(";"):
         name, brace, rest = item.partition("{")
@@ -116,7 +168,7 @@ def _methods(spec: str | None) -> tuple[tuple[str, dict], ...]:
 
 
 def _crowds(args: argparse.Namespace) -> None:
-    methods = _methods(args.methods)
+    methods = _methods(args.methods, CROWD_METHODS)
     names = [_name(m, p) for m, p in methods]
     print("| grades, class mix, workers | " + " | ".join(names) + " |")
     print("|---|" + "---:|" * len(names))
@@ -140,8 +192,8 @@ def main() -> None:
     parser.add_argument("what", choices=("judges", "crowds"))
     parser.add_argument("--seeds", type=int, default=2)
     parser.add_argument("--tasks", type=int, default=1500)
-    parser.add_argument("--methods", help="crowds: ';'-separated methods, each with optional "
-                                          "JSON params (majority vote is always first)")
+    parser.add_argument("--methods", help="';'-separated methods, each with optional JSON "
+                                          "params (majority vote is always first)")
     args = parser.parse_args()
     (_judges if args.what == "judges" else _crowds)(args)
 

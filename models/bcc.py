@@ -259,7 +259,10 @@ class IBCC(Aggregator):
         self.tol = tol
         self.use_gold = use_gold
 
-    def fit(self, data: AnnotationData, progress: ProgressCallback = no_progress) -> Self:
+    def fit(self, data: AnnotationData, progress: ProgressCallback = no_progress, *,
+            start: np.ndarray | None = None) -> Self:
+        """VB from the majority-vote shares, or from ``start`` (n_tasks, K), a q(T) to begin
+        with (the read-out's half fits: ``warm_half_fit``)."""
         k = data.n_classes
         design = _Design.from_data(data, self.use_gold)
         alpha0 = _confusion_prior(k, self.alpha_diagonal, self.alpha_off_diagonal)
@@ -271,6 +274,8 @@ class IBCC(Aggregator):
         temper = _temper(data, proba, self.dependence)
         self.dependence_rho_ = temper[1]
         self.tempered_ = temper[0] is not None
+        if start is not None:  # after τ_i, which stays the majority-vote start's
+            proba = start
         weight = (lambda p: p) if temper[0] is None else (lambda p: p * temper[0][:, None])
         history: list[float] = []
         n = max(data.n_judgments, 1)
@@ -317,6 +322,14 @@ class IBCC(Aggregator):
         self.elbo_ = history[-1]
         temper_readout(self, data, self.temper_folds)  # gold-free read-out (models.tempering)
         return self
+
+    def warm_half_fit(self, half: IBCC, data: AnnotationData) -> IBCC:
+        """The read-out's fit of ``half`` (an untempered clone) on a training half ``data``
+        (``models.tempering``), started from this fit's q(T): its first update of q(π) counts
+        the training judgments only; the same VB and stopping rule as the cold fit. Only the
+        judged tasks (``AnnotationData.judged_only``): the held-out ones add nothing to q(π)."""
+        judged = data.judgments_per_task() > 0
+        return half.fit(data.judged_only(), start=self.proba_[judged])
 
     @property
     def competence_(self) -> np.ndarray:
@@ -384,13 +397,17 @@ class EBCC(Aggregator):
         self.use_gold = use_gold
         self.random_state = random_state
 
-    def fit(self, data: AnnotationData, progress: ProgressCallback = no_progress) -> Self:
+    def fit(self, data: AnnotationData, progress: ProgressCallback = no_progress, *,
+            start: np.ndarray | None = None) -> Self:
+        """VB from the authors' random start, best of ``n_restarts``; with ``start``
+        (n_tasks, K, M), a q(T, G) to begin with (the read-out's half fits:
+        ``warm_half_fit``), one run from it."""
         design = _Design.from_data(data, self.use_gold)
         rng = np.random.default_rng(self.random_state)
         best = None
         elbos = []
-        for r in range(self.n_restarts):
-            run = self._fit_once(data, design, rng, progress, r)
+        for r in range(self.n_restarts if start is None else 1):
+            run = self._fit_once(data, design, rng, progress, r, start)
             elbos.append(run["elbo"])
             if best is None or run["elbo"] > best["elbo"]:
                 best = run
@@ -414,7 +431,8 @@ class EBCC(Aggregator):
         return self
 
     def _fit_once(self, data: AnnotationData, design: _Design, rng: np.random.Generator,
-                  progress: ProgressCallback, restart: int) -> dict:
+                  progress: ProgressCallback, restart: int,
+                  start: np.ndarray | None = None) -> dict:
         # numba is imported when fitting, not with the class: the API process validates EBCC's
         # parameters through models.registry without loading a compiler
         from models import bcc_kernels
@@ -426,10 +444,14 @@ class EBCC(Aggregator):
         eta0 = np.full((k, m), self.a_pi / m)
         kappa = ClassPrior.build(data, self.class_prior_by, self.class_prior, design.judged,
                                   False)
-        z = _initial_posterior(data, design)
-        # The authors' start: MV shares split over subtypes by a Dirichlet(1) draw.
-        split = rng.dirichlet(np.ones(m), size=(data.n_tasks, k))
-        zg = (split * z[:, :, None]).reshape(data.n_tasks, k * m)
+        if start is None:
+            z = _initial_posterior(data, design)
+            # The authors' start: MV shares split over subtypes by a Dirichlet(1) draw.
+            split = rng.dirichlet(np.ones(m), size=(data.n_tasks, k))
+            zg = (split * z[:, :, None]).reshape(data.n_tasks, k * m)
+        else:
+            zg = np.array(start, dtype=np.float64).reshape(data.n_tasks, k * m)
+            z = zg.reshape(data.n_tasks, k, m).sum(axis=2)
         history: list[float] = []
         strength: float | None = None
         total = self.n_restarts * self.n_iter
@@ -475,6 +497,14 @@ class EBCC(Aggregator):
                 break
         return {"zg": zg, "mu": mu, "eta": eta, "nu": nu, "elbo": history[-1],
                 "history": history, "n_iter": it}
+
+    def warm_half_fit(self, half: EBCC, data: AnnotationData) -> EBCC:
+        """The read-out's fit of ``half`` (an untempered clone) on a training half ``data``
+        (``models.tempering``), started from this fit's q(T, G): its first update of q(v)
+        counts the training judgments only; one run, the same VB and stopping rule. Only the
+        judged tasks (``AnnotationData.judged_only``): its dense passes are (tasks × K·M)."""
+        judged = data.judgments_per_task() > 0
+        return half.fit(data.judged_only(), start=self.subtype_proba_[judged])
 
     @property
     def competence_(self) -> np.ndarray:

@@ -112,6 +112,20 @@ class AnnotationData:
                 out[i] = index[value]
         return replace(self, gold=out)
 
+    def judged_only(self) -> AnnotationData:
+        """The same judgments with the tasks nobody judged left out (the others keep their
+        order, renumbered 0..; annotators and classes unchanged). A model's per-task passes
+        then cost the judged tasks only: the read-out's half fits (``models.tempering``) see
+        about half the tasks."""
+        judged = self.judgments_per_task() > 0
+        if judged.all():
+            return self
+        position = np.cumsum(judged) - 1
+        return replace(self, task=position[self.task], topic_ids=self.topic_ids[judged],
+                       doc_ids=self.doc_ids[judged],
+                       gold=None if self.gold is None else self.gold[judged],
+                       features=None if self.features is None else self.features[judged])
+
     def with_features(
         self, features: dict[tuple[str, str], Sequence[float]], *, dim: int
     ) -> AnnotationData:

@@ -46,6 +46,7 @@ from models.tempering import check_folds, temper_readout
 from models.warm import WarmStartUnavailable, cold_check_due, result_column, warm_record
 
 _EPS = 1e-10
+HALF_TOL = 1e-5  # the read-out's warm half fits stop by at least this tolerance (the default)
 SPARSE_SMOOTHING = 0.01  # the default pseudo-count per confusion cell (smoothing=None)...
 DENSE_SMOOTHING = 1.0  # ...and once the judgments are tempered (models.dependence)
 # population_prior=None: the strengths the type-II ML search tries (pseudo-judgments per row),
@@ -177,6 +178,15 @@ class DawidSkene(Aggregator):
         confusion = np.clip(confusion + self.smoothing_, _EPS, None)
         confusion /= confusion.sum(axis=2, keepdims=True)
         return prior, confusion
+
+    def warm_half_fit(self, half: DawidSkene, data: AnnotationData) -> DawidSkene:
+        """The read-out's fit of ``half`` (an untempered clone) on a training half ``data``
+        (``models.tempering``), warm from this fit's prior and confusion matrices: the same EM
+        from nearer its end, stopped by the default tolerance when this fit has none (``tol``
+        0: a fixed number of iterations, which from the warm start would only polish)."""
+        half.tol = max(half.tol, HALF_TOL)
+        # the judged tasks only (AnnotationData.judged_only): the held-out ones count nothing
+        return half.fit(data.judged_only(), init=self, check=False)
 
     @property
     def competence_(self) -> np.ndarray:

@@ -32,7 +32,7 @@ Everything is a gather or a segment sum over judgments (np.bincount): no tasks �
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated, Any, Literal, Self
 
 import numpy as np
@@ -101,7 +101,8 @@ class MACE(Aggregator):
 
     # -- fitting -----------------------------------------------------------------------------
     def fit(self, data: AnnotationData, progress: ProgressCallback = no_progress, *,
-            init: MACE | None = None, check: bool | None = None) -> Self:
+            init: MACE | None = None, check: bool | None = None,
+            only_draw: int | None = None) -> Self:
         """EM (or VB) with ``n_restarts`` random restarts; with ``init`` (a fitted MACE, e.g. on an
         earlier snapshot of the same collection) one warm restart from its competences and spam
         distributions (matched by annotator id; a new annotator gets their mean) instead, stopping
@@ -109,7 +110,9 @@ class MACE(Aggregator):
         ``models.warm.cold_check_due`` says so (``check``: True always, False never, None by the
         growth of the judgments since the last check) the random restarts of a cold fit run too,
         with the same draws, and the restart with the best log-likelihood is kept, warm or not;
-        ``start_`` says which."""
+        ``start_`` says which. ``only_draw``: of the cold fit's random starts only that one
+        (0-based) runs, the others drawn and skipped (the read-out's half fits,
+        ``warm_half_fit``)."""
         k = data.n_classes
         smoothing = 0.01 / k if self.smoothing is None else float(self.smoothing)
         gold = data.gold if (self.use_gold and data.gold is not None) else None
@@ -129,7 +132,10 @@ class MACE(Aggregator):
         best: dict[str, _Run] = {}
         restart_ll: dict[str, list[float]] = {prior: [] for prior in priors}
         run = 0
+        draw = -1
         for start in starts:
+            if start == "cold":
+                draw += 1
             if start == "warm":
                 assert init is not None
                 knowing0, spam0 = _aligned_parameters(init, data)
@@ -138,15 +144,19 @@ class MACE(Aggregator):
             else:
                 knowing0, spam0 = _random_start(rng, data.n_annotators, k, smoothing)
                 tol = self.tol
+                if only_draw is not None and draw != only_draw:
+                    continue
             for prior in priors:
                 # a fresh per-topic prior each run: its Dirichlet ν₀ is re-fitted as EM goes
                 topics = (ClassPrior.build(data, "topic", 1.0, idx.judged, True)
                           if prior == "learned" and grouped else None)
-                fitted = self._em(idx, knowing0, spam0, smoothing, prior, topics, tol,
-                                  lambda it, ll, r=run: progress(
-                                      (r * self.n_iter + it) / total,
-                                      f"restart {r + 1}/{len(starts) * len(priors)}, "
-                                      f"log-likelihood {ll:.2f}"), start, data.n_judgments)
+                fitted = replace(self._em(idx, knowing0, spam0, smoothing, prior, topics, tol,
+                                          lambda it, ll, r=run: progress(
+                                              (r * self.n_iter + it) / total,
+                                              f"restart {r + 1}/{len(starts) * len(priors)}, "
+                                              f"log-likelihood {ll:.2f}"), start,
+                                          data.n_judgments),
+                                 draw=draw if start == "cold" else -1)
                 run += 1
                 # "auto": the learned prior starts where MACE's uniform one ended (its
                 # generalisation, from a solution that keeps every class in use)
@@ -156,6 +166,7 @@ class MACE(Aggregator):
                     best[prior] = fitted
         chosen = self._choose_prior(idx, best, k)
         self.restart_log_likelihoods_ = restart_ll[chosen]  # the kept prior's restarts
+        self.start_draw_ = best[chosen].draw  # the kept run's random start (-1: warm)
         self.cold_checked_ = init is not None and checked
         self.cold_checked_at_ = (data.n_judgments if checked
                                  else int(getattr(init, "cold_checked_at_", 0)))
@@ -223,6 +234,18 @@ class MACE(Aggregator):
                                          0.0), axis=1)
         self.selected_ = _select_confident(self.entropy_, data.judgments_per_task() > 0,
                                            self.threshold)
+
+    def warm_half_fit(self, half: MACE, data: AnnotationData) -> MACE:
+        """The read-out's fit of ``half`` (an untempered clone) on a training half ``data``
+        (``models.tempering``): of the random restarts only the one this fit kept, from the
+        same random draw (not from this fit's parameters, which saw the held-out tasks: a half
+        fit started there and stopped after ``n_iter`` iterations stays near them and
+        predicts the held-out judgments too well, τ .03-.08 higher on the weak grid cells;
+        docs/benchmarks.md). A fit that kept a warm start: the cold fit. The judged tasks only
+        (``AnnotationData.judged_only``: the random starts draw per annotator, not per task)."""
+        draw = getattr(self, "start_draw_", -1)
+        data = data.judged_only()
+        return half.fit(data) if draw < 0 else half.fit(data, only_draw=draw)
 
     @property
     def confusion_(self) -> np.ndarray:
@@ -340,6 +363,7 @@ class _Run:
     history: list[float]
     start: str
     groups: int
+    draw: int = -1  # which of the cold fit's random starts (0-based); -1: the warm start
 
     def normalised(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(knowing, spam, log prior) as probabilities: VB's weights are sub-normalised."""
@@ -425,23 +449,20 @@ def _e_step(
     impossible = (np.zeros((0, k), dtype=np.bool_) if idx.impossible is None
                   else idx.impossible)
     proba = np.empty((idx.n_tasks, k))
-    log_norm = np.empty(idx.n_tasks)
+    norm = np.empty(idx.n_tasks)
     top = np.empty(idx.n_tasks)
     know_cells = np.empty(idx.n_annotators * k)
+    class_counts = np.empty(k)  # = proba[idx.judged].sum(axis=0), bit for bit (kernel doc)
     mace_kernels.e_step(idx.ptr, idx.cell, idx.label, table,
                         np.ascontiguousarray(prior_rows, dtype=np.float64), impossible, proba,
-                        log_norm, top, know_cells)
-    log_likelihood = float(np.sum(log_norm) + np.sum(top))
+                        norm, top, know_cells, class_counts)
+    log_likelihood = float(np.sum(np.log(norm, out=norm)) + np.sum(top))
 
     # P(annotator knew | data) = P(T = l | data) h / (g + h); otherwise it spammed label l.
     know = know_cells.reshape(idx.n_annotators, k)
     spam_counts = idx.label_counts - know  # each judgment either knew or spammed its label
     know_total = _row_sum(know)
     knowing_counts = np.stack([idx.per_annotator - know_total, know_total], axis=1)
-    judged = proba if idx.judged.all() else proba[idx.judged]
-    # = judged.sum(axis=0), which numpy adds row after row: a running sum per column, bit for bit.
-    class_counts = np.array([np.cumsum(judged[:, c])[-1] if len(judged) else 0.0
-                             for c in range(k)])
     return log_likelihood, proba, (knowing_counts, spam_counts, class_counts)
 
 

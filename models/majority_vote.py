@@ -33,7 +33,7 @@ from typing import Literal, Self
 
 import numpy as np
 import scipy.optimize
-from scipy.special import gammaln, logsumexp
+from scipy.special import gammaln
 
 from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
 from models.data import AnnotationData
@@ -59,7 +59,9 @@ class MajorityVote(Aggregator):
         # call per task, while a column operation is one pass over the tasks.
         counts = data.counts().astype(np.float64)
         columns = [counts[:, c] for c in range(data.n_classes)]
-        totals = data.judgments_per_task().astype(np.float64)
+        totals = columns[0].copy()  # = judgments_per_task, without a second pass over them
+        for column in columns[1:]:
+            totals += column
         judged = totals > 0
         proba = np.divide(counts, np.maximum(totals, 1.0)[:, None])
         proba[~judged] = 1.0 / data.n_classes
@@ -67,8 +69,11 @@ class MajorityVote(Aggregator):
         self.shares_ = proba
         self.accuracy_, self.concentration_ = float("nan"), float("nan")
         if self.probability == "posterior" and data.n_classes > 1 and (totals > 1).any():
-            self.accuracy_, self.concentration_ = exchangeable_fit(counts[totals > 1])
-            proba = exchangeable_posterior(counts, self.accuracy_, self.concentration_)
+            # a crowd has few distinct vote rows: fit and posterior on those, then gathered
+            rows, inverse, weight = unique_rows(counts)
+            several = rows.sum(axis=1) > 1
+            self.accuracy_, self.concentration_ = _fit_rows(rows[several], weight[several])
+            proba = exchangeable_posterior(rows, self.accuracy_, self.concentration_)[inverse]
             proba[~judged] = 1.0 / data.n_classes
         self.proba_ = proba
         top = columns[0].copy()
@@ -83,10 +88,15 @@ class MajorityVote(Aggregator):
 
     def _break_ties(self, tied: np.ndarray) -> np.ndarray:
         n_classes = tied.shape[1]
-        if self.tie == "lowest":
-            return np.argmax(tied, axis=1)
-        if self.tie == "highest":
-            return n_classes - 1 - np.argmax(tied[:, ::-1], axis=1)
+        if self.tie in ("lowest", "highest"):
+            # = np.argmax over each row (of its reverse for "highest"), column by column: the
+            # first tied class in the rule's order wins (a row with none tied gets argmax's 0)
+            order = range(n_classes - 1, -1, -1) if self.tie == "lowest" else range(n_classes)
+            labels = np.full(tied.shape[0], 0 if self.tie == "lowest" else n_classes - 1,
+                             dtype=np.int64)
+            for c in order:
+                labels[tied[:, c]] = c
+            return labels
         # Random: a uniform key per (task, class); the tied class with the largest key wins.
         rng = np.random.default_rng(self.random_state)
         keys = np.where(tied, rng.random(tied.shape), -1.0)
@@ -126,13 +136,16 @@ class MajorityVote(Aggregator):
         )
 
 
-def _log_votes(counts: np.ndarray, p: float, s: float) -> np.ndarray:
+def _log_votes(counts: np.ndarray, p: float, s: float, totals: np.ndarray | None = None
+               ) -> np.ndarray:
     """(n_tasks, K): log P(votes | T = t) up to a term shared by every t and (p, s)-free:
-    Σ_l [log Γ(n_l + s a_tl) − log Γ(s a_tl)] − [log Γ(n + s) − log Γ(s)]."""
+    Σ_l [log Γ(n_l + s a_tl) − log Γ(s a_tl)] − [log Γ(n + s) − log Γ(s)]. ``totals``: the
+    rows' sums n, when the caller has them."""
     k = counts.shape[1]
     hit, miss = s * p, s * (1.0 - p) / (k - 1)
     missed = gammaln(counts + miss) - gammaln(miss)
-    shared = missed.sum(axis=1) - (gammaln(counts.sum(axis=1) + s) - gammaln(s))
+    totals = counts.sum(axis=1) if totals is None else totals
+    shared = missed.sum(axis=1) - (gammaln(totals + s) - gammaln(s))
     return shared[:, None] + (gammaln(counts + hit) - gammaln(hit)) - missed
 
 
@@ -146,15 +159,60 @@ def exchangeable_fit(counts: np.ndarray) -> tuple[float, float]:
     1-D search) is the model unless the correlated one (a 12 × 12 grid over (logit p, log s),
     refined by Nelder–Mead) beats it by more than Schwarz's ½ ln(tasks) (BIC). Tasks with the
     same votes are one row with a weight: a crowd has few distinct rows."""
-    k = counts.shape[1]
-    rows, weight = np.unique(counts, axis=0, return_counts=True)
+    rows, _, weight = unique_rows(counts)
+    return _fit_rows(rows, weight)
+
+
+def unique_rows(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``np.unique(counts, axis=0, return_inverse=True, return_counts=True)`` for rows of
+    vote counts (whole numbers ≥ 0): the distinct rows in lexicographic order, each row's index
+    among them and their counts. Each row read as a number in base max + 1 (its first column the
+    most significant: the same order), counted by ``np.bincount`` when the numbers are few
+    (a crowd's: at most 21² for two classes and 20 votes a task), else by ``np.unique`` of the
+    numbers; no sort of (n, K) rows."""
+    n, k = counts.shape
+    if n == 0:
+        return counts[:0], np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    whole = counts.astype(np.int64)
+    base = int(whole.max()) + 1
+    if base ** k > 1 << 24:
+        rows, inverse, weight = np.unique(counts, axis=0, return_inverse=True,
+                                          return_counts=True)
+        return rows, inverse.reshape(-1), weight
+    key = whole[:, 0].copy()
+    for c in range(1, k):
+        key *= base
+        key += whole[:, c]
+    tally = np.bincount(key, minlength=base ** k)
+    present = np.flatnonzero(tally)
+    position = np.zeros(tally.shape[0], dtype=np.int64)
+    position[present] = np.arange(present.shape[0])
+    rows = np.empty((present.shape[0], k), dtype=counts.dtype)
+    rest = present.copy()
+    for c in range(k - 1, -1, -1):
+        rows[:, c] = rest % base
+        rest //= base
+    return rows, position[key], tally[present]
+
+
+def _fit_rows(rows: np.ndarray, weight: np.ndarray) -> tuple[float, float]:
+    """``exchangeable_fit`` of the distinct rows ``rows``, each ``weight`` times."""
+    k = rows.shape[1]
+    totals = rows.sum(axis=1)
 
     def unpack(x: np.ndarray) -> tuple[float, float]:
         return 1.0 / k + (1.0 - 1.0 / k) / (1.0 + np.exp(-x[0])), float(np.exp(x[1]))
 
     def loss(x: np.ndarray) -> float:
-        # log space: a task's likelihood is a product over its votes
-        return -float(logsumexp(_log_votes(rows, *unpack(x)), axis=1) @ weight)
+        # log space: a task's likelihood is a product over its votes. scipy's logsumexp's
+        # steps, without its checks (a few hundred calls on a handful of rows: the calls were
+        # the cost); the same operations, so the same bits
+        log_joint = _log_votes(rows, *unpack(x), totals)
+        top = log_joint.max(axis=1, keepdims=True)
+        top[~np.isfinite(top)] = 0
+        total = np.log(np.exp(log_joint - top).sum(axis=1))
+        total += top[:, 0]
+        return -float(total @ weight)
 
     high = _LOG_S_BOUNDS[1]
     single = scipy.optimize.minimize_scalar(lambda a: loss(np.array([a, high])),

@@ -24,10 +24,11 @@ METHOD_PATHS: dict[str, str] = {
     "ebcc": "models.bcc:EBCC",
     "ordinal-ds": "models.ordinal_ds:OrdinalDawidSkene",
     "ordinal-gp": "models.gp.ordinal:OrdinalGP",
+    "judge-family": "models.judge_family:JudgeFamily",
 }
 GP_METHODS = frozenset({"magp", "gpmv", "lk", "ordinal-gp"})
 # Methods that read the labels as ordered grades (the class order is the scale's order).
-ORDINAL_METHODS = frozenset({"ordinal-ds", "ordinal-gp"})
+ORDINAL_METHODS = frozenset({"ordinal-ds", "ordinal-gp", "judge-family"})
 # The GP methods that read two classes only: graded labels are refused before TensorFlow loads.
 BINARY_ONLY_METHODS = GP_METHODS - ORDINAL_METHODS
 

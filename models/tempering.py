@@ -9,7 +9,8 @@ posterior's log-odds wider than the truth's: the errors-in-variables attenuation
 overconfidence (P ≈ .95 where .83 of the tasks are relevant). How much to shrink is measured
 without gold by cross-fitting over tasks (``n_folds`` folds, 2 by default):
 
-1. fit the model on the judgments of every fold but one (a clone, itself not tempered);
+1. fit the model on the judgments of every fold but one (a clone, itself not tempered; started
+   from the full fit, ``WARM_HALVES``);
 2. predict every judgment a of a held-out task i from the task's *other* judgments, with the
    clone's prior ρ and confusion matrices π (never fitted to task i):
    P_τ(y_a) = Σ_t q_τ(t) π_j(a)[t, y_a],
@@ -58,6 +59,10 @@ from models.dependence import agreement_correlation, tempering
 
 TAU_BOUNDS = (0.02, 1.5)
 _TINY = 1e-300
+# The half fits start from the full fit (the model's ``warm_half_fit``: its posterior or its
+# parameters, one run instead of the cold fit's restarts); False: every half fit cold, as before
+# 2026-11-27 (docs/models.md "The read-out's half fits, warm"; bench_calibration.py readout)
+WARM_HALVES = True
 
 
 def check_folds(n_folds: int) -> int:
@@ -112,9 +117,12 @@ def _logsumexp_rows(x: np.ndarray) -> np.ndarray:
 
 
 def crossfit_temperature(make: Callable[[], Any], data: AnnotationData, n_folds: int,
-                         random_state: int | None = None) -> float:
+                         random_state: int | None = None,
+                         warm: Callable[[Any, AnnotationData], Any] | None = None) -> float:
     """τ of the module doc: ``make()`` builds an untempered model with ``prior_`` and
-    ``confusion_`` [j, t, l]; tasks split in ``n_folds`` folds at random (seeded)."""
+    ``confusion_`` [j, t, l]; tasks split in ``n_folds`` folds at random (seeded). ``warm``
+    (model, training data) fits the half from a start of its own (``WARM_HALVES``); None: the
+    model's own cold fit."""
     fold = np.random.default_rng(0 if random_state is None else random_state).permutation(
         data.n_tasks) % n_folds
     pieces = []
@@ -123,8 +131,9 @@ def crossfit_temperature(make: Callable[[], Any], data: AnnotationData, n_folds:
         if not held.any() or held.all():
             continue
         train = ~held
-        fitted = make().fit(replace(data, task=data.task[train],
-                                    annotator=data.annotator[train], label=data.label[train]))
+        half = replace(data, task=data.task[train], annotator=data.annotator[train],
+                       label=data.label[train])
+        fitted = make().fit(half) if warm is None else warm(make(), half)
         pieces.append(judgment_table(fitted.prior_, fitted.confusion_, data, held))
     return heldout_temperature(pieces) if pieces else 1.0
 
@@ -152,8 +161,9 @@ def temper_readout(model: Any, data: AnnotationData, n_folds: int,
     model.temperature_, model.readout_rho_ = 1.0, 0.0
     if n_folds < 2 or data.n_judgments == 0:
         return
+    warm = getattr(model, "warm_half_fit", None) if WARM_HALVES else None
     tau = crossfit_temperature(lambda: clone(model, temper_folds=0), data, n_folds,
-                               random_state)
+                               random_state, warm)
     # a fit already tempered by its design effect (dense judges, models.dependence) has the
     # dependence in its posterior: only τ applies
     rho = (0.0 if getattr(model, "tempered_", False) else

@@ -83,3 +83,31 @@ def test_tempering_reaches_the_difficulty_levels(judges) -> None:  # type: ignor
     accuracy = _accuracy(model, s, data)
     assert model.dependence_rho_ > 0.02 and np.isfinite(model.log_likelihood_)
     assert accuracy >= mv - 0.02
+
+
+@pytest.mark.parametrize(("k", "per_task"), [(2, 5), (3, 4), (4, 12)])
+def test_compiled_agreement_correlation_equals_numpy(k: int, per_task: int,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiled pair sums (models.dependence_kernels) give numpy's ρ̄ to rounding, on
+    unsorted judgments with tasks of every size (one judgment, none, many)."""
+    from models.dependence import agreement_correlation, agreement_correlation_numpy
+
+    rng = np.random.default_rng(k * per_task)
+    n_tasks, n_ann = 300, 25
+    sizes = rng.integers(0, per_task + 1, n_tasks)
+    task = np.repeat(np.arange(n_tasks), sizes)
+    order = rng.permutation(task.shape[0])
+    task = task[order]
+    annotator = rng.integers(0, n_ann, task.shape[0])
+    truth = rng.integers(0, k, n_tasks)
+    label = np.where(rng.random(task.shape[0]) < 0.7, truth[task],
+                     rng.integers(0, k, task.shape[0]))
+    prior = rng.dirichlet(np.ones(k))
+    confusion = rng.dirichlet(np.ones(k), size=(n_ann, k))
+    from models import dependence
+
+    monkeypatch.setattr(dependence, "COMPILED_FROM", 0)  # the compiled pass at any size
+    fast = agreement_correlation(task, annotator, label, prior, confusion)
+    slow = agreement_correlation_numpy(task, annotator, label, prior, confusion)
+    assert fast == pytest.approx(slow, rel=1e-12, abs=1e-15)
+    assert fast != 0.0

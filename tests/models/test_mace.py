@@ -307,3 +307,76 @@ def test_judgment_order_does_not_change_the_fit() -> None:
     np.testing.assert_allclose(other.proba_, first.proba_, rtol=0, atol=1e-10)
     np.testing.assert_allclose(other.competence_, first.competence_, rtol=0, atol=1e-10)
     assert other.log_likelihood_ == pytest.approx(first.log_likelihood_, rel=1e-12)
+
+
+def _reference_e_step(data: AnnotationData, knowing: np.ndarray, spam: np.ndarray,
+                      log_prior: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The compiled sweep's arithmetic in plain Python floats (the C library's exp and log, as
+    the kernel's), before 2026-11-27 (speed3): every class's exp computed, the judged tasks'
+    posteriors summed by numpy; (proba, log-likelihood terms, class counts)."""
+    import math
+
+    k = spam.shape[1]
+    g = np.maximum(knowing[:, :1] * spam, 1e-300)
+    log_g = np.log(g)
+    bonus = np.log(g + knowing[:, 1:]) - log_g
+    proba = np.zeros((data.n_tasks, k))
+    terms = np.zeros(data.n_tasks)
+    order = np.argsort(data.task, kind="stable")
+    for i in range(data.n_tasks):
+        rows = order[data.task[order] == i]
+        base, joint = 0.0, [0.0] * k
+        for a in rows:
+            j, lab = data.annotator[a], data.label[a]
+            base += float(log_g[j, lab])
+            joint[lab] += float(bonus[j, lab])
+        values = [(joint[t] + base) + float(log_prior[t]) for t in range(k)]
+        best = max(values)
+        p = [math.exp(v - best) for v in values]
+        total = p[0]
+        for t in range(1, k):
+            total += p[t]
+        proba[i] = [v / total for v in p]
+        terms[i] = math.log(total)
+    judged = np.bincount(data.task, minlength=data.n_tasks) > 0
+    return proba, terms, proba[judged].sum(axis=0)
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_compiled_e_step_equals_the_reference_bits(k: int) -> None:
+    """The sweep skips exp(0) for the most probable class and sums the class counts itself:
+    the same bits as computing every exp and numpy's sum over the judged rows (unsorted input,
+    tasks nobody judged)."""
+    rng = np.random.default_rng(k)
+    data = _mace_data(200, 15, k, rng.uniform(0.2, 0.9, 15), rng.dirichlet(np.ones(k), 15), 3,
+                      seed=8)
+    order = rng.permutation(data.n_judgments)
+    keep = order[data.task[order] % 17 != 0]  # some tasks left without judgments
+    data = AnnotationData(task=data.task[keep], annotator=data.annotator[keep],
+                          label=data.label[keep], topic_ids=data.topic_ids,
+                          doc_ids=data.doc_ids, annotator_ids=data.annotator_ids,
+                          classes=data.classes)
+    knowing = rng.dirichlet([1, 1], 15)
+    spam = rng.dirichlet(np.ones(k), 15)
+    log_prior = np.log(rng.dirichlet(np.ones(k)))
+    _, proba, (_, _, class_counts) = _e_step(_Judgments.from_data(data, None), knowing, spam,
+                                             log_prior)
+    want, _, want_counts = _reference_e_step(data, knowing, spam, log_prior)
+    assert np.array_equal(proba, want)
+    assert np.array_equal(class_counts, want_counts)
+
+
+@pytest.mark.parametrize("class_prior", ["auto", "uniform"])
+def test_only_draw_replays_the_kept_restart(class_prior: str) -> None:
+    """``only_draw`` (the read-out's half fits) runs only that random start: on the same data
+    it reproduces the full fit's kept run bit for bit, and the read-out's half fits use it."""
+    syn = generate(400, 20, noise_level=NOISE_LEVELS["4-8"], redundancy=3, random_state=1)
+    data = syn.to_annotation_data(with_features=False)
+    full = MACE(random_state=3, temper_folds=0, class_prior=class_prior).fit(data)
+    assert 0 <= full.start_draw_ < 10
+    one = MACE(random_state=3, temper_folds=0, class_prior=class_prior).fit(
+        data, only_draw=full.start_draw_)
+    assert np.array_equal(one.proba_, full.proba_)
+    assert one.log_likelihood_ == full.log_likelihood_
+    assert one.class_prior_used_ == full.class_prior_used_
+    assert len(one.restart_log_likelihoods_) == 1

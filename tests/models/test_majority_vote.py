@@ -157,3 +157,87 @@ def test_posterior_keeps_ties_and_order_multiclass() -> None:
 def test_single_votes_keep_the_shares() -> None:
     data = _toy([[1], [0], [1]])
     np.testing.assert_allclose(MajorityVote().fit(data).proba_, [[0, 1], [1, 0], [0, 1]])
+
+
+def _reference_fit(counts: np.ndarray) -> tuple[float, float]:
+    """exchangeable_fit as it was before 2026-11-27 (speed3): rows by np.unique(axis=0), the
+    loss through scipy's logsumexp; the fast path must give the same bits."""
+    import scipy.optimize
+    from scipy.special import logsumexp
+
+    from models.majority_vote import _LOG_S_BOUNDS, _log_votes
+
+    k = counts.shape[1]
+    rows, weight = np.unique(counts, axis=0, return_counts=True)
+
+    def unpack(x: np.ndarray) -> tuple[float, float]:
+        return 1.0 / k + (1.0 - 1.0 / k) / (1.0 + np.exp(-x[0])), float(np.exp(x[1]))
+
+    def loss(x: np.ndarray) -> float:
+        return -float(logsumexp(_log_votes(rows, *unpack(x)), axis=1) @ weight)
+
+    high = _LOG_S_BOUNDS[1]
+    single = scipy.optimize.minimize_scalar(lambda a: loss(np.array([a, high])),
+                                            bounds=(-12.0, 12.0), method="bounded")
+    grid = [np.array([a, b]) for a in np.linspace(-6.0, 6.0, 12)
+            for b in np.linspace(*_LOG_S_BOUNDS, 12)]
+    res = scipy.optimize.minimize(loss, min(grid, key=loss), method="Nelder-Mead",
+                                  bounds=[(-12.0, 12.0), _LOG_S_BOUNDS],
+                                  options={"xatol": 1e-6, "fatol": 1e-9, "maxiter": 2000})
+    if float(single.fun) - float(res.fun) > 0.5 * np.log(max(int(weight.sum()), 2)):
+        return unpack(res.x)
+    return unpack(np.array([single.x, high]))
+
+
+@pytest.mark.parametrize(("k", "top"), [(2, 6), (3, 4), (4, 30), (2, 5000)])
+def test_unique_rows_is_numpys(k: int, top: int) -> None:
+    """The counted unique rows equal np.unique(axis=0)'s, order, inverse and counts (the last
+    case too wide to count: np.unique's own path)."""
+    from models.majority_vote import unique_rows
+
+    rng = np.random.default_rng(k * top)
+    counts = rng.integers(0, top, size=(3000, k)).astype(np.float64)
+    counts[:7] = 0.0  # unjudged tasks
+    rows, inverse, weight = unique_rows(counts)
+    want_rows, want_inverse, want_weight = np.unique(counts, axis=0, return_inverse=True,
+                                                     return_counts=True)
+    np.testing.assert_array_equal(rows, want_rows)
+    np.testing.assert_array_equal(inverse, want_inverse.reshape(-1))
+    np.testing.assert_array_equal(weight, want_weight)
+    assert rows.dtype == counts.dtype
+
+
+@pytest.mark.parametrize("correlation", [0.0, 0.3])
+def test_fast_fit_equals_the_reference_path(correlation: float) -> None:
+    """MV's posterior from the distinct rows (fit, posterior, gather) equals the reference
+    (np.unique + scipy's logsumexp on every task), bit for bit, and so do the tie rules."""
+    from models.majority_vote import exchangeable_fit, exchangeable_posterior
+
+    rng = np.random.default_rng(11)
+    n, k = 2000, 3
+    per_task = rng.integers(1, 7, n)
+    task = np.repeat(np.arange(n), per_task)
+    truth = rng.integers(0, k, n)
+    share = rng.beta(8 * (1 - correlation) + 1, 2, n)  # a task's own accuracy: correlated votes
+    right = rng.random(task.shape[0]) < share[task]
+    label = np.where(right, truth[task], rng.integers(0, k, task.shape[0]))
+    data = AnnotationData(task=task, annotator=rng.integers(0, 40, task.shape[0]), label=label,
+                          topic_ids=np.full(n + 5, "t"),
+                          doc_ids=np.array([f"d{i}" for i in range(n + 5)]),
+                          annotator_ids=np.array([f"a{j}" for j in range(40)]),
+                          classes=np.arange(k))
+    counts = data.counts().astype(np.float64)
+    several = counts.sum(axis=1) > 1
+    p, s = _reference_fit(counts[several])
+    assert exchangeable_fit(counts[several]) == (p, s)
+    fitted = MajorityVote().fit(data)
+    assert (fitted.accuracy_, fitted.concentration_) == (p, s)
+    want = exchangeable_posterior(counts, p, s)
+    want[counts.sum(axis=1) == 0] = 1.0 / k
+    np.testing.assert_array_equal(fitted.proba_, want)
+    for tie in ("lowest", "highest"):
+        top = counts.max(axis=1, keepdims=True)
+        tied = counts == top
+        ref = (np.argmax(tied, axis=1) if tie == "lowest"
+               else k - 1 - np.argmax(tied[:, ::-1], axis=1))
+        np.testing.assert_array_equal(MajorityVote(tie=tie).fit(data).labels_, ref)
