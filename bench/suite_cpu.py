@@ -1,0 +1,94 @@
+"""CPU seconds of every test, whatever else the machine is doing: a pytest plugin and its report.
+
+Wall-clock durations (``--durations``, ``bench/durations.py``) grow with the machine's load; CPU
+seconds hardly do. With root and the cgroup-v1 ``cpuacct`` controller (``/sys/fs/cgroup/cpuacct``),
+each pytest-xdist worker moves itself into a cgroup of its own, so a test's CPU is that of the
+worker's whole process tree: the job processes it forks, the servers, Celery workers and browsers
+it starts. Without the controller it falls back to ``getrusage`` of the worker and the children
+it has waited for (a job process that outlives its test is then missed).
+
+    PYTHONPATH=bench python -m pytest -q -n 2 --dist loadfile -p suite_cpu   # writes /tmp/suite-cpu
+    python bench/suite_cpu.py /tmp/suite-cpu --top 30
+
+``SUITE_CPU_DIR`` moves the output. Each worker writes ``<worker>.tsv``: test id, wall s, CPU s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+CGROUPS = Path("/sys/fs/cgroup/cpuacct")
+OUT = Path(os.environ.get("SUITE_CPU_DIR", "/tmp/suite-cpu"))
+_state: dict[str, object] = {}
+
+
+def _rusage_cpu() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker is None and config.getoption("numprocesses", default=None):
+        return  # the xdist controller runs no test
+    worker = worker or "main"
+    OUT.mkdir(parents=True, exist_ok=True)
+    group = CGROUPS / f"crowdqrels-suite-{worker}"
+    try:
+        group.mkdir(exist_ok=True)
+        (group / "cgroup.procs").write_text(str(os.getpid()))
+        usage = group / "cpuacct.usage"
+        _state["cpu"] = lambda: int(usage.read_text()) / 1e9
+    except OSError:
+        _state["cpu"] = _rusage_cpu
+    _state["out"] = (OUT / f"{worker}.tsv").open("a")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):  # type: ignore[no-untyped-def]
+    cpu = _state.get("cpu")
+    if cpu is None:
+        yield
+        return
+    c0, w0 = cpu(), time.perf_counter()  # type: ignore[operator]
+    yield
+    c1, w1 = cpu(), time.perf_counter()  # type: ignore[operator]
+    out = _state["out"]
+    out.write(f"{item.nodeid}\t{w1 - w0:.3f}\t{c1 - c0:.3f}\n")  # type: ignore[attr-defined]
+    out.flush()  # type: ignore[attr-defined]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="CPU seconds per test, file and directory")
+    parser.add_argument("folder", type=Path, nargs="?", default=OUT)
+    parser.add_argument("--top", type=int, default=20)
+    args = parser.parse_args()
+    rows = []
+    for path in sorted(args.folder.glob("*.tsv")):
+        for line in path.read_text().splitlines():
+            test, wall, cpu = line.rsplit("\t", 2)
+            rows.append((test, float(wall), float(cpu)))
+    wall = sum(r[1] for r in rows)
+    cpu = sum(r[2] for r in rows)
+    print(f"{len(rows)} tests: {cpu:.0f} CPU s, {wall:.0f} s of the workers' wall time\n")
+    print(f"| CPU s | wall s | test (the {args.top} costliest) |\n|---:|---:|---|")
+    for test, w, c in sorted(rows, key=lambda r: -r[2])[:args.top]:
+        print(f"| {c:.1f} | {w:.1f} | `{test}` |")
+    files: dict[str, float] = defaultdict(float)
+    for test, _, c in rows:
+        files[test.split("::")[0]] += c
+    print(f"\n| CPU s | share | file (the {args.top} costliest) |\n|---:|---:|---|")
+    for name, c in sorted(files.items(), key=lambda kv: -kv[1])[:args.top]:
+        print(f"| {c:.1f} | {100 * c / cpu:.1f} % | `{name}` |")
+
+
+if __name__ == "__main__":
+    main()
