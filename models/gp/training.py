@@ -30,12 +30,13 @@ import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import gpflow
 import numpy as np
 import scipy.optimize
 import tensorflow as tf
-from check_shapes import check_shapes
+from check_shapes import check_shapes, disable_check_shapes
 
 from models.gp.constants import M_STEP_MAX_TASKS
 from models.gp.likelihood import GaussianBernoulli, judgment_expectations, log_ndtr
@@ -63,6 +64,13 @@ GOLD_SCALE = 1.0
 # is far below the 12-point rule's own error (``judgment_expectations``); sums over judgments and
 # all GP algebra stay float64.
 QUADRATURE_DTYPE = tf.float32
+# The full GP (Z = X) by the direct algebra of ``exact_posterior`` (B = I + S½ K S½, one
+# Cholesky and one triangular solve: about a quarter of the Titsias route's M³ work, and no
+# Cholesky of K in the M step's loss); False: the Titsias algebra with A = Lᵀ, as the sparse GP.
+# The two agree to rounding (tests/models/gp/test_gp_fast_paths.py).
+FULL_GP_DIRECT = True
+# check_shapes off while the compiled steps trace (``_unchecked``).
+TRACE_UNCHECKED = True
 
 
 @dataclass
@@ -186,12 +194,74 @@ class CrowdGPCore(gpflow.base.Module):
             tf.shape(Z)[0], dtype=kuu.dtype)
         L = tf.linalg.cholesky(kuu)
         if self.Z is None:
-            blocks = [tf.linalg.triangular_solve(L, kuu, lower=True)]
+            # Z = X: A = L⁻¹ Kuu = Lᵀ (Kuu = L Lᵀ, jitter included) without the M³ triangular
+            # solve and its backward pass; equal to the solve's result up to rounding.
+            blocks = [tf.transpose(L)]
         else:
             blocks = [tf.linalg.triangular_solve(L, self.kernel(Z, X[start:stop]), lower=True)
                       for start, stop in _column_blocks(X.shape[0])]
         kdiag = self.kernel(X, full_cov=False)
         return L, blocks, kdiag
+
+    def full_kernel(self) -> tf.Tensor:
+        """K + jitter over all tasks (the full GP's prior covariance, as ``gp_prep``'s Kuu)."""
+        K = self.kernel(self.X)
+        return K + JITTER * tf.reduce_mean(tf.linalg.diag_part(K)) * tf.eye(
+            tf.shape(self.X)[0], dtype=K.dtype)
+
+    def direct(self) -> bool:
+        """Whether the full GP's posterior goes by ``exact_posterior``."""
+        return FULL_GP_DIRECT and self.X is not None and self.kernel is not None and self.Z is None
+
+    def exact_posterior(self, K: tf.Tensor, kdiag: tf.Tensor, m0: tf.Tensor
+                        ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+        """``posterior`` for the full GP (Z = X) from K = Kff + jitter, without chol(K).
+
+        With S = diag(β) ⪰ 0 (every site precision τ̃ ≥ 0: the E step's curvature is the
+        Gauss–Newton one, so 0 ≤ β ≤ τ̃) and r = βỹ − β m0, the Titsias terms with A = Lᵀ
+        (K = L Lᵀ) are, by Sylvester's determinant identity and the push-through identity
+        L (I + Lᵀ S L)⁻¹ Lᵀ = (K⁻¹ + S)⁻¹ = K − K S½ B⁻¹ S½ K, B = I + S½ K S½ (GPML's B):
+        log det(I + Lᵀ S L) = log det B; ‖c‖² = rᵀ K r − ‖V r‖², V = LB⁻¹ S½ K;
+        m_g = m0 + K r − Vᵀ V r; diag(Aᵀ B⁻¹ A) = diag K − column sums of V². One M³/3
+        Cholesky and one M³ triangular solve instead of two Cholesky factors, two M³ products
+        and two triangular solves.
+        """
+        nat1 = tf.convert_to_tensor(self.nat1)
+        nat2 = tf.convert_to_tensor(self.nat2)
+        tau2 = self.tau2
+        denom, beta, b = self.pseudo_observations(nat1, nat2)
+        d = tf.maximum(kdiag - tf.linalg.diag_part(K), 0.0)
+        r = b - beta * m0
+        root = tf.sqrt(tf.maximum(beta, 0.0))
+        LB = tf.linalg.cholesky(tf.eye(tf.shape(K)[0], dtype=K.dtype)
+                                + root[:, None] * K * root[None, :])
+        V = tf.linalg.triangular_solve(LB, root[:, None] * K, lower=True)
+        Kr = tf.linalg.matvec(K, r)
+        Vr = tf.linalg.matvec(V, r)
+        m_g = m0 + Kr - tf.linalg.matvec(V, Vr, transpose_a=True)
+        v_g = tf.maximum(d + tf.linalg.diag_part(K) - tf.reduce_sum(tf.square(V), axis=0), 1e-12)
+        gp_terms = (
+            -tf.reduce_sum(tf.math.log(tf.linalg.diag_part(LB)))
+            - 0.5 * tf.reduce_sum(beta * d)
+            + 0.5 * (tf.reduce_sum(r * Kr) - tf.reduce_sum(tf.square(Vr)))
+        )
+        return self._site_part(m_g, v_g, m0, nat1, nat2, tau2, denom, beta, b, gp_terms)
+
+    def _site_part(self, m_g: tf.Tensor, v_g: tf.Tensor, m0: tf.Tensor, nat1: tf.Tensor,
+                   nat2: tf.Tensor, tau2: tf.Tensor, denom: tf.Tensor, beta: tf.Tensor,
+                   b: tf.Tensor, gp_terms: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+        """q(f) = q(g + e) and the objective's terms from q(g) (see ``posterior``)."""
+        w = tau2 * beta  # weight of the site against g in the mean of f = g + e
+        m_f = (1.0 - w) * m_g + tau2 * b
+        v_f = tf.square(1.0 - w) * v_g + tau2 * (1.0 - w)
+        site_terms = (
+            -0.5 * tf.reduce_sum(tf.math.log(denom))
+            + 0.5 * tau2 * tf.reduce_sum(nat1 * b)
+            + tf.reduce_sum(b * m0)
+            - 0.5 * tf.reduce_sum(beta * tf.square(m0))
+            + tf.reduce_sum(0.5 * nat2 * (tf.square(m_f) + v_f) - nat1 * m_f)
+        )
+        return m_f, v_f, gp_terms + site_terms
 
     def pseudo_observations(self, nat1: tf.Tensor | None = None, nat2: tf.Tensor | None = None
                             ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
@@ -245,17 +315,7 @@ class CrowdGPCore(gpflow.base.Module):
                 - 0.5 * tf.reduce_sum(beta * d)
                 + 0.5 * tf.reduce_sum(tf.square(c))
             )
-        w = tau2 * beta  # weight of the site against g in the mean of f = g + e
-        m_f = (1.0 - w) * m_g + tau2 * b
-        v_f = tf.square(1.0 - w) * v_g + tau2 * (1.0 - w)
-        site_terms = (
-            -0.5 * tf.reduce_sum(tf.math.log(denom))
-            + 0.5 * tau2 * tf.reduce_sum(nat1 * b)
-            + tf.reduce_sum(b * m0)
-            - 0.5 * tf.reduce_sum(beta * tf.square(m0))
-            + tf.reduce_sum(0.5 * nat2 * (tf.square(m_f) + v_f) - nat1 * m_f)
-        )
-        return m_f, v_f, gp_terms + site_terms
+        return self._site_part(m_g, v_g, m0, nat1, nat2, tau2, denom, beta, b, gp_terms)
 
     def predict_f(self, Xnew: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Mean and variance of f_* = g(x_*) + e_* for new tasks (e_* ~ N(0, τ²): unjudged)."""
@@ -311,8 +371,12 @@ class CrowdGPCore(gpflow.base.Module):
         )
 
     def elbo(self) -> tf.Tensor:
-        _, A, kdiag = self.gp_prep()
-        m_f, v_f, terms = self.posterior(A, kdiag, self.prior_mean(self.X))
+        if self.direct():
+            m_f, v_f, terms = self.exact_posterior(
+                self.full_kernel(), self.kernel(self.X, full_cov=False), self.prior_mean(self.X))
+        else:
+            _, A, kdiag = self.gp_prep()
+            m_f, v_f, terms = self.posterior(A, kdiag, self.prior_mean(self.X))
         ve, _, _ = self.judgment_terms(m_f, v_f)
         gold, _, _ = self.gold_terms(m_f, v_f)
         return terms + tf.reduce_sum(ve) + tf.reduce_sum(gold)
@@ -329,6 +393,10 @@ class CrowdGPCore(gpflow.base.Module):
     # -- compiled steps -------------------------------------------------------------------
     def _prep_impl(self) -> tuple[tf.Tensor | None, list[tf.Tensor] | None, tf.Tensor,
                                   tf.Tensor | None]:
+        if self.direct():
+            # L and A are not needed by the E step, the objective or q; the read-outs that want
+            # them (prediction, joint samples) call ``gp_prep`` themselves.
+            return None, self.full_kernel(), self.kernel(self.X, full_cov=False), None
         L, A, kdiag = self.gp_prep()
         return L, A, kdiag, None if A is None else nystrom_gap(A, kdiag)
 
@@ -350,7 +418,7 @@ class CrowdGPCore(gpflow.base.Module):
                     m0: tf.Tensor, rate: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         """One natural-gradient update of every site; returns q's means and the objective
         (ELBO + log prior) before the update, which the same Gauss–Hermite pass gives."""
-        m_f, v_f, terms = self.posterior(A, kdiag, m0, d=d)
+        m_f, v_f, terms = self._posterior_prepared(A, kdiag, d, m0)
         ve, dm, dv = self.judgment_terms(m_f, v_f)
         gold, gold_dm, gold_dv = self.gold_terms(m_f, v_f)
         objective = (terms + tf.reduce_sum(ve) + tf.reduce_sum(gold)
@@ -366,12 +434,20 @@ class CrowdGPCore(gpflow.base.Module):
 
     def _q_impl(self, A: list[tf.Tensor] | None, kdiag: tf.Tensor, d: tf.Tensor | None
                 ) -> tuple[tf.Tensor, tf.Tensor]:
-        m_f, v_f, _ = self.posterior(A, kdiag, self.prior_mean(self.X), d=d)
+        m_f, v_f, _ = self._posterior_prepared(A, kdiag, d, self.prior_mean(self.X))
         return m_f, v_f
+
+    def _posterior_prepared(self, A: list[tf.Tensor] | tf.Tensor | None, kdiag: tf.Tensor,
+                            d: tf.Tensor | None, m0: tf.Tensor
+                            ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+        """``posterior`` from ``prepared()``'s parts (there, K in A's place for the full GP)."""
+        if self.direct():
+            return self.exact_posterior(A, kdiag, m0)
+        return self.posterior(A, kdiag, m0, d=d)
 
     def _state_impl(self, A: list[tf.Tensor] | None, kdiag: tf.Tensor, d: tf.Tensor | None
                     ) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
-        m_f, v_f, terms = self.posterior(A, kdiag, self.prior_mean(self.X), d=d)
+        m_f, v_f, terms = self._posterior_prepared(A, kdiag, d, self.prior_mean(self.X))
         ve, _, _ = self.judgment_terms(m_f, v_f)
         gold, _, _ = self.gold_terms(m_f, v_f)
         return m_f, v_f, terms + tf.reduce_sum(ve) + tf.reduce_sum(gold) + self.log_prior_density()
@@ -551,10 +627,22 @@ def _lbfgs(loss_and_grads: Callable[[], tuple[tf.Tensor, list[tf.Tensor]]],
         return float(loss.numpy()), flat
 
     x0 = np.concatenate([np.ravel(v.numpy()) for v in variables])
-    start, _ = fun(x0)
-    res = scipy.optimize.minimize(fun, x0, jac=True, method="L-BFGS-B",
+    start = fun(x0)
+    first = [True]
+
+    def fun_reusing_start(x: np.ndarray) -> tuple[float, np.ndarray]:
+        # scipy's first evaluation is at x0, already evaluated for ``start``: one evaluation of
+        # the loss and its gradient less per L-BFGS run (the M step's GP block at 400 tasks: a
+        # sixth of its evaluations), same values.
+        if first[0]:
+            first[0] = False
+            if np.array_equal(x, x0):
+                return start[0], start[1].copy()
+        return fun(x)
+
+    res = scipy.optimize.minimize(fun_reusing_start, x0, jac=True, method="L-BFGS-B",
                                   options={"maxiter": maxiter})
-    assign(res.x if np.isfinite(res.fun) and res.fun <= start else x0)
+    assign(res.x if np.isfinite(res.fun) and res.fun <= start[0] else x0)
 
 
 def run_em(
@@ -656,7 +744,20 @@ def _compiled(fn: Callable, reduce_retracing: bool = False) -> Callable:
     wrappers included) was pure cost: 6 s of CPU for ``_prep``'s first trace at 2,000 tasks,
     most of a small fit's time (docs/gp.md, "Speed and memory"). A tensor used as a Python bool
     now fails when traced instead of being converted."""
-    return tf.function(fn, autograph=False, reduce_retracing=reduce_retracing)
+    return tf.function(_unchecked(fn), autograph=False, reduce_retracing=reduce_retracing)
+
+
+def _unchecked(fn: Callable) -> Callable:
+    """``fn`` run with check_shapes' checks off (when traced: the shapes are checked once per
+    trace anyway, and the checks were a third of a small fit's tracing time)."""
+    @functools.wraps(fn)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        if not TRACE_UNCHECKED:
+            return fn(*args, **kwargs)
+        with disable_check_shapes():
+            return fn(*args, **kwargs)
+
+    return wrapped
 
 
 @functools.partial(_compiled, reduce_retracing=True)

@@ -1,5 +1,13 @@
-"""The GP fit's fast paths (issue #36) against float64 references: the float32 Gauss–Hermite pass,
-log Φ's two branches and the task-difficulty read-out in TensorFlow."""
+"""The GP engine's fast paths against their reference computations (issue 36, gpspeed3).
+
+- the full GP's direct algebra (``CrowdGPCore.exact_posterior``) against the Titsias algebra
+  with A = L⁻¹ K by a triangular solve (what ``gp_prep`` computed before): q, the objective and
+  its gradients w.r.t. the GP parameters;
+- A = Lᵀ for Z = X against the triangular solve;
+- ``_lbfgs`` reusing its start evaluation: the same minimiser, one evaluation fewer;
+- the ordinal core's compiled spam responsibilities against the eager ones;
+- a whole MAGP fit through either algebra: the same labels, probabilities within 1e-5.
+"""
 
 from __future__ import annotations
 
@@ -9,119 +17,139 @@ import pytest
 tf = pytest.importorskip("tensorflow")
 gpflow = pytest.importorskip("gpflow")
 
-from scipy.special import log_ndtr as scipy_log_ndtr  # noqa: E402
-from scipy.special import logsumexp  # noqa: E402
-
-from models.gp.likelihood import gauss_hermite, judgment_expectations, log_ndtr_and_mills  # noqa: E402
-from models.gp.model import LK, MAGP  # noqa: E402
-from models.gp.training import fit_task_noise  # noqa: E402
+import models.gp.training as training  # noqa: E402
+from models.gp.likelihood import GaussianBernoulli  # noqa: E402
+from models.gp.model import MAGP, build_kernel  # noqa: E402
+from models.gp.training import CrowdGPCore, _lbfgs, nystrom_gap  # noqa: E402
 from models.synthetic import generate  # noqa: E402
 
 
-@pytest.mark.parametrize("dtype", [tf.float32, tf.float64])
-def test_log_ndtr_and_mills_match_scipy_in_both_tails(dtype):
-    """log Φ, φ/Φ and z + φ/Φ are finite and equal scipy's float64 values across both branches,
-    including deep in the lower tail where erfc underflows (float32 below z ≈ −13)."""
-    z = np.concatenate([np.linspace(-200.0, 30.0, 4001), [-8.0, -20.0, -7.999, -19.999]])
-    log_p, r, z_plus_r = (t.numpy().astype(np.float64)
-                          for t in log_ndtr_and_mills(tf.constant(z, dtype=dtype)))
-    want = scipy_log_ndtr(z)
-    mills = np.exp(-0.5 * z**2 - 0.5 * np.log(2 * np.pi) - want)
-    rtol = 1e-5 if dtype == tf.float32 else 1e-9
-    assert np.all(np.isfinite(log_p)) and np.all(np.isfinite(r)) and np.all(z_plus_r > 0)
-    np.testing.assert_allclose(log_p, want, rtol=rtol, atol=rtol * 1e-2)
-    np.testing.assert_allclose(r, mills, rtol=rtol * 10, atol=rtol * 1e-2)
-    # z + r: r ≈ −z in the lower tail, so the reference is taken in float64 where it is exact
-    # enough (z > −20); below, the series form's value, 1/(−z) to first order.
-    upper = z > -20
-    np.testing.assert_allclose(z_plus_r[upper], (z + mills)[upper], rtol=1e-3, atol=1e-6)
-    np.testing.assert_allclose(z_plus_r[~upper], -1.0 / z[~upper], rtol=1e-2)
+def _core(n: int = 40, deviation: bool = True, seed: int = 0) -> CrowdGPCore:
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2))
+    task = np.repeat(np.arange(n), 3)
+    ann = rng.integers(0, 5, size=3 * n)
+    lab = rng.integers(0, 2, size=3 * n)
+    kernel = build_kernel("rbf", 2)
+    kernel.variance.assign(1.7)
+    mean = gpflow.functions.Linear(A=np.array([[0.3], [-0.2]]), b=np.array([0.1]))
+    core = CrowdGPCore(n_tasks=n, task=task, annotator=ann, label=lab,
+                       likelihood=GaussianBernoulli(n, 5), features=X, kernel=kernel,
+                       mean_function=mean, deviation=deviation, deviation_variance=0.6)
+    core.nat1.assign(rng.normal(size=n))
+    # Site precisions ≥ 0, some 0 (a task without judgments), some large.
+    nat2 = rng.uniform(0.0, 3.0, size=n)
+    nat2[:3] = 0.0
+    nat2[3] = 50.0
+    core.nat2.assign(nat2)
+    return core
 
 
-def test_float32_quadrature_agrees_with_float64():
-    """The E step's statistics from the float32 pass equal the float64 pass to well below the
-    12-point rule's own error, also for judgments deep in the tail (|z| up to ~60)."""
-    rng = np.random.default_rng(0)
-    n = 5000
-    fmu = np.concatenate([rng.normal(scale=3.0, size=n - 4), [60.0, -60.0, 25.0, -25.0]])
-    args = [tf.constant(x) for x in (fmu, rng.uniform(0.01, 4.0, n), np.sign(rng.normal(size=n)),
-                                     rng.normal(scale=0.3, size=n),
-                                     np.sqrt(1.0 + rng.uniform(0.0, 3.0, n)))]
-    nodes, weights = gauss_hermite(12)
-    wide = judgment_expectations(*args, nodes, weights)
-    narrow = judgment_expectations(*args, nodes, weights, tf.float32)
-    # ∂E/∂v reads z + φ/Φ, which cancels just above the tail threshold (z ≈ −8): 7·10⁻⁵ there.
-    for a, b, tol in zip(wide, narrow, (1e-5, 1e-5, 1e-4), strict=True):
-        assert b.dtype == tf.float64 and np.all(np.isfinite(b.numpy()))
-        np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=tol, atol=tol)
-    # Log-concave: site precisions ≥ 0 (0 where φ underflows in float32 for z >> 0, ~10⁻²⁴ in
-    # float64), > 0 wherever they matter.
-    dv, dv64 = narrow[2].numpy(), wide[2].numpy()
-    assert np.all(dv <= 0) and np.all(dv[dv64 < -1e-30] < 0)
+def _reference(core: CrowdGPCore) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    """The Titsias algebra with A = L⁻¹ Kuu by a triangular solve, as before A = Lᵀ."""
+    K = core.full_kernel()
+    L = tf.linalg.cholesky(K)
+    A = [tf.linalg.triangular_solve(L, K, lower=True)]
+    kdiag = core.kernel(core.X, full_cov=False)
+    return core.posterior(A, kdiag, core.prior_mean(core.X), d=nystrom_gap(A, kdiag))
 
 
-def _reference_task_noise(core, grid):
-    """fit_task_noise's posterior mean of σ_i² computed with scipy's float64 log Φ, task by grid
-    point by node, as the read-out was before it moved to TensorFlow."""
-    lik = core.likelihood
-    m_f, v_f = (t.numpy() for t in core.q())
-    precision = np.maximum(1.0 / v_f - core.nat2.numpy(), 1e-6)
-    cavity_mean = (m_f / v_f - core.nat1.numpy()) / precision
-    sd_f = np.sqrt(v_f)
-    task, ann, sign = core.task.numpy(), core.annotator.numpy(), core.sign.numpy()
-    offset = lik.task_bias.numpy()[task] + lik.annotator_bias.numpy()[ann]
-    base = 1.0 + lik.annotator_variance.numpy()[ann]
-    if getattr(lik, "spam_prior", 0.0) > 0:
-        eps = lik.spam.numpy()[ann]
-        spam = np.log(eps * lik.strategy.numpy()[ann, (sign > 0).astype(int)])
-
-        def log_prob(z):
-            return np.logaddexp(np.log1p(-eps) + scipy_log_ndtr(z), spam)
-    else:
-        log_prob = scipy_log_ndtr
-    log_post = np.empty((grid.size, core.n_tasks))
-    for k, g in enumerate(grid):
-        per_node = []
-        for node, w in zip(lik.nodes, lik.weights, strict=True):
-            f = m_f + sd_f * node
-            corr = (0.5 * np.log(precision * v_f) - 0.5 * precision * (f - cavity_mean) ** 2
-                    + 0.5 * (f - m_f) ** 2 / v_f)
-            z = sign * (f[task] + offset) / np.sqrt(base + g)
-            per_node.append(np.bincount(task, log_prob(z), minlength=core.n_tasks) + corr
-                            + np.log(w))
-        log_post[k] = logsumexp(np.stack(per_node), axis=0) - g
-    step = np.diff(grid)
-    log_post += np.log(np.concatenate([[step[0]], step[:-1] + step[1:], [step[-1]]]) / 2)[:, None]
-    return grid @ np.exp(log_post - logsumexp(log_post, axis=0))
+@pytest.mark.parametrize("deviation", [True, False])
+def test_direct_full_gp_algebra_equals_the_titsias_route(deviation: bool) -> None:
+    core = _core(deviation=deviation)
+    assert core.direct()
+    m_ref, v_ref, t_ref = _reference(core)
+    m_f, v_f, terms = core.exact_posterior(core.full_kernel(),
+                                           core.kernel(core.X, full_cov=False),
+                                           core.prior_mean(core.X))
+    np.testing.assert_allclose(m_f.numpy(), m_ref.numpy(), rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(v_f.numpy(), v_ref.numpy(), rtol=1e-9, atol=1e-9)
+    assert terms.numpy() == pytest.approx(t_ref.numpy(), rel=1e-10, abs=1e-9)
+    # The compiled steps read the same q whichever algebra they were traced with.
+    m_fast, v_fast = (t.numpy() for t in core.q())
+    np.testing.assert_allclose(m_fast, m_ref.numpy(), rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(v_fast, v_ref.numpy(), rtol=1e-9, atol=1e-9)
 
 
-@pytest.mark.parametrize("model", [
-    MAGP(random_state=0, n_iter=3, m_step_iterations=3),
-    LK(random_state=0, n_iter=3, asymmetric_noise=True, learn_annotator_bias=False),
-])
-def test_task_difficulty_equals_the_float64_reference(model):
-    """The TensorFlow read-out (log Φ in float32, sums per task in float64) equals the scipy
-    float64 computation of the same posterior means, with and without the spam part."""
-    synth = generate(300, 15, noise_level=(0.5, 3.0), redundancy=5, random_state=2)
-    model.fit(synth.to_annotation_data(with_features=isinstance(model, MAGP)))
-    core = model.core_
-    grid = np.concatenate([[0.0], np.geomspace(0.01, 20.0, 30)])
-    want = _reference_task_noise(core, grid)
-    fit_task_noise(core, grid)
-    got = core.likelihood.task_variance.numpy()
-    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
-    assert got.std() > 0.05  # the tasks differ: the comparison is not between constants
+def test_direct_objective_and_gradients_equal_the_titsias_route(monkeypatch) -> None:
+    core = _core()
+    variables = core._gp_variables()
+    assert len(variables) >= 4  # kernel variance and lengthscales, τ², the mean's A and b
+    fast, fast_grads = core._gp_loss_and_grads_impl()
+    monkeypatch.setattr(training, "FULL_GP_DIRECT", False)
+    assert not core.direct()
+    slow, slow_grads = core._gp_loss_and_grads_impl()
+    assert fast.numpy() == pytest.approx(slow.numpy(), rel=1e-10)
+    for g_fast, g_slow in zip(fast_grads, slow_grads, strict=True):
+        np.testing.assert_allclose(g_fast.numpy(), g_slow.numpy(), rtol=1e-7, atol=1e-9)
 
 
-def test_undamped_e_step_is_the_default_and_needs_fewer_sweeps():
-    """e_step_rate 1.0 (the CVI step undamped) is the default: the same fit in fewer E sweeps
-    than the former 0.7 at the same accuracy."""
-    synth = generate(400, 20, noise_level=(0.0, 2.0), redundancy=5, random_state=1)
-    data = synth.to_annotation_data()
-    fast = {"random_state": 0, "n_iter": 4, "m_step_iterations": 4}
-    undamped = MAGP(**fast).fit(data)
-    damped = MAGP(e_step_rate=0.7, **fast).fit(data)
-    assert undamped.e_step_rate == 1.0
-    assert undamped.info_["e_step_sweeps"] < damped.info_["e_step_sweeps"]
-    assert abs(np.mean(undamped.labels_ == synth.truth)
-               - np.mean(damped.labels_ == synth.truth)) <= 0.01
+def test_full_gp_a_is_the_transposed_cholesky_factor() -> None:
+    core = _core()
+    L, A, _ = core.gp_prep()
+    solved = tf.linalg.triangular_solve(L, core.full_kernel(), lower=True)
+    np.testing.assert_allclose(A[0].numpy(), solved.numpy(), atol=1e-10)
+
+
+def test_lbfgs_reuses_its_start_evaluation() -> None:
+    """The same minimiser as scipy on the plain function, with one evaluation fewer."""
+    import scipy.optimize
+
+    target = np.array([1.0, -2.0, 0.5])
+    x = tf.Variable(np.zeros(3))
+    calls = [0]
+
+    def loss_and_grads():
+        calls[0] += 1
+        diff = x - target
+        return (tf.reduce_sum(diff**2) + 0.1 * tf.reduce_sum(diff**4),
+                [2.0 * diff + 0.4 * diff**3])
+
+    _lbfgs(loss_and_grads, [x], maxiter=3)
+    ours = x.numpy().copy()
+
+    plain = [0]
+
+    def fun(v):
+        plain[0] += 1
+        d = v - target
+        return float(np.sum(d**2) + 0.1 * np.sum(d**4)), 2.0 * d + 0.4 * d**3
+
+    res = scipy.optimize.minimize(fun, np.zeros(3), jac=True, method="L-BFGS-B",
+                                  options={"maxiter": 3})
+    np.testing.assert_array_equal(ours, res.x)
+    assert calls[0] == plain[0]  # the start evaluation is scipy's first, not an extra one
+
+
+def test_ordinal_compiled_responsibility_equals_eager() -> None:
+    from models.gp.ordinal_likelihood import OrderedProbit, OrdinalCrowdGPCore
+
+    rng = np.random.default_rng(2)
+    n, k = 30, 3
+    task = np.repeat(np.arange(n), 4)
+    ann = rng.integers(0, 6, size=4 * n)
+    grade = rng.integers(0, k, size=4 * n)
+    lik = OrderedProbit(n, 6, k, thresholds=np.array([-0.5, 0.7]), spam_prior=0.2,
+                        spam_strength=10.0)
+    core = OrdinalCrowdGPCore(n_tasks=n, task=task, annotator=ann, label=grade, likelihood=lik,
+                              deviation_variance=1.0)
+    m_f = tf.constant(rng.normal(size=n))
+    v_f = tf.constant(rng.uniform(0.1, 2.0, size=n))
+    compiled = core._responsibility(m_f, v_f).numpy()
+    eager = core._responsibility_impl(m_f, v_f).numpy()
+    assert np.all((compiled > 0) & (compiled < 1))
+    np.testing.assert_allclose(compiled, eager, rtol=1e-10, atol=1e-12)
+
+
+def test_magp_fit_through_either_full_gp_algebra(monkeypatch) -> None:
+    """A converged 300-task MAGP fit (full GP) gives the same labels and probabilities within
+    1e-5 through the direct algebra and the Titsias one."""
+    synth = generate(300, 25, noise_level=(2.0, 4.0), redundancy=3, random_state=5)
+    data = synth.to_annotation_data(with_features=True)
+    fast = MAGP(random_state=0).fit(data)
+    assert fast.core_.direct()
+    monkeypatch.setattr(training, "FULL_GP_DIRECT", False)
+    slow = MAGP(random_state=0).fit(data)
+    assert not slow.core_.direct()
+    np.testing.assert_array_equal(fast.labels_, slow.labels_)
+    np.testing.assert_allclose(fast.proba_, slow.proba_, atol=1e-5)
