@@ -71,6 +71,26 @@ def test_recovers_the_planted_separation_and_is_calibrated():
     assert again.p_relevant[-1] == pytest.approx(0.3)
 
 
+def test_a_large_layer_fits_c_and_s_on_a_subset_and_reads_every_task():
+    """Past max_tasks tasks (c, s) come from a seeded random subset; every task's P(y = +1) and
+    the log likelihood are then the whole data's at that (c, s): as the objective computes them,
+    and (c, s) near the whole data's fit (1/√n of sampling error)."""
+    d, prior, y = _layer_data(12_000, 1.5, 0.6, 5)
+    whole = fit_layer(d, prior)
+    part = fit_layer(d, prior, max_tasks=3000)
+    assert part.separation != whole.separation  # fitted on the subset
+    assert part.separation == pytest.approx(whole.separation, rel=0.06)
+    assert np.sqrt(part.deviation) == pytest.approx(np.sqrt(whole.deviation), abs=0.15)
+    value, _, p = _objective(np.array([part.separation, np.sqrt(part.deviation)]), d, prior, 16)
+    np.testing.assert_allclose(part.p_relevant, p, rtol=1e-10)
+    assert part.log_likelihood == pytest.approx(-value, rel=1e-12)
+    assert part.p_relevant.shape == (12_000,)
+    assert np.mean((part.p_relevant > 0.5) == (y > 0)) == pytest.approx(
+        np.mean((whole.p_relevant > 0.5) == (y > 0)), abs=0.005)
+    again = fit_layer(d, prior, max_tasks=3000)  # the same subset every time
+    assert again.separation == part.separation
+
+
 def test_cavity_removes_the_site():
     """q = cavity × site in natural parameters; a zero site leaves q."""
     m, v = np.array([0.5, -1.0]), np.array([0.2, 0.5])
