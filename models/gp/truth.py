@@ -253,8 +253,9 @@ def fit_regression_prior(judgments: LayerJudgments, features: np.ndarray,
         loadings = design @ np.linalg.cholesky(0.5 * (sigma + sigma.T))
         q2 = np.sum(loadings * loadings, axis=1)
         prior = ndtr(design @ wb / np.sqrt(1.0 + q2))
-        layer = fit_layer(judgments, prior, nodes,
-                          start=(layer.separation, float(np.sqrt(layer.deviation))))
+        # a cold start each round: s = 0 is a stationary point of the objective (the nodes
+        # come in ± pairs), so a round started where the last ended at s = 0 stays there
+        layer = fit_layer(judgments, prior, nodes)
     loadings = design @ np.linalg.cholesky(0.5 * (sigma + sigma.T))
     return layer, wb, sigma, loadings
 
