@@ -29,7 +29,7 @@ from models.data import UNKNOWN, AnnotationData
 from models.dirichlet import Grouping
 from models.gp.competence import grade_agreement
 from models.gp.constants import DEFAULT_QUADRATURE_POINTS, M_STEP_MAX_TASKS
-from models.gp.truth import PRIOR_SD, regression_prior, topic_columns
+from models.gp.truth import regression_prior, topic_columns
 from models.params import (
     FullGPTasks,
     InducingPoints,
@@ -447,15 +447,7 @@ class CrowdGP(Aggregator):
             # The discrete-regression layer: a task nobody judged has only its class prior,
             # the regression's predictive probability (as every judged task had before its
             # judgments), so unjudged and judged tasks are read by one definition.
-            design, unseen = standard, 0.0
-            topics_seen = getattr(self, "topics_", None)
-            if topics_seen is not None:
-                from models.gp.topics import row_codes
-
-                code, known = row_codes(topics, topics_seen, X.shape[0])
-                design = np.column_stack([standard, topic_columns(code, topics_seen.shape[0])])
-                unseen = np.where(known, 0.0, PRIOR_SD**2)
-            p = regression_prior(design, *regression, unseen)
+            p = regression_prior(standard, *regression, topics, getattr(self, "topics_", None))
             return np.column_stack([1.0 - p, p])
         X, offset_var = self._topic_inputs(standard, topics)
         mean, var = self.core_.predict_f(X)

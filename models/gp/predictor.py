@@ -108,16 +108,10 @@ class GPPredictor:
         var = (np.maximum(kss - np.einsum("mn,mk,kn->n", kzs, self.M, kzs), 0.0) + self.tau2
                + offset_var)
         if self.regression is not None:
-            from models.gp.truth import PRIOR_SD, regression_prior, topic_columns
+            from models.gp.truth import regression_prior
 
-            design, unseen = X, 0.0
-            if self.topics is not None:  # one regression weight per topic the fit saw
-                from models.gp.topics import row_codes
-
-                code, known = row_codes(topics, self.topics, X.shape[0])
-                design = np.column_stack([X, topic_columns(code, self.topics.shape[0])])
-                unseen = np.where(known, 0.0, PRIOR_SD**2)
-            p = regression_prior(design, *self.regression, unseen)
+            # one regression weight per topic the fit saw, as in the model
+            p = regression_prior(X, *self.regression, topics, self.topics)
         else:
             p = ndtr(mean / np.sqrt(np.maximum(self.readout_noise + var, 1e-12)))
         if self.platt != (1.0, 0.0):

@@ -85,6 +85,12 @@ def _inverse_mills(u: np.ndarray) -> np.ndarray:
     return np.exp(-0.5 * u * u - 0.5 * np.log(2.0 * np.pi) - log_ndtr(u))
 
 
+def _label_joint(prior: np.ndarray, log_z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(2, n) log π_i(y) Z_i(y) for y = +1, −1, and (n,) their log sum over y."""
+    joint = np.log(np.clip(np.stack([prior, 1.0 - prior]), 1e-300, 1.0)) + log_z
+    return joint, np.logaddexp(joint[0], joint[1])
+
+
 def _objective(theta: np.ndarray, d: LayerJudgments, prior: np.ndarray, nodes: int
                ) -> tuple[float, np.ndarray, np.ndarray]:
     """(−Σ_i log Σ_y π_i(y) Z_i(y), its gradient in (c, s), P(y_i = +1) per task)."""
@@ -98,8 +104,7 @@ def _objective(theta: np.ndarray, d: LayerJudgments, prior: np.ndarray, nodes: i
             u = d.sign * (y * c + s * x[k] + d.shift) / d.scale
             ell[ci, k] = np.bincount(d.task, log_ndtr(u), minlength=d.n_tasks)
     log_z = logsumexp(ell + log_w[None, :, None], axis=1)  # (2, n)
-    joint = np.log(np.clip(np.stack([prior, 1.0 - prior]), 1e-300, 1.0)) + log_z
-    total = np.logaddexp(joint[0], joint[1])
+    joint, total = _label_joint(prior, log_z)
     resp = np.exp(joint - total[None, :])  # P(y | everything)
     node_w = np.exp(ell + log_w[None, :, None] - log_z[:, None, :])  # within a class
     grad = np.zeros(2)
@@ -145,8 +150,7 @@ def fit_layer(judgments: LayerJudgments, prior: np.ndarray, nodes: int = NODES,
                       options={"maxiter": MAX_ITER})
     c, s = float(result.x[0]), float(result.x[1])
     log_z = log_evidence(judgments, c, s, nodes)
-    joint = np.log(np.clip(np.stack([prior, 1.0 - prior]), 1e-300, 1.0)) + log_z
-    total = np.logaddexp(joint[0], joint[1])
+    joint, total = _label_joint(prior, log_z)
     return TruthLayer(p_relevant=np.exp(joint[0] - total), prior=prior, separation=c,
                       deviation=s**2, log_likelihood=float(np.sum(total)), log_z=log_z)
 
@@ -261,14 +265,22 @@ def fit_regression_prior(judgments: LayerJudgments, features: np.ndarray,
 
 
 def regression_prior(features: np.ndarray, weights: np.ndarray, covariance: np.ndarray,
-                     extra_variance: np.ndarray | float = 0.0) -> np.ndarray:
-    """The regression class prior Φ(x̃·ŵ / √(1 + x̃ᵀ Σ x̃ + e)) of design rows x (standardised
-    features, then any topic columns; x̃ = [x, 1]): what ``fit_regression_prior`` gives each
-    task, for tasks nobody judged. ``e``: the variance of a weight the fit never saw (a topic
-    it had no task of: its N(0, PRIOR_SD²) prior)."""
-    design = np.column_stack([np.asarray(features, dtype=np.float64),
-                              np.ones(features.shape[0])])
-    q2 = np.einsum("nd,de,ne->n", design, covariance, design) + extra_variance
+                     topics: Any = None, seen_topics: np.ndarray | None = None) -> np.ndarray:
+    """The regression class prior Φ(x̃·ŵ / √(1 + x̃ᵀ Σ x̃ + e)) of standardised feature rows
+    (x̃ = [x, the topic columns of a fit with topic offsets, 1]): what ``fit_regression_prior``
+    gives each task, for tasks nobody judged. ``topics``: the rows' topics (None: unknown) when
+    the fit saw ``seen_topics``; ``e``, for a topic the fit never saw, is its weight's prior
+    variance PRIOR_SD²."""
+    design = np.asarray(features, dtype=np.float64)
+    unseen: np.ndarray | float = 0.0
+    if seen_topics is not None:
+        from models.gp.topics import row_codes
+
+        code, known = row_codes(topics, seen_topics, design.shape[0])
+        design = np.column_stack([design, topic_columns(code, seen_topics.shape[0])])
+        unseen = np.where(known, 0.0, PRIOR_SD**2)
+    design = np.column_stack([design, np.ones(design.shape[0])])
+    q2 = np.einsum("nd,de,ne->n", design, covariance, design) + unseen
     return ndtr(design @ weights / np.sqrt(1.0 + np.maximum(q2, 0.0)))
 
 
