@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -58,8 +59,8 @@ def digest(pairs: Iterable[tuple[int, int]]) -> str:
     return h.hexdigest()
 
 
-def fit_record(*, collection: Collection, gold: dict[int, int], fit_tasks: Sequence[int],
-               judged_tasks: Iterable[int], n_scored: int) -> dict[str, Any]:
+def fit_record(*, collection: Collection, gold: dict[int, int], fit_tasks: ArrayLike,
+               judged_tasks: ArrayLike, n_scored: int) -> dict[str, Any]:
     """What a fit stores about its gold (``info["gold"]``).
 
     ``gold``: the collection's gold as the fit read it (``collection_gold``); ``fit_tasks``: the
@@ -68,14 +69,16 @@ def fit_record(*, collection: Collection, gold: dict[int, int], fit_tasks: Seque
     ``n_scored``: the gold tasks its evaluation scored (the evaluation's ``n_gold``)."""
     scale, ignore = set(collection.labels), set(collection.ignore)
     labelled = {t: g for t, g in gold.items() if g in scale}
-    in_fit = set(int(t) for t in fit_tasks)
-    judged = set(int(t) for t in judged_tasks)
-    outside = labelled.keys() - in_fit
+    # membership by numpy: a large fit labels millions of tasks, and sets of them cost GiBs
+    ids = np.fromiter(labelled, dtype=np.int64, count=len(labelled))
+    fitted = np.isin(ids, np.asarray(fit_tasks, dtype=np.int64))
+    judged = np.isin(ids[~fitted], np.asarray(judged_tasks, dtype=np.int64))
+    in_fit = set(ids[fitted].tolist())
     return {
         "labelled": len(labelled),
         "scored": int(n_scored),
-        "left_out": {"not_judged": len(outside - judged),
-                     "only_could_not_judge": len(outside & judged)},
+        "left_out": {"not_judged": int((~judged).sum()),
+                     "only_could_not_judge": int(judged.sum())},
         "could_not_judge": sum(1 for g in gold.values() if g in ignore),
         "digest": digest((t, g) for t, g in labelled.items() if t in in_fit),
         "collection_digest": digest(labelled.items()),

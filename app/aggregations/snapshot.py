@@ -23,9 +23,10 @@ class Snapshot:
     annotator_ids: np.ndarray  # (n_annotators,)
     feature_groups: dict[str, list[int]] | None = None  # columns per kernel group
     # The collection's gold as the fit read it (task id -> value, could-not-judge values too)
-    # and every task judged up to the watermark, usable or not: what ``gold.fit_record`` counts.
+    # and every task judged up to the watermark, usable or not (sorted ids): what
+    # ``gold.fit_record`` counts.
     gold: dict[int, int] = field(default_factory=dict)
-    judged_tasks: frozenset[int] = frozenset()
+    judged_tasks: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
 
 # A process that fits the same collection again (a Celery worker, after a batch) reads only the
@@ -61,4 +62,4 @@ def load_snapshot(session: Session, *, collection: Collection, watermark: int,
         }
         data = data.with_features(keyed, dim=len(feature_set.names))
     return Snapshot(data, task_ids, annotator_ids, groups, gold=gold,
-                    judged_tasks=frozenset(columns.task_id.tolist()))
+                    judged_tasks=np.unique(columns.task_id))

@@ -101,8 +101,9 @@ def _rankings(session: Session, *, collection: Collection, task: np.ndarray, who
     pair = task_names(session, collection_id=collection.id)
 
     def qrels(labels: Labels) -> dict[tuple[str, str], int]:
-        return {pair[t]: g for t, g in zip(labels.task.tolist(), labels.label.tolist(),
-                                           strict=True)}
+        topics, docs = pair.at(labels.task)
+        return {(t, d): g for t, d, g in zip(topics.tolist(), docs.tolist(),
+                                             labels.label.tolist(), strict=True)}
 
     mine = {}
     for judge in sorted(judges, key=lambda a: names[a]):

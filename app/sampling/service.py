@@ -34,7 +34,7 @@ from app.collections.tables import Collection
 from app.core.errors import Conflict, InvalidInput, NotFound
 from app.corpus.service import known_topics, load_runs
 from app.corpus.tables import Run
-from app.judgments.columns import annotation_data, current_watermark, task_names
+from app.judgments.columns import TaskNames, annotation_data, current_watermark, task_names
 from app.sampling.inputs import NextInputs
 from app.sampling.schemas import SamplingCreate
 from app.sampling.tables import SampledPair, Sampling, SamplingRound
@@ -155,7 +155,8 @@ def judged_pairs(session: Session, *, collection: Collection, labelled: bool = F
         tasks = tasks[~np.isin(columns.label, collection.ignore)]
     names = _task_names(session, collection=collection, watermark=columns.watermark,
                         inputs=inputs)
-    return {names[t] for t in np.unique(tasks).tolist()}
+    topics, docs = names.at(np.unique(tasks))
+    return set(zip(topics.tolist(), docs.tolist(), strict=True))
 
 
 def rounds_of(session: Session, sampling: Sampling, *, design: bool = True
@@ -290,7 +291,7 @@ def pool_digest(pool: TopicPool) -> str:
 
 
 def _task_names(session: Session, *, collection: Collection, watermark: int,
-                inputs: NextInputs) -> dict[int, tuple[str, str]]:
+                inputs: NextInputs) -> TaskNames:
     """Task id -> (topic, doc) for the tasks of the collection's judgments up to
     ``watermark`` (and any task since)."""
     key = ("task_names", collection.id, collection.created_at, watermark)

@@ -59,14 +59,14 @@ def test_snapshot_read_forward_equals_a_fresh_read(client, database_url) -> None
                     assert forward.task_ids.tolist() == fresh.task_ids.tolist()
                     assert forward.annotator_ids.tolist() == fresh.annotator_ids.tolist()
                     assert forward.gold == fresh.gold
-                    assert forward.judged_tasks == fresh.judged_tasks
+                    assert np.array_equal(forward.judged_tasks, fresh.judged_tasks)
         # the kept columns moved forward and were not replaced by the earlier read
         assert kept.judgments(session, collection).watermark == watermarks[-1]
     assert fresh.data.gold is not None and (fresh.data.gold >= 0).sum() >= 1
 
 
-def test_columns_read_by_copy_equal_the_rows(client, database_url, monkeypatch) -> None:
-    """PostgreSQL reads the columns by binary COPY, in parts (made tiny here): the same
+def test_columns_read_packed_equal_the_rows(client, database_url, monkeypatch) -> None:
+    """PostgreSQL reads the columns packed by the server, in parts (made tiny here): the same
     integers, in id order, as the rows a query returns, a withdrawal (NULL label) included."""
     from sqlalchemy import update
 
@@ -75,7 +75,7 @@ def test_columns_read_by_copy_equal_the_rows(client, database_url, monkeypatch) 
     from app.judgments import columns
     from app.judgments.tables import Judgment
 
-    monkeypatch.setattr(columns, "_COPY_PART", 64)
+    monkeypatch.setattr(columns, "PACKED_ROWS", 7)
     create_collection(client, name="copy")
     rng = np.random.default_rng(3)
     response = client.post(f"{API}/collections/copy/judgments",
@@ -100,3 +100,46 @@ def test_columns_read_by_copy_equal_the_rows(client, database_url, monkeypatch) 
         empty = columns._columns(session, collection.id, after=first + 10**6, upto=first + 10**7)
         assert [c.shape for c in empty] == [(0,), (0,), (0,)]
         session.rollback()
+
+
+def test_snapshot_names_every_task_by_its_stored_row(client, database_url, monkeypatch) -> None:
+    """The snapshot's task ids (to write results back) and names are the stored rows' own:
+    names read in parts (made tiny here), ids whose code-point order differs from a locale's,
+    names with quotes, a backslash or non-ASCII, a long one, and a task dropped for having only
+    "could not judge" judgments. The names read as a mapping agree."""
+    from app.aggregations.snapshot import load_snapshot
+    from app.collections.tables import Collection
+    from app.core.db import get_sessionmaker
+    from app.judgments import columns
+    from app.judgments.tables import Document, Task, Topic
+
+    monkeypatch.setattr(columns, "PACKED_ROWS", 7)
+    monkeypatch.setattr(columns, "NAME_ROWS", 5)
+    create_collection(client, name="names")
+    rng = np.random.default_rng(11)
+    rows = _rows(rng, 200, "n")
+    odd = ["ü-日本", "d" * 300, "D", 'd,"q"', "d\\x00"]
+    rows += [{"topic": "t10", "doc": doc, "annotator": "w1", "label": 1} for doc in odd]
+    rows += [{"topic": "T1", "doc": "only-cannot", "annotator": "w2", "label": -2}]
+    response = client.post(f"{API}/collections/names/judgments", json={"judgments": rows})
+    assert response.status_code == 201, response.text
+    with get_sessionmaker(database_url)() as session:
+        collection = session.scalars(select(Collection).where(Collection.name == "names")).one()
+        stored = {ident: (t, d) for ident, t, d in session.execute(
+            select(Task.id, Topic.external_id, Document.external_id)
+            .join(Topic, Topic.id == Task.topic_id)
+            .join(Document, Document.id == Task.document_id)
+            .where(Task.collection_id == collection.id))}
+        names = columns.task_names(session, collection_id=collection.id)
+        assert dict(names.items()) == stored
+        assert len(names) == len(stored) and max(stored) in names and -1 not in names
+        snapshot = load_snapshot(session, collection=collection,
+                                 watermark=columns.current_watermark(
+                                     session, collection_id=collection.id),
+                                 graded=False, kept=columns.KeptColumns(max_collections=0))
+    data = snapshot.data
+    named = list(zip(data.topic_ids.tolist(), data.doc_ids.tolist(), strict=True))
+    assert [stored[t] for t in snapshot.task_ids.tolist()] == named
+    assert ("T1", "only-cannot") not in named and ("t10", "d\\x00") in named
+    assert named == sorted(named)
+    assert set(snapshot.judged_tasks.tolist()) == set(stored)
