@@ -140,7 +140,6 @@ def parameter_draws(method: str, model, data, proba: np.ndarray, samples: int, s
         fit_population_prior,
         parameter_family,
     )
-
     from models.tempering import plugin_posterior
 
     family = parameter_family(method)
