@@ -140,11 +140,15 @@ def parameter_draws(method: str, model, data, proba: np.ndarray, samples: int, s
         fit_population_prior,
         parameter_family,
     )
+    from models.tempering import plugin_posterior
 
     family = parameter_family(method)
     if family is None:
         return None
     mace = family == "mace"
+    # the chain's reference is the fit's own posterior, not its read-out: the service recovers it
+    # as proba^(1/τ_i) (app/evaluations/draws.py); so does the bench
+    proba = plugin_posterior(proba, data.task, data.n_tasks, model.result(data).info)
     return draw_parameters(family, proba, data.task, data.annotator, data.label,
                            samples=samples, seed=seed,
                            competence=model.competence_ if mace else None,

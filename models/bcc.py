@@ -53,13 +53,18 @@ each annotator has one confusion row per (class, subtype):
 Tasks of one subtype (e.g. "relevant but looks off-topic") fool the same annotators, so the model
 captures correlations between workers that DS and IBCC, which assume independence given T_i, miss.
 Defaults are the authors' (M = 10, a_π = 0.1, α = 1, a_v = 4, b_v = 1, random initialisation of
-the subtypes). Random restarts keep the run with the highest ELBO. ``prior="crowd-absolute"`` (an
-option, 2026-11-27) replaces β_t by IBCC's default population prior s · m_t (centre by |l − t|,
+the subtypes). Random restarts keep the run with the highest ELBO. ``prior="crowd-absolute"``
+(2026-11-27) replaces β_t by IBCC's default population prior s · m_t (centre by |l − t|,
 strength type-II ML, both from the annotators' class-level counts, summed over the subtypes) on
 every subtype row: it holds majority vote on weak sparse crowds and calibrates the Algorithm-10
 grid, but costs RF10 graded .013 (the subtypes of one class, anchored only by the prior's
-diagonal, take in the next grade's tasks when the crowd's diagonal is weak), so the authors'
-prior stays the default (docs/models.md, "IBCC and EBCC on weak crowds").
+diagonal, take in the next grade's tasks when the crowd's diagonal is weak). The default
+(``prior="auto"``, 2026-11-27, branch gridcal) takes it on binary labels from a sparse crowd,
+where there is no next grade to take in (the two rows share their one error cell and mirror each
+other) and where the authors' prior's .8 accuracy, above a weak crowd's, lets one class drift
+(grid noise 4-8, β 5: class prior .63 against .505, no power of the posterior below ECE .078),
+and the authors' prior on graded labels and dense judges (docs/models.md, "EBCC's prior on
+binary crowds").
 
 Long format throughout: the judgments form a sparse (n_tasks × n_annotators·K) one-hot matrix
 (one non-zero per judgment, memory O(#judgments)), so every E step is one sparse product with a
@@ -109,10 +114,21 @@ from models.tempering import check_folds, temper_readout
 # by the signed distance of an error ("crowd") or by its distance alone ("crowd-absolute"), or
 # ("auto") "crowd-absolute" on a sparse crowd and "fixed" on dense judges
 ConfusionPrior = Literal["auto", "fixed", "empirical", "crowd", "crowd-absolute"]
-# EBCC's prior on its subtype rows: the authors' fixed one, or the crowd's (an option: it holds
-# majority vote on weak crowds, but costs RF10 graded; docs/models.md "IBCC and EBCC on weak
-# crowds")
-SubtypePrior = Literal["fixed", "crowd-absolute"]
+# EBCC's prior on its subtype rows: the authors' fixed one, the crowd's (it holds majority vote on
+# weak crowds, but costs RF10 graded; docs/models.md "IBCC and EBCC on weak crowds"), or ("auto")
+# the crowd's on binary labels from a sparse crowd and the authors' otherwise
+SubtypePrior = Literal["auto", "fixed", "crowd-absolute"]
+
+
+def subtype_prior_used(prior: SubtypePrior, task: np.ndarray, n_classes: int) -> SubtypePrior:
+    """EBCC's prior a fit uses: ``prior`` itself, or for ``"auto"`` the crowd's prior by |l − t|
+    (``"crowd-absolute"``) on binary labels from a sparse crowd, the authors' fixed prior on
+    graded labels (K ≥ 3: a middle grade's subtypes under a weak centre take in either
+    neighbour's tasks) and on dense judges (as IBCC's ``"auto"``); docs/models.md "EBCC's prior
+    on binary crowds"."""
+    if prior != "auto":
+        return prior
+    return "crowd-absolute" if n_classes == 2 and not wanted("auto", task) else "fixed"
 
 
 def confusion_prior_used(prior: ConfusionPrior, task: np.ndarray) -> ConfusionPrior:
@@ -381,7 +397,7 @@ class EBCC(Aggregator):
         use_gold: bool = False,
         random_state: Seed = None,
         temper_folds: TemperFolds = 2,
-        prior: SubtypePrior = "fixed",
+        prior: SubtypePrior = "auto",
     ) -> None:
         self.temper_folds = check_folds(temper_folds)
         self.prior = prior
@@ -403,6 +419,7 @@ class EBCC(Aggregator):
         (n_tasks, K, M), a q(T, G) to begin with (the read-out's half fits:
         ``warm_half_fit``), one run from it."""
         design = _Design.from_data(data, self.use_gold)
+        self.prior_used_ = subtype_prior_used(self.prior, data.task, data.n_classes)
         rng = np.random.default_rng(self.random_state)
         best = None
         elbos = []
@@ -463,7 +480,7 @@ class EBCC(Aggregator):
             eta = eta0 + judged.sum(axis=0).reshape(k, m)
             nu, e_log_kappa = kappa.update(z)
             counts = design.counts(zg)  # (J, l, t*M)
-            if self.prior == "crowd-absolute":
+            if self.prior_used_ == "crowd-absolute":
                 # the crowd's population prior on every subtype row, from the annotators'
                 # class-level counts (summed over the subtypes): centre by |l − t|, strength
                 # type-II ML, as IBCC's default (models.dawid_skene)
@@ -527,5 +544,6 @@ class EBCC(Aggregator):
                 "n_iter": self.n_iter_,
                 "prior": self.prior_.tolist(),
                 "subtype_weights": self.subtype_weights_.tolist(),
+                "confusion_prior": self.prior_used_,
             },
         )

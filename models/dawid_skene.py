@@ -256,7 +256,13 @@ def population_pseudo_counts(pooled: np.ndarray, strength: float,
     if strength <= 0:
         return np.zeros((k, k))
     rows = pooled + 1.0
-    rows = rows / rows.sum(axis=1, keepdims=True)
+    return strength * population_centre(rows / rows.sum(axis=1, keepdims=True), shape)
+
+
+def population_centre(rows: np.ndarray, shape: Centre = "distance") -> np.ndarray:
+    """(K, K) the centre m of ``population_pseudo_counts`` from confusion rows ``rows`` [t, l]
+    that are already probabilities (each row sums to 1)."""
+    k = rows.shape[0]
     if shape in ("distance", "absolute"):
         offset = np.arange(k)[None, :] - np.arange(k)[:, None]  # l − t
         offset = np.abs(offset) if shape == "absolute" else offset + (k - 1)
@@ -264,7 +270,7 @@ def population_pseudo_counts(pooled: np.ndarray, strength: float,
              / np.maximum(np.bincount(offset.ravel(), minlength=2 * k - 1), 1))
         rows = g[offset]
         rows = rows / rows.sum(axis=1, keepdims=True)
-    return strength * rows
+    return rows
 
 
 def population_strength(counts: np.ndarray, centre: np.ndarray, start: float | None = None

@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from models.dawid_skene import population_pseudo_counts, population_strength
+from models.dawid_skene import population_centre, population_pseudo_counts, population_strength
 
 PRIOR = 1.0
 BURN_IN = 100  # Gibbs sweeps before the first kept state (``AnnotatorDraws.gibbs``)
@@ -112,8 +112,8 @@ class AnnotatorDraws:
         a Gibbs chain from labels drawn from ``proba``, alternating π_j[k, ·] ~ Dir(α_k +
         N_j[k, ·](z)) (hard counts of the current labels z; α_k 1, ``DIAGONAL_PRIOR`` at k,
         plus, for a fit with DS's ``population_prior`` s, the fit's own prior: s pseudo-judgments
-        spread like the crowd's pooled rows of the soft counts by distance,
-        ``models.dawid_skene.population_pseudo_counts``),
+        spread like the crowd's pooled rows by distance, ``models.dawid_skene.population_centre``,
+        the pooled rows drawn each sweep from Dir(1 + the current labels' pooled hard counts)),
         ρ ~ Dir(1 + counts of z), and z_i from the posterior tilted by that draw;
         ``burn_in`` sweeps, then one state per draw.
         The tilt's reference θ̂ is the point estimate ``proba`` is the posterior of: its M step,
@@ -129,6 +129,7 @@ class AnnotatorDraws:
         # the fitted model's prior on each row (DS's population prior), in the reference (its M
         # step) and in the chain's prior
         pseudo = np.zeros((n_classes, n_labels))
+        strength = 0.0
         if n_labels == n_classes:
             strength = population_prior
             if strength is None:  # DS's default: the fit's own type-II ML strength
@@ -151,12 +152,19 @@ class AnnotatorDraws:
         alpha = np.full((n_classes, n_labels), PRIOR)
         if n_labels == n_classes:
             alpha += np.eye(n_classes) * (DIAGONAL_PRIOR - PRIOR)
-        alpha = alpha + pseudo
         for sweep in range(burn_in + samples):
             counts = np.bincount((annotator * n_classes + z[task]) * n_labels + label,
-                                 weights=w, minlength=size)
-            theta = _dirichlet(counts.reshape(n_annotators, n_classes, n_labels) + alpha, 1,
-                               rng)[0]
+                                 weights=w, minlength=size).reshape(n_annotators, n_classes,
+                                                                    n_labels)
+            if strength > 0:
+                # the population prior's centre is estimated with the labels latent, so it is
+                # drawn too, given the current labels: the crowd's pooled rows ~ Dir(1 + pooled
+                # hard counts), shaped by distance as the fit's. Held at q's point estimate it
+                # pinned every row of a strong prior there, and the crowd's shared confusion did
+                # not move between draws (docs/evaluation.md)
+                pooled = _dirichlet(counts.sum(axis=0) + 1.0, 1, rng)[0]
+                pseudo = strength * population_centre(pooled)
+            theta = _dirichlet(counts + alpha + pseudo, 1, rng)[0]
             ratio = np.log(np.maximum(theta, 1e-300)) - log_reference  # (A, K, L)
             logp = logq.copy()
             for k in range(n_classes):
