@@ -96,7 +96,7 @@ def no_gold(method: str, data, params: dict | None = None  # type: ignore[no-unt
     return {**_scores(model.proba_, scored), "floor": ece_floor(p)}, seconds
 
 
-def calibrated(method: str, data, calibration: str = "platt"  # type: ignore[no-untyped-def]
+def calibrated(method: str, data, calibration: str = "auto"  # type: ignore[no-untyped-def]
                ) -> dict[str, float]:
     from models.evaluation.heldout import heldout_predictions
     from models.registry import get_method
@@ -424,7 +424,7 @@ def main() -> None:
     r.add_argument("--graded", action="store_true")
     r.add_argument("--calibrated", action="store_true", help="also calibrate_folds 5, held out")
     r.add_argument("--methods", default=None, help="comma-separated (default: all)")
-    r.add_argument("--calibration", default="platt", choices=("platt", "isotonic"))
+    r.add_argument("--calibration", default="auto", choices=("auto", "platt", "beta", "isotonic"))
     r.add_argument("--params", help="model parameters (JSON) for every method, e.g. "
                    '\'{"label_layer": "discrete"}\'')
     g = sub.add_parser("grid")
