@@ -3,7 +3,7 @@
     python bench/bench_calibration.py rf10                  # RF10 binary, every method
     python bench/bench_calibration.py rf10 --graded         # RF10 graded: top-class calibration
     python bench/bench_calibration.py rf10 --methods ds,mace --calibrated   # + calibrate_folds 5
-    python bench/bench_calibration.py rf10 --calibrated --calibration isotonic   # isotonic map
+    python bench/bench_calibration.py rf10 --calibrated --calibration platt   # one map, forced
     python bench/bench_calibration.py grid --tasks 500      # synthetic grid (Algorithm 10)
     python bench/bench_calibration.py tempering             # DS with a tempered posterior (tried)
     python bench/bench_calibration.py maps                  # Platt vs isotonic, cross-fitted
@@ -18,7 +18,9 @@ probable class; on the gold tasks that have judgments. Two settings:
 
 - "no gold": the model never sees the gold (every method's defaults, ``random_state`` 0);
 - "calibrate_folds 5" (``--calibrated``): the method with ``use_gold: true, calibrate_folds: 5``
-  (``models.calibration.GoldCalibrated``: Platt scaling on 5-fold held-out gold), scored 5-fold
+  (``models.calibration.GoldCalibrated``: the map ``--calibration``, default ``auto``, the one
+  of Platt's, the beta and the isotonic map of lowest held-out log loss, fitted on 5-fold
+  held-out gold), scored 5-fold
   held out with the calibration refitted inside every outer fold (nested), so no gold task is
   scored by a fit or a calibration that saw its label. 30 fits per method: slow for the GP
   methods on RF10 (a LK fit takes ~1-2 min there).
