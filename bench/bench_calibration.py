@@ -3,7 +3,7 @@
     python bench/bench_calibration.py rf10                  # RF10 binary, every method
     python bench/bench_calibration.py rf10 --graded         # RF10 graded: top-class calibration
     python bench/bench_calibration.py rf10 --methods ds,mace --calibrated   # + calibrate_folds 5
-    python bench/bench_calibration.py rf10 --calibrated --calibration isotonic   # isotonic map
+    python bench/bench_calibration.py rf10 --calibrated --calibration platt   # one map, forced
     python bench/bench_calibration.py grid --tasks 500      # synthetic grid (Algorithm 10)
     python bench/bench_calibration.py tempering             # DS with a tempered posterior (tried)
     python bench/bench_calibration.py maps                  # Platt vs isotonic, cross-fitted
@@ -18,7 +18,9 @@ probable class; on the gold tasks that have judgments. Two settings:
 
 - "no gold": the model never sees the gold (every method's defaults, ``random_state`` 0);
 - "calibrate_folds 5" (``--calibrated``): the method with ``use_gold: true, calibrate_folds: 5``
-  (``models.calibration.GoldCalibrated``: Platt scaling on 5-fold held-out gold), scored 5-fold
+  (``models.calibration.GoldCalibrated``: the map ``--calibration``, default ``auto``, the one
+  of Platt's, the beta and the isotonic map of lowest held-out log loss, fitted on 5-fold
+  held-out gold), scored 5-fold
   held out with the calibration refitted inside every outer fold (nested), so no gold task is
   scored by a fit or a calibration that saw its label. 30 fits per method: slow for the GP
   methods on RF10 (a LK fit takes ~1-2 min there).
@@ -96,7 +98,7 @@ def no_gold(method: str, data, params: dict | None = None  # type: ignore[no-unt
     return {**_scores(model.proba_, scored), "floor": ece_floor(p)}, seconds
 
 
-def calibrated(method: str, data, calibration: str = "platt"  # type: ignore[no-untyped-def]
+def calibrated(method: str, data, calibration: str = "auto"  # type: ignore[no-untyped-def]
                ) -> dict[str, float]:
     from models.evaluation.heldout import heldout_predictions
     from models.registry import get_method
@@ -424,7 +426,7 @@ def main() -> None:
     r.add_argument("--graded", action="store_true")
     r.add_argument("--calibrated", action="store_true", help="also calibrate_folds 5, held out")
     r.add_argument("--methods", default=None, help="comma-separated (default: all)")
-    r.add_argument("--calibration", default="platt", choices=("platt", "isotonic"))
+    r.add_argument("--calibration", default="auto", choices=("auto", "platt", "beta", "isotonic"))
     r.add_argument("--params", help="model parameters (JSON) for every method, e.g. "
                    '\'{"label_layer": "discrete"}\'')
     g = sub.add_parser("grid")

@@ -133,28 +133,27 @@ def fit(method: str, data, runs, seed: int,  # type: ignore[no-untyped-def]
     return model.fit(data)
 
 
-def parameter_draws(method: str, model, data, proba: np.ndarray, samples: int, seed: int):  # type: ignore[no-untyped-def]
+def parameter_draws(method: str, model, data, proba: np.ndarray, samples: int, seed: int,  # type: ignore[no-untyped-def]
+                    params: dict | None = None):
     """The service's parameter draws for ``method``'s fit (None for a method without them)."""
-    from models.evaluation.parameters import (
-        draw_parameters,
-        fit_population_prior,
-        parameter_family,
-    )
-    from models.tempering import plugin_posterior
+    from models.evaluation.parameters import RowPrior, draw_parameters, parameter_family
+    from models.tempering import plugin_posterior, readout_info
 
     family = parameter_family(method)
     if family is None:
         return None
     mace = family == "mace"
-    # the chain's reference is the fit's own posterior, not its read-out: the service recovers it
-    # as proba^(1/τ_i) (app/evaluations/draws.py); so does the bench
-    proba = plugin_posterior(proba, data.task, data.n_tasks, model.result(data).info)
+    # as the service's job: the draws tilt the fit's own posterior, not its gold-free read-out
+    # (models.tempering), with the fit's own prior on a confusion row
+    proba = plugin_posterior(proba, data.task, data.n_tasks, readout_info(model))
     return draw_parameters(family, proba, data.task, data.annotator, data.label,
                            samples=samples, seed=seed,
                            competence=model.competence_ if mace else None,
                            spam=model.spam_dist_ if mace else None,
                            class_prior=not mace or model.class_prior_used_ == "learned",
-                           population_prior=fit_population_prior(method, {}, proba.shape[1]))
+                           row_prior=RowPrior.of_fit(method, params, {
+                               "confusion_prior": getattr(model, "prior_used_", None),
+                               "class_prior": getattr(model, "class_prior_used_", None)}))
 
 
 def one_seed(method: str, n_tasks: int, seed: int, args: argparse.Namespace) -> list[dict]:
@@ -195,7 +194,8 @@ def one_seed(method: str, n_tasks: int, seed: int, args: argparse.Namespace) -> 
     gold = np.where(rng.random(len(truth)) < args.gold_share, truth, -1)
     start = time.perf_counter()
     theta = (None if model is None or "posterior/parameters" not in args.kinds
-             else parameter_draws(method, model, data, proba, args.samples, seed))
+             else parameter_draws(method, model, data, proba, args.samples, seed,
+                                  json.loads(args.params or "{}")))
     draw_s = time.perf_counter() - start
     kinds = [("posterior/labels", None, None, None), ("ppi", gold, None, None)]
     if theta is not None:

@@ -140,6 +140,32 @@ def confusion_prior_used(prior: ConfusionPrior, task: np.ndarray) -> ConfusionPr
     return "fixed" if wanted("auto", task) else "crowd-absolute"
 
 
+def confusion_prior(prior: ConfusionPrior, counts: np.ndarray, alpha0: np.ndarray,
+                    strength: float | None = None) -> tuple[np.ndarray, float | None]:
+    """(α₀ (K, K), strength) of the confusion prior ``prior`` (as ``confusion_prior_used``
+    resolved it) given the annotators' expected counts ``counts`` (J, t, l): ``alpha0`` itself
+    for ``"fixed"``; Minka's fixed point from ``alpha0`` for ``"empirical"``; s · m for the
+    crowd's priors (centre by l − t or |l − t|, ``population_pseudo_counts``; s type-II ML,
+    ``population_strength``, climbing from ``strength``). The one definition of the prior: the
+    fits' update at every iteration (IBCC's α₀, EBCC's "crowd-absolute" β) and the prior of
+    their parameter draws (``models.evaluation.parameters.RowPrior``), which call it with the
+    fitted posterior's counts."""
+    if prior == "empirical":
+        return np.stack([polya_fixed_point(counts[:, t, :], alpha0[t])
+                         for t in range(alpha0.shape[0])]), strength
+    if prior in ("crowd", "crowd-absolute"):
+        shape = "absolute" if prior == "crowd-absolute" else "distance"
+        centre = population_pseudo_counts(counts.sum(axis=0), 1.0, shape)
+        strength = population_strength(counts, centre, strength)
+        return strength * centre, strength
+    return alpha0, strength
+
+
+def confusion_prior_fixed(k: int, diagonal: float, off_diagonal: float) -> np.ndarray:
+    """(K, K) the fixed prior: ``diagonal`` on the diagonal, ``off_diagonal`` elsewhere."""
+    return np.full((k, k), off_diagonal) + np.eye(k) * (diagonal - off_diagonal)
+
+
 @dataclass(frozen=True)
 class _Design:
     """The judgments as a sparse one-hot matrix: row = task, column = annotator·K + label."""
@@ -225,10 +251,6 @@ def _temper(data: AnnotationData, proba: np.ndarray, dependence: str
     return tempering(data.task, data.n_tasks, rho), rho
 
 
-def _confusion_prior(k: int, diagonal: float, off_diagonal: float) -> np.ndarray:
-    return np.full((k, k), off_diagonal) + np.eye(k) * (diagonal - off_diagonal)
-
-
 def _initial_posterior(data: AnnotationData, design: _Design) -> np.ndarray:
     """Majority-vote shares (uniform for a task nobody judged), gold held if clamped."""
     counts = data.counts().astype(np.float64)
@@ -281,7 +303,7 @@ class IBCC(Aggregator):
         with (the read-out's half fits: ``warm_half_fit``)."""
         k = data.n_classes
         design = _Design.from_data(data, self.use_gold)
-        alpha0 = _confusion_prior(k, self.alpha_diagonal, self.alpha_off_diagonal)
+        alpha0 = confusion_prior_fixed(k, self.alpha_diagonal, self.alpha_off_diagonal)
         prior = self.prior_used_ = confusion_prior_used(self.prior, data.task)
         kappa = ClassPrior.build(data, self.class_prior_by, self.class_prior, design.judged,
                                   prior == "empirical")
@@ -300,14 +322,7 @@ class IBCC(Aggregator):
         for it in range(self.n_iter):
             # q(π), q(κ) given q(T)
             counts = design.counts(weight(proba)).transpose(0, 2, 1)  # (J, t, l)
-            if prior == "empirical":
-                alpha0 = np.stack([polya_fixed_point(counts[:, t, :], alpha0[t])
-                                   for t in range(k)])
-            elif prior in ("crowd", "crowd-absolute"):
-                shape = "absolute" if prior == "crowd-absolute" else "distance"
-                centre = population_pseudo_counts(counts.sum(axis=0), 1.0, shape)
-                strength = population_strength(counts, centre, strength)
-                alpha0 = strength * centre
+            alpha0, strength = confusion_prior(prior, counts, alpha0, strength)
             alpha = counts + alpha0[None]
             nu, e_log_kappa = kappa.update(proba)
             # q(T) given q(π), q(κ)
@@ -455,7 +470,7 @@ class EBCC(Aggregator):
         from models import bcc_kernels
 
         k, m = data.n_classes, self.n_subtypes
-        beta = _confusion_prior(k, self.alpha_diagonal, self.alpha_off_diagonal)  # (t, l)
+        beta = confusion_prior_fixed(k, self.alpha_diagonal, self.alpha_off_diagonal)  # (t, l)
         # μ prior laid out as the (J, l, t·M + m) counts below: β[t, l] for every subtype.
         beta_l_tm = np.repeat(beta.T, m, axis=1)  # (l, t*M)
         eta0 = np.full((k, m), self.a_pi / m)
@@ -486,9 +501,8 @@ class EBCC(Aggregator):
                 # type-II ML, as IBCC's default (models.dawid_skene)
                 by_class = counts.reshape(data.n_annotators, k, k, m).sum(axis=3)
                 by_class = by_class.transpose(0, 2, 1)  # (J, t, l)
-                centre = population_pseudo_counts(by_class.sum(axis=0), 1.0, "absolute")
-                strength = population_strength(by_class, centre, strength)
-                beta_l_tm = np.repeat((strength * centre).T, m, axis=1)
+                crowd, strength = confusion_prior("crowd-absolute", by_class, beta, strength)
+                beta_l_tm = np.repeat(crowd.T, m, axis=1)
             mu = counts + beta_l_tm[None]  # (J, l, t*M)
             e_log_v = digamma(mu) - digamma(mu.sum(axis=1, keepdims=True))
             # log q(T_i = t, G_i = m) up to its normaliser, in log space (a product over the

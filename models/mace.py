@@ -61,6 +61,24 @@ ClassPriorKind = Literal["auto", "learned", "uniform"]
 WARM_TOL = 1e-5  # log-likelihood gain per judgment below which a warm start stops
 
 
+def mace_pseudo_counts(variant: str, smoothing: float, alpha: float, beta: float,
+                       strategy_prior: float, class_prior: str, spam_counts: np.ndarray
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """(on (spamming, knowing) (2,), on ξ_j (K,)): the pseudo-counts MACE's M step adds to the
+    expected counts. EM: ``smoothing`` on every cell. VB: Beta(``alpha``, ``beta``) and
+    Dirichlet(``strategy_prior``) (uniform), or with a learned class prior ξ_j shrunk towards
+    the crowd's pooled spam distribution (of ``spam_counts`` (A, K), + 1 each) with strength
+    K · ``strategy_prior``. The one definition of MACE's prior: the fit's M step and its
+    parameter draws (``models.evaluation.parameters``)."""
+    k = spam_counts.shape[1]
+    if variant == "em":
+        return np.full(2, smoothing), np.full(k, smoothing)
+    if class_prior == "uniform":
+        return np.array([alpha, beta]), np.full(k, strategy_prior)
+    pooled = spam_counts.sum(axis=0) + 1.0
+    return np.array([alpha, beta]), (strategy_prior * k / pooled.sum()) * pooled
+
+
 class MACE(Aggregator):
     """Hovy et al. (2013). ``competence_`` is θ_j, ``spam_dist_`` is ξ_j, ``proba_`` P(T_i)."""
 
@@ -274,17 +292,14 @@ class MACE(Aggregator):
             log_prior = np.log((class_counts + smoothing) / (class_counts + smoothing).sum())
         else:
             log_prior = digamma(class_counts + 1.0) - digamma(class_counts.sum() + k)
+        knowing_prior, spam_prior = mace_pseudo_counts(
+            self.variant, smoothing, self.alpha, self.beta, self.strategy_prior, prior,
+            spam_counts)
+        knowing = knowing_counts + knowing_prior
+        spam = spam_counts + spam_prior
         if self.variant == "em":
-            knowing = knowing_counts + smoothing
-            spam = spam_counts + smoothing
             return (knowing / knowing.sum(axis=1, keepdims=True),
                     spam / spam.sum(axis=1, keepdims=True), log_prior)
-        knowing = knowing_counts + np.array([self.alpha, self.beta])
-        if prior == "uniform":
-            spam = spam_counts + self.strategy_prior
-        else:
-            pooled = spam_counts.sum(axis=0) + 1.0
-            spam = spam_counts + (self.strategy_prior * k / pooled.sum()) * pooled
         return (np.exp(digamma(knowing) - digamma(knowing.sum(axis=1, keepdims=True))),
                 np.exp(digamma(spam) - digamma(spam.sum(axis=1, keepdims=True))), log_prior)
 

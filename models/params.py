@@ -225,8 +225,9 @@ Seed = Annotated[int | None, Range(0, 2**32 - 1)]
 QuadraturePoints = Annotated[int, Range(1, 200)]
 # inducing points of a sparse GP: O(M^3) per step
 InducingPoints = Annotated[int, Range(1, 5_000)]
-# the map a fit calibrated on held-out gold fits (models.calibration): logistic, or monotone
-Calibration = Literal["platt", "isotonic"]
+# the map a fit calibrated on held-out gold fits (models.calibration): chosen by held-out log loss
+# ("auto"), logistic, beta (a smooth monotone map), or isotonic (a monotone step function)
+Calibration = Literal["auto", "platt", "beta", "isotonic"]
 # task folds of the gold-free tempering of a posterior (models.tempering): 0 off, else at least 2
 TemperFolds = Annotated[int, Range(0, 20)]
 # the largest collection fitted with a full GP (an n x n kernel matrix: 10,000 tasks = 800 MB)

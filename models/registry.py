@@ -38,7 +38,7 @@ BINARY_ONLY_METHODS = GP_METHODS - ORDINAL_METHODS
 # each fold is a whole refit, so at most 100 of them; calibration: the map it fits.
 GOLD_PARAM_SPECS: dict[str, ParamSpec] = {
     "calibrate_folds": param_spec("calibrate_folds", Annotated[int, Range(0, 100)], 0),
-    "calibration": param_spec("calibration", Calibration, "platt"),
+    "calibration": param_spec("calibration", Calibration, "auto"),
 }
 GOLD_PARAMS: dict[str, Any] = {k: v.default for k, v in GOLD_PARAM_SPECS.items()}
 
@@ -109,7 +109,7 @@ class MethodSpec:
         return GoldCalibrated(lambda: self.cls(**own), n_folds=folds,
                               random_state=0 if seed is None else seed,
                               relevant_from=relevant_from,
-                              calibration=params.get("calibration", "platt"))
+                              calibration=params.get("calibration", "auto"))
 
 
 def get_method(method: str) -> MethodSpec:

@@ -328,6 +328,7 @@ def add_command(subparsers: argparse._SubParsersAction) -> None:  # type: ignore
                                 "clamped), so gold never inflates the reported figures")
     aggregate.add_argument("--calibrate", type=int_at_least(0), metavar="K",
                            help="clamp the gold and recalibrate P(relevant) on it, K-fold held "
-                                "out (Platt scaling; calibrate_folds=K, implies --clamp-gold); "
+                                "out (Platt's, the beta or the isotonic map, chosen by held-out "
+                                "log loss; calibrate_folds=K, implies --clamp-gold); "
                                 "with --folds the calibration is refitted per fold")
     aggregate.set_defaults(func=_aggregate)

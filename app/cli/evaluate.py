@@ -80,6 +80,18 @@ def add_command(subparsers: argparse._SubParsersAction) -> None:  # type: ignore
                                "for ds's default (its strength type-II ML, found again from "
                                "the judgments); the draws then use the fit's own prior on each "
                                "confusion row, as the service's do (default 0: other methods)")
+    # the methods with annotator parameters (models.evaluation.parameters.METHOD_FAMILY; a test
+    # keeps the two equal), named here so that the parser imports no model
+    evaluate.add_argument("--method", choices=("ds", "ebcc", "ibcc", "mace", "ordinal-ds"),
+                          default=None,
+                          help="with --judgments: the fit's method; the draws then use its own "
+                               "prior on the annotators' parameters (with --params), as the "
+                               "service's do (default: DS's with --population-prior, Dir(1) "
+                               "rows and MACE's Beta(1, 1))")
+    evaluate.add_argument("--params", default=None, metavar="JSON",
+                          help="with --method: the fit's params, and for a choice its \"auto\" "
+                               "made, the one its info names (e.g. {\"class_prior\": "
+                               "\"learned\"} for MACE, {\"prior\": \"fixed\"} for IBCC)")
     evaluate.add_argument("--readout", type=float, nargs=2, default=None, metavar=("TAU", "RHO"),
                           help="with --judgments, for a fit with the gold-free read-out: its "
                                "info's readout_temperature and readout_rho; the draws then start "
@@ -233,7 +245,7 @@ def _parameter_draws(args: argparse.Namespace, posterior: Posterior,
     from app.cli.loading import file_error, load_annotation_data, read_input
     from app.evaluations.inputs import mace_parameters
     from app.formats.errors import FileFormatError
-    from models.evaluation.parameters import draw_parameters
+    from models.evaluation.parameters import RowPrior, draw_parameters
 
     graded = posterior.classes.tolist() != [0, 1]
     current = args.judgments
@@ -270,8 +282,30 @@ def _parameter_draws(args: argparse.Namespace, posterior: Posterior,
         proba = plugin_posterior(proba, rows[data.task][on], proba.shape[0],
                                  {"readout_temperature": args.readout[0],
                                   "readout_rho": args.readout[1]})
+    row_prior, class_prior = None, mace is None
+    if args.method is not None:
+        params = _fit_params(args.params)
+        row_prior = RowPrior.of_fit(args.method, params, {
+            "confusion_prior": None if params.get("prior") in (None, "auto") else params["prior"],
+            "class_prior": params.get("class_prior")})
+        if mace is not None:  # MACE's class prior is drawn when the fit learned one
+            class_prior = params.get("class_prior") == "learned"
     return draw_parameters(family, proba, rows[data.task][on], data.annotator[on],
                            data.label[on], samples=samples, seed=args.seed,
                            competence=None if mace is None else mace[0],
-                           spam=None if mace is None else mace[1], class_prior=mace is None,
-                           population_prior=args.population_prior if mace is None else 0.0)
+                           spam=None if mace is None else mace[1], class_prior=class_prior,
+                           population_prior=args.population_prior if mace is None else 0.0,
+                           row_prior=row_prior)
+
+
+def _fit_params(text: str | None) -> dict:
+    """``--params``: a JSON object (UsageError otherwise)."""
+    from app.cli.errors import UsageError
+
+    try:
+        params = json.loads(text or "{}")
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"--params is not JSON: {exc}") from None
+    if not isinstance(params, dict):
+        raise UsageError("--params must be a JSON object")
+    return params

@@ -15,8 +15,8 @@ from app.judgments.columns import annotation_data, read_judgments, task_names
 from models.dependence import tempering
 from models.evaluation.parameters import (
     AnnotatorDraws,
+    RowPrior,
     draw_parameters,
-    fit_population_prior,
     parameter_family,
 )
 from models.evaluation.uncertainty import Posterior
@@ -74,8 +74,10 @@ def fit_parameter_draws(session: Session, *, collection: Collection, aggregation
     draws = draw_parameters(family, proba, task, annotator, label, samples=samples, seed=seed,
                             competence=competence, spam=spam, class_prior=class_prior,
                             weight=weight,
-                            population_prior=fit_population_prior(
-                                aggregation.method, aggregation.params, len(classes)))
+                            # the fit's own prior on a confusion row (its info: the one "auto"
+                            # chose)
+                            row_prior=RowPrior.of_fit(aggregation.method, aggregation.params,
+                                                      aggregation.info))
     row_of = {key: r for r, key in enumerate(zip(posterior.topics.tolist(),
                                                   posterior.docs.tolist(), strict=True))}
     rows = np.array([row_of.get(key, -1) for key in zip(data.topic_ids.tolist(),

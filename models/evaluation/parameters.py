@@ -40,7 +40,7 @@ topics, the per-topic tilts one sparse product per class over the draws.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -107,17 +107,19 @@ class AnnotatorDraws:
     def gibbs(cls, proba: np.ndarray, task: np.ndarray, annotator: np.ndarray,
               label: np.ndarray, *, n_labels: int, samples: int, rng: np.random.Generator,
               class_prior: bool = True, weight: np.ndarray | None = None,
-              burn_in: int = BURN_IN, population_prior: float | None = 0.0) -> AnnotatorDraws:
+              burn_in: int = BURN_IN, population_prior: float | None = 0.0,
+              row_prior: RowPrior | None = None) -> AnnotatorDraws:
         """Confusion matrices (and the class prior) from their joint posterior with the labels:
         a Gibbs chain from labels drawn from ``proba``, alternating π_j[k, ·] ~ Dir(α_k +
-        N_j[k, ·](z)) (hard counts of the current labels z; α_k 1, ``DIAGONAL_PRIOR`` at k,
-        plus, for a fit with DS's ``population_prior`` s, the fit's own prior: s pseudo-judgments
-        spread like the crowd's pooled rows by distance, ``models.dawid_skene.population_centre``,
-        the pooled rows drawn each sweep from Dir(1 + the current labels' pooled hard counts)),
+        N_j[k, ·](z)) (hard counts of the current labels z; α the fit's own prior on a row,
+        ``row_prior``: ``RowPrior``; without one, DS's with ``population_prior``; for DS's
+        population prior s, its centre is redrawn each sweep: s pseudo-judgments spread like the
+        crowd's pooled rows by distance, ``models.dawid_skene.population_centre``, the pooled
+        rows drawn from Dir(1 + the current labels' pooled hard counts)),
         ρ ~ Dir(1 + counts of z), and z_i from the posterior tilted by that draw;
         ``burn_in`` sweeps, then one state per draw.
-        The tilt's reference θ̂ is the point estimate ``proba`` is the posterior of: its M step,
-        normalise(N_j(q) + ``REFERENCE_SMOOTHING``), DS's own fixed point."""
+        The tilt's reference θ̂ is the point estimate ``proba`` is the posterior of
+        (``RowPrior.rows``)."""
         task, annotator, label = _ints(task, annotator, label)
         n_tasks, n_classes = proba.shape
         n_annotators = int(annotator.max()) + 1 if len(annotator) else 0
@@ -126,18 +128,14 @@ class AnnotatorDraws:
         soft = np.stack([np.bincount(cell, weights=proba[task, k] * w,
                                      minlength=n_annotators * n_labels)
                          .reshape(n_annotators, n_labels) for k in range(n_classes)], axis=1)
-        # the fitted model's prior on each row (DS's population prior), in the reference (its M
-        # step) and in the chain's prior
-        pseudo = np.zeros((n_classes, n_labels))
-        strength = 0.0
-        if n_labels == n_classes:
-            strength = population_prior
-            if strength is None:  # DS's default: the fit's own type-II ML strength
-                strength = population_strength(soft, population_pseudo_counts(soft.sum(axis=0),
-                                                                              1.0))
-            pseudo = population_pseudo_counts(soft.sum(axis=0), strength)
-        reference = soft + pseudo + REFERENCE_SMOOTHING
-        log_reference = np.log(reference / reference.sum(axis=2, keepdims=True))
+        if row_prior is None:
+            row_prior = RowPrior("ds" if population_prior != 0.0 else "chain",
+                                 {"population_prior": population_prior})
+        alpha, log_reference = row_prior.rows(soft, task)
+        strength = row_prior.population(soft)
+        pseudo = np.zeros_like(alpha)
+        if strength > 0:  # its centre is drawn in the chain, below, not held at q's
+            alpha = alpha - population_pseudo_counts(soft.sum(axis=0), strength)
         judged = np.unique(task)
         rho_hat = np.maximum(proba[judged].mean(axis=0), 1e-300)
         logq = np.log(np.maximum(proba, 1e-300))
@@ -145,13 +143,6 @@ class AnnotatorDraws:
         log_ratio = np.empty((samples, n_annotators, n_classes, n_labels), dtype=np.float32)
         prior = np.zeros((samples, n_classes)) if class_prior else None
         size = n_annotators * n_classes * n_labels
-        # Dir(1) off the diagonal, DIAGONAL_PRIOR on it (when the labels are the classes): an
-        # annotator better than chance. A symmetric prior makes DS's posterior symmetric under
-        # swapping the classes with the confusion rows, and a chain on weakly identified data
-        # (few annotators) then wanders into the swapped mode.
-        alpha = np.full((n_classes, n_labels), PRIOR)
-        if n_labels == n_classes:
-            alpha += np.eye(n_classes) * (DIAGONAL_PRIOR - PRIOR)
         for sweep in range(burn_in + samples):
             counts = np.bincount((annotator * n_classes + z[task]) * n_labels + label,
                                  weights=w, minlength=size).reshape(n_annotators, n_classes,
@@ -189,10 +180,11 @@ class AnnotatorDraws:
     def mace(cls, proba: np.ndarray, task: np.ndarray, annotator: np.ndarray,
              label: np.ndarray, *, competence: np.ndarray, spam: np.ndarray, samples: int,
              rng: np.random.Generator, class_prior: bool = False,
-             weight: np.ndarray | None = None) -> AnnotatorDraws:
+             weight: np.ndarray | None = None, row_prior: RowPrior | None = None
+             ) -> AnnotatorDraws:
         """MACE's θ_j (Beta) and ξ_j (Dirichlet) from the expected copy and spam counts of
         j's judgments under ``proba`` and the fitted ``competence`` θ̂ (A,) and ``spam`` ξ̂
-        (A, K)."""
+        (A, K), under the fit's own prior (``RowPrior.mace``; None: Beta(1, 1), Dir(1))."""
         task, annotator, label = _ints(task, annotator, label)
         n_annotators, n_classes = spam.shape
         if proba.shape[1] != n_classes or len(competence) != n_annotators:
@@ -209,11 +201,13 @@ class AnnotatorDraws:
         spammed = np.bincount(annotator * n_classes + label, weights=(1 - copied) * w,
                               minlength=n_annotators * n_classes).reshape(n_annotators,
                                                                           n_classes)
-        pair = np.stack([knowing, spammed.sum(axis=1)], axis=1) + PRIOR  # (A, 2)
+        pair_prior, spam_prior = (row_prior or RowPrior()).mace(spammed)
+        pair = np.stack([knowing, spammed.sum(axis=1)], axis=1) + pair_prior  # (A, 2)
         theta = _dirichlet(pair, samples, rng)[..., 0]  # (S, A)
-        xi = _dirichlet(spammed + PRIOR, samples, rng)  # (S, A, K)
+        spam_alpha = spammed + spam_prior
+        xi = _dirichlet(spam_alpha, samples, rng)  # (S, A, K)
         ref = _mace_table(pair[:, 0] / pair.sum(axis=1),
-                          (spammed + PRIOR) / (spammed + PRIOR).sum(axis=1, keepdims=True))
+                          spam_alpha / spam_alpha.sum(axis=1, keepdims=True))
         log_ratio = (np.log(np.maximum(_mace_table(theta, xi), 1e-300))
                      - np.log(ref)[None]).astype(np.float32)
         prior = _prior_ratio(proba, task, samples, rng) if class_prior else None
@@ -291,6 +285,111 @@ class AnnotatorDraws:
         return p / p.sum(axis=2, keepdims=True)
 
 
+@dataclass(frozen=True)
+class RowPrior:
+    """The prior a fit put on its annotators' parameters, and the point estimate its posterior
+    q was computed with, for the chain of ``AnnotatorDraws.gibbs`` (and MACE's draws): the
+    same definition the fit itself uses, never a copy of it.
+
+    - ``ibcc``, ``ebcc``: the fit's own α₀ (``models.bcc.confusion_prior``, the definition the
+      fit itself updates with: IBCC's default on a sparse crowd the crowd's population prior by
+      |l − t|, type-II ML strength; the fixed prior ``alpha_diagonal`` / ``alpha_off_diagonal``
+      on dense judges or when asked; EBCC's subtype prior ``prior`` at the class level), from
+      the expected counts under q; the reference is VB's exp E[ln π] under Dir(α₀ + N_j(q)),
+      what q's E step used;
+    - ``ds``: Dir(1 + s · m) of DS's MAP objective (``population_prior`` s; None: type-II ML,
+      found again from the same counts), 1 off the diagonal and ``DIAGONAL_PRIOR`` on it;
+      reference normalise(N_j(q) + s · m + ``REFERENCE_SMOOTHING``), DS's M step;
+    - ``chain`` (ordinal-ds, and DS with ``population_prior`` 0): Dir(1 off, ``DIAGONAL_PRIOR``
+      on the diagonal): an annotator better than chance. A symmetric prior makes the posterior
+      symmetric under swapping the classes with the confusion rows, and a chain on weakly
+      identified data (few annotators) then wanders into the swapped mode.
+
+    - ``mace``: not a confusion row: ``RowPrior.mace`` gives MACE's own Beta and Dirichlet.
+
+    ``params`` are the fit's (its method's defaults fill the rest); ``used`` the prior an
+    ``"auto"`` fit chose (its info's ``confusion_prior``, MACE's ``class_prior``; None: IBCC's
+    chosen again from the judgments, MACE's uniform)."""
+
+    method: str = "chain"
+    params: Mapping[str, Any] = field(default_factory=dict)
+    used: str | None = None
+
+    @classmethod
+    def of_fit(cls, method: str, params: Mapping[str, Any] | None = None,
+               info: Mapping[str, Any] | None = None) -> RowPrior:
+        """The row prior of a ``method`` fit with ``params`` and result ``info``."""
+        params = dict(params or {})
+        if method == "ds":
+            return cls("ds", {"population_prior": params.get("population_prior")})
+        if method in ("ibcc", "ebcc"):
+            return cls(method, params, (info or {}).get("confusion_prior"))
+        if method == "mace":  # the class prior "auto" chose, which shapes ξ's prior
+            return cls(method, params, (info or {}).get("class_prior", params.get("class_prior")))
+        return cls("chain")
+
+    def mace(self, spammed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """MACE's prior ((knowing, spamming) (2,), on ξ_j (K,)) from the expected spam counts
+        ``spammed`` (A, K): the fit's own pseudo-counts (``models.mace.mace_pseudo_counts``),
+        the posterior's Dirichlet under VB; EM's M step is a MAP, whose prior is 1 + its
+        smoothing. Not a MACE fit: Beta(1, 1) and Dir(1)."""
+        k = spammed.shape[1]
+        if self.method != "mace":
+            return np.full(2, PRIOR), np.full(k, PRIOR)
+        from models.mace import mace_pseudo_counts
+        from models.registry import get_method
+
+        given = {**get_method("mace").defaults, **self.params}
+        smoothing = (0.01 / k if given.get("smoothing") is None
+                     else float(given["smoothing"]))
+        used = self.used if self.used in ("uniform", "learned") else "uniform"
+        spamming_knowing, spam = mace_pseudo_counts(
+            given["variant"], smoothing, float(given["alpha"]), float(given["beta"]),
+            float(given["strategy_prior"]), used, spammed)
+        if given["variant"] == "em":
+            spamming_knowing, spam = spamming_knowing + PRIOR, spam + PRIOR
+        return spamming_knowing[::-1].copy(), spam
+
+    def population(self, soft: np.ndarray) -> float:
+        """DS's population prior strength s (0 for the other priors), from the expected counts
+        ``soft`` (A, K, L) under q: the fit's ``population_prior``, or for DS's default (None)
+        its type-II ML strength found again from the same counts."""
+        n_classes, n_labels = soft.shape[1:]
+        if self.method != "ds" or n_labels != n_classes:
+            return 0.0
+        strength = self.params.get("population_prior", 0.0)
+        if strength is None:
+            strength = population_strength(soft, population_pseudo_counts(soft.sum(axis=0), 1.0))
+        return float(strength)
+
+    def rows(self, soft: np.ndarray, task: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(α (K, L), log θ̂ (A, K, L)) from the expected counts ``soft`` (A, K, L) under q
+        [j, k, l] and the judgments' tasks ``task``."""
+        n_classes, n_labels = soft.shape[1:]
+        square = n_labels == n_classes
+        if self.method in ("ibcc", "ebcc") and square:
+            from models.bcc import confusion_prior, confusion_prior_fixed, confusion_prior_used
+            from models.dirichlet import e_log_dirichlet
+            from models.registry import get_method
+
+            given = {**get_method(self.method).defaults, **self.params}
+            fixed = confusion_prior_fixed(n_classes, float(given["alpha_diagonal"]),
+                                          float(given["alpha_off_diagonal"]))
+            used = self.used or (confusion_prior_used(given["prior"], task)
+                                 if self.method == "ibcc" else given["prior"])
+            alpha = fixed
+            for _ in range(10 if used == "empirical" else 1):  # Minka's steps, 20 a call
+                alpha, _strength = confusion_prior(used, soft, alpha)
+            return alpha, e_log_dirichlet(soft + alpha[None])
+        alpha = np.full((n_classes, n_labels), PRIOR)
+        pseudo = np.zeros((n_classes, n_labels))
+        if square:
+            alpha += np.eye(n_classes) * (DIAGONAL_PRIOR - PRIOR)
+            pseudo = population_pseudo_counts(soft.sum(axis=0), self.population(soft))
+        reference = soft + pseudo + REFERENCE_SMOOTHING
+        return alpha + pseudo, np.log(reference / reference.sum(axis=2, keepdims=True))
+
+
 def fit_population_prior(method: str, params: Mapping[str, Any] | None, n_classes: int
                          ) -> float | None:
     """The population prior s of a fit, 0 for the methods without one; None for DS's default,
@@ -307,22 +406,25 @@ def draw_parameters(family: str, proba: np.ndarray, task: np.ndarray, annotator:
                     label: np.ndarray, *, samples: int, seed: int | None,
                     competence: np.ndarray | None = None, spam: np.ndarray | None = None,
                     class_prior: bool = True, weight: np.ndarray | None = None,
-                    population_prior: float | None = 0.0) -> AnnotatorDraws:
+                    population_prior: float | None = 0.0,
+                    row_prior: RowPrior | None = None) -> AnnotatorDraws:
     """The parameter draws of an evaluation (the service's job, the CLI and the bench call this
     one function): ``family`` "confusion" or "mace" (which needs the fitted ``competence`` and
-    ``spam``), judgments as class indices of ``proba``'s columns; ``population_prior``: a DS
-    fit's (``fit_population_prior``)."""
+    ``spam``), judgments as class indices of ``proba``'s columns; ``row_prior``: the fit's
+    prior on a confusion row (``RowPrior.of_fit``; None: DS's with ``population_prior``, a DS
+    fit's ``fit_population_prior``, 0 for none)."""
     rng = parameter_rng(seed)
     if family == "confusion":
         return AnnotatorDraws.gibbs(proba, task, annotator, label, n_labels=proba.shape[1],
                                     samples=samples, rng=rng, class_prior=class_prior,
-                                    weight=weight, population_prior=population_prior)
+                                    weight=weight, population_prior=population_prior,
+                                    row_prior=row_prior)
     if family == "mace":
         if competence is None or spam is None:
             raise ValueError("MACE's parameter draws need its fitted competence and spam")
         return AnnotatorDraws.mace(proba, task, annotator, label, competence=competence,
                                    spam=spam, samples=samples, rng=rng,
-                                   class_prior=class_prior, weight=weight)
+                                   class_prior=class_prior, weight=weight, row_prior=row_prior)
     raise ValueError(f"unknown parameter family {family!r}; valid: {', '.join(FAMILIES)}")
 
 

@@ -79,6 +79,8 @@ class GPPredictor:
     # the class prior of the discrete-regression truth layer (MAGP's default): weights ŵ (d + 1,)
     # and their covariance Σ; P(relevant | x*) is then Φ(x̃·ŵ / √(1 + x̃ᵀ Σ x̃)), x̃ = [x, 1]
     regression: tuple[np.ndarray, np.ndarray] | None = None
+    # the beta map (a, b, c) of a fit calibrated with calibration="beta" (or "auto" choosing it)
+    beta: tuple[float, float, float] | None = None
 
     @property
     def input_dim(self) -> int:
@@ -120,6 +122,10 @@ class GPPredictor:
             p = Platt(*self.platt)(p)
         if self.isotonic is not None:
             p = np.interp(p, self.isotonic[0], self.isotonic[1])
+        if self.beta is not None:
+            from models.calibration import Beta
+
+            p = Beta(*self.beta)(p)
         return mean, var, p
 
     def topic_known(self, n: int, topics: list[str] | None) -> np.ndarray | None:
@@ -158,6 +164,8 @@ class GPPredictor:
                 "readout_noise": self.readout_noise}
         if self.isotonic is not None:
             arrays["isotonic_x"], arrays["isotonic_y"] = self.isotonic
+        if self.beta is not None:
+            meta["beta"] = list(self.beta)
         if self.regression is not None:
             arrays["regression_w"], arrays["regression_cov"] = self.regression
         if self.topics is not None and self.topic_offsets is not None:
@@ -188,7 +196,9 @@ class GPPredictor:
                    None if topics is None else np.asarray(topics, dtype=str),
                    a.get("topic_offsets"), float(meta.get("readout_noise", 1.0)),
                    (a["isotonic_x"], a["isotonic_y"]) if "isotonic_x" in a else None,
-                   (a["regression_w"], a["regression_cov"]) if "regression_w" in a else None)
+                   (a["regression_w"], a["regression_cov"]) if "regression_w" in a else None,
+                   None if meta.get("beta") is None
+                   else tuple(float(v) for v in meta["beta"]))  # type: ignore[arg-type]
 
 
 def export(model: Any) -> GPPredictor:
@@ -242,6 +252,7 @@ def export(model: Any) -> GPPredictor:
             mean_b = float(np.ravel(mf.b.numpy())[0])
     platt = getattr(model, "platt_", None)  # a GoldCalibrated fit: its map applies here too
     isotonic = getattr(model, "isotonic_", None)
+    beta = getattr(model, "beta_", None)
     # the discrete-regression layer's class prior (of the wrapped model, for a calibrated fit)
     regression = getattr(getattr(model, "model_", model), "layer_regression_", None)
     return GPPredictor(parts, Z, w, M, tau2, mean_kind, mean_A, mean_b,
@@ -253,4 +264,5 @@ def export(model: Any) -> GPPredictor:
                        None if isotonic is None
                        else (np.asarray(isotonic.x), np.asarray(isotonic.y)),
                        None if regression is None
-                       else (np.asarray(regression[0]), np.asarray(regression[1])))
+                       else (np.asarray(regression[0]), np.asarray(regression[1])),
+                       None if beta is None else (beta.a, beta.b, beta.c))

@@ -112,3 +112,30 @@ def test_joint_file_errors(files: dict[str, str], tmp_path: Path,
     assert cli(["evaluate", "--tasks", str(tasks), "--joint", files["qrels"], "--runs",
                 files["sys"], "--quiet"]) == 2
     assert "not a joint posterior" in capsys.readouterr().err
+
+
+def test_method_choices_are_the_methods_with_parameter_draws() -> None:
+    """``evaluate --method`` names its choices without importing a model; they are the methods
+    whose fits have annotator parameters to draw (``METHOD_FAMILY``)."""
+    import argparse
+
+    from app.cli import build_parser
+    from models.evaluation.parameters import METHOD_FAMILY
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    evaluate = sub.choices["evaluate"]
+    method = next(a for a in evaluate._actions if a.dest == "method")
+    assert sorted(method.choices) == sorted(METHOD_FAMILY)
+
+
+def test_fit_params_must_be_a_json_object() -> None:
+    """``--params`` beside ``--method``: a JSON object, else a usage error (exit code 2)."""
+    from app.cli.errors import UsageError
+    from app.cli.evaluate import _fit_params
+
+    assert _fit_params('{"class_prior": "learned"}') == {"class_prior": "learned"}
+    assert _fit_params(None) == {}
+    for text, message in (("[1]", "JSON object"), ("{", "not JSON")):
+        with pytest.raises(UsageError, match=message):
+            _fit_params(text)

@@ -100,7 +100,8 @@ def test_calibrated_ds_is_better_calibrated_held_out(overconfident: AnnotationDa
 
     # The deployed fit: clamped gold keeps its label, the result carries the map.
     half = replace(data, gold=np.where(np.arange(data.n_tasks) % 2 == 0, data.gold, UNKNOWN))
-    model = GoldCalibrated(lambda: _overconfident_ds(), n_folds=4, random_state=1).fit(half)
+    model = GoldCalibrated(lambda: _overconfident_ds(), n_folds=4, random_state=1,
+                           calibration="platt").fit(half)
     known = half.gold != UNKNOWN
     assert np.array_equal(model.labels_[known], half.gold[known])
     info = model.result(half).info["calibration"]
@@ -179,12 +180,12 @@ def test_isotonic_map_is_monotone_and_never_certain() -> None:
 
 def test_isotonic_calibration_through_the_registry(overconfident: AnnotationData) -> None:
     """calibration="isotonic" beside calibrate_folds: the fit says which map it used; a name
-    that is neither is refused before a fit is queued."""
+    that is none of the maps is refused before a fit is queued."""
     half = replace(overconfident, gold=np.where(np.arange(overconfident.n_tasks) % 2 == 0,
                                                 overconfident.gold, UNKNOWN))
     params = {"use_gold": True, "calibrate_folds": 3, "calibration": "isotonic"}
     model = make_aggregator("ds", validate_params("ds", params)).fit(half)
     info = model.result(half).info["calibration"]
     assert info["method"] == "isotonic" and info["knots"] > 2 and 0 < info["threshold"] < 1
-    with pytest.raises(InvalidParams, match="platt' or 'isotonic"):
-        validate_params("ds", {**params, "calibration": "beta"})
+    with pytest.raises(InvalidParams, match="'beta' or 'isotonic'"):
+        validate_params("ds", {**params, "calibration": "spline"})

@@ -218,3 +218,60 @@ def test_the_population_priors_centre_moves_between_draws() -> None:
                             samples=300, seed=0, population_prior=2000.0)
     shared = draws.log_ratio[:, :, 1, 1].mean(axis=1)  # the crowd's log accuracy on "relevant"
     assert float(np.std(shared)) > 0.012
+
+def test_ibcc_draws_use_the_fits_own_prior_and_centre_on_it() -> None:
+    """IBCC's draws take its fit's prior on a confusion row from the one definition the fit
+    uses (``models.bcc.confusion_prior``): from the fitted posterior's counts, ``RowPrior``
+    finds the α₀ the fit ended with. On a weak sparse crowd (Algorithm 10, noise 4-8,
+    redundancy 3) the labels drawn under that prior are as accurate as labels drawn from the
+    fit's posterior itself (the draws centre on the fit); under Dir(1) rows, the prior the
+    draws used before, they fell well below it."""
+    from dataclasses import replace
+
+    from models.bcc import IBCC
+    from models.evaluation.parameters import RowPrior, draw_tilted
+    from models.synthetic import NOISE_LEVELS, generate
+
+    synth = generate(1500, 60, noise_level=NOISE_LEVELS["4-8"], redundancy=3, random_state=7)
+    data = synth.to_annotation_data(with_features=False)
+    truth = data.gold
+    data = replace(data, gold=None)
+    model = IBCC().fit(data)
+    assert model.prior_used_ == "crowd-absolute"
+    own = plugin_posterior(model.proba_, data.task, data.n_tasks, readout_info(model))
+    prior = RowPrior.of_fit("ibcc", {}, {"confusion_prior": model.prior_used_})
+    soft = np.stack([np.bincount(data.annotator * 2 + data.label, weights=own[data.task, k],
+                                 minlength=data.n_annotators * 2).reshape(-1, 2)
+                     for k in range(2)], axis=1)
+    alpha, _ = prior.rows(soft, data.task)
+    np.testing.assert_allclose(alpha, model.alpha_prior_, rtol=0.05)
+    # with no info, "auto" is resolved again from the judgments: the same prior
+    assert np.allclose(RowPrior.of_fit("ibcc").rows(soft, data.task)[0], alpha)
+
+    rows = np.arange(data.n_tasks)
+    from_q = float(own[rows, truth].mean())
+    accuracy = {}
+    for name, row_prior in (("fit", prior), ("dir1", RowPrior("chain"))):
+        draws = draw_parameters("confusion", own, data.task, data.annotator, data.label,
+                                samples=60, seed=0, row_prior=row_prior)
+        labels = draw_tilted(draws.topic_proba(rows, own), np.random.default_rng(1))
+        accuracy[name] = float((labels == truth[None]).mean())
+    assert abs(accuracy["fit"] - from_q) < 0.02, (accuracy, from_q)
+    assert accuracy["dir1"] < from_q - 0.05, (accuracy, from_q)
+
+
+def test_mace_draws_use_the_fits_own_prior() -> None:
+    """MACE's draws take its fit's Beta and Dirichlet (``models.mace.mace_pseudo_counts``):
+    under VB (the default) the posterior's own pseudo-counts; EM's MAP: 1 + its smoothing."""
+    from models.evaluation.parameters import RowPrior
+
+    spammed = np.array([[3.0, 1.0], [0.0, 2.0]])
+    knowing_spamming, xi = RowPrior.of_fit("mace", {}, {"class_prior": "uniform"}).mace(spammed)
+    assert knowing_spamming.tolist() == [0.5, 0.5] and xi.tolist() == [10.0, 10.0]
+    _, xi = RowPrior.of_fit("mace", {}, {"class_prior": "learned"}).mace(spammed)
+    pooled = np.array([4.0, 4.0])  # the crowd's spam counts + 1 each
+    np.testing.assert_allclose(xi, 10.0 * 2 / pooled.sum() * pooled)
+    knowing_spamming, xi = RowPrior.of_fit("mace", {"variant": "em"}).mace(spammed)
+    np.testing.assert_allclose(knowing_spamming, 1.005)
+    np.testing.assert_allclose(xi, 1.005)
+    assert RowPrior().mace(spammed)[0].tolist() == [1.0, 1.0]

@@ -114,8 +114,34 @@ def test_mace_draws_its_own_parameters_and_match_the_cli(client, tmp_path: Path)
         f"{a['annotator']}\t{a['competence']!r}\t{a['extra']['spam_p_0']!r}\t"
         f"{a['extra']['spam_p_1']!r}\n" for a in annotators))
     full = client.get(f"{API}/evaluations/{done['id']}/measures").json()
+    # MACE's own prior (Beta(alpha, beta), Dirichlet(strategy_prior)), shaped by the class prior
+    # its "auto" chose: the CLI is told the method and that choice
+    chosen = fit["info"].get("class_prior", "uniform")
     _same(full, _offline(client, tmp_path, fit["id"], "--annotators", str(table),
+                         "--method", "mace", "--params",
+                         json.dumps({"random_state": 2, "class_prior": chosen}),
                          *_readout(client, fit["id"])))
+
+
+def test_ibcc_draws_use_the_fits_prior_and_match_the_cli(client, tmp_path: Path) -> None:
+    """IBCC's draws under the prior its fit used ("auto": the crowd's population prior on this
+    sparse crowd, info.confusion_prior): the CLI with --method ibcc finds the same prior from
+    the judgments and the same numbers; without --method (Dir(1) rows) they differ."""
+    setup_collection(client)
+    created = client.post(f"{API}/collections/ev/aggregations",
+                          json={"method": "ibcc", "params": {}}).json()
+    fit = wait_for(client, created["id"])
+    assert fit["status"] == "succeeded", fit["error"]
+    assert fit["info"]["confusion_prior"] == "crowd-absolute"
+    done = evaluate(client, {"aggregation": fit["id"], "measures": MEASURES, "samples": 200,
+                             "seed": 4, "runs": RUNS})
+    assert done["draws"] == "parameters"
+    full = client.get(f"{API}/evaluations/{done['id']}/measures").json()
+    _same(full, _offline(client, tmp_path, fit["id"], "--method", "ibcc",
+                         *_readout(client, fit["id"])))
+    other = _offline(client, tmp_path, fit["id"], *_readout(client, fit["id"]))
+    assert sorted(r["low"] for r in other["results"]) != sorted(
+        r["low"] for r in full["results"])
 
 
 def test_parameter_draws_need_a_fit_with_annotator_parameters(client) -> None:

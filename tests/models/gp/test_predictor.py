@@ -30,22 +30,28 @@ def test_exported_predictor_matches_the_model(params) -> None:
     assert predictor.input_dim == 2
 
 
-def test_exported_predictor_of_a_calibrated_fit_applies_its_map() -> None:
+@pytest.mark.parametrize("calibration", ["platt", "beta"])
+def test_exported_predictor_of_a_calibrated_fit_applies_its_map(calibration: str) -> None:
     """A MAGP fit recalibrated on held-out gold (calibrate_folds): the stored predictor answers
-    for unjudged pairs with the same Platt map the fit applied to the judged ones."""
+    for unjudged pairs with the same map (Platt's, or the beta map) the fit applied to the
+    judged ones."""
     from models.calibration import GoldCalibrated
     from models.registry import make_aggregator
 
     data = generate(200, 15, noise_level=(2.0, 4.0), redundancy=3,
                     random_state=2).to_annotation_data()
     model = make_aggregator("magp", {"use_gold": True, "calibrate_folds": 2, "n_iter": 3,
-                                     "random_state": 0}).fit(data)
+                                     "random_state": 0, "calibration": calibration}).fit(data)
     assert isinstance(model, GoldCalibrated)
     predictor = GPPredictor.from_bytes(export(model).to_bytes())
-    assert predictor.platt == (model.platt_.a, model.platt_.b) != (1.0, 0.0)
+    fitted = model.calibrator_
+    if calibration == "platt":
+        assert predictor.platt == (fitted.a, fitted.b) != (1.0, 0.0) and predictor.beta is None
+    else:
+        assert predictor.beta == (fitted.a, fitted.b, fitted.c) and predictor.platt == (1.0, 0.0)
     X = np.random.default_rng(3).normal(size=(7, 2)) * 2
     _, _, p = predictor.predict(X)
-    np.testing.assert_allclose(p, model.platt_(model.model_.predict_proba(X)[:, 1]), atol=1e-8)
+    np.testing.assert_allclose(p, fitted(model.model_.predict_proba(X)[:, 1]), atol=1e-8)
 
 
 def test_exported_predictor_with_topic_offsets() -> None:
