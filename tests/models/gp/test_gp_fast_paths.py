@@ -183,7 +183,7 @@ def test_float32_variance_product_keeps_q_and_the_objective(monkeypatch) -> None
     core.nat2.assign(nat2)
     _, A, kdiag = core.gp_prep()
     m0 = core.prior_mean(core.X)
-    assert training.VARIANCE_PRODUCT_DTYPE == tf.float32
+    assert training.VARIANCE_PRODUCT_DTYPE is tf.float32
     m32, v32, t32 = (t.numpy() for t in core.posterior(A, kdiag, m0))
     monkeypatch.setattr(training, "VARIANCE_PRODUCT_DTYPE", tf.float64)
     m64, v64, t64 = (t.numpy() for t in core.posterior(A, kdiag, m0))
