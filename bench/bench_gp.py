@@ -235,7 +235,7 @@ def _time_stages() -> dict[str, list[float]]:
     timed(training, "kmeans_inducing", "k-means")
     lbfgs = training._lbfgs
 
-    def counted(loss_and_grads, variables, maxiter):  # noqa: ANN001, ANN202
+    def counted(loss_and_grads, variables, maxiter, *rest):  # noqa: ANN001, ANN002, ANN202
         calls = [0]
 
         def count():  # noqa: ANN202
@@ -243,7 +243,7 @@ def _time_stages() -> dict[str, list[float]]:
             return loss_and_grads()
 
         start = time.perf_counter()
-        lbfgs(count, variables, maxiter)
+        lbfgs(count, variables, maxiter, *rest)
         noise = any("annotator" in v.name or "task_" in v.name for v in variables)
         label = "M step, noise block" if noise else "M step, GP block"
         stages.setdefault(label, []).append(time.perf_counter() - start)

@@ -80,9 +80,10 @@ def cavity(m_f: np.ndarray, v_f: np.ndarray, nat1: np.ndarray, nat2: np.ndarray
     return (m_f / v_f - nat1) / precision, 1.0 / precision
 
 
-def _inverse_mills(u: np.ndarray) -> np.ndarray:
-    """φ(u) / Φ(u), in log space."""
-    return np.exp(-0.5 * u * u - 0.5 * np.log(2.0 * np.pi) - log_ndtr(u))
+def _inverse_mills(u: np.ndarray, log_cdf: np.ndarray | None = None) -> np.ndarray:
+    """φ(u) / Φ(u), in log space (``log_cdf``: log Φ(u) if already computed)."""
+    log_cdf = log_ndtr(u) if log_cdf is None else log_cdf
+    return np.exp(-0.5 * u * u - 0.5 * np.log(2.0 * np.pi) - log_cdf)
 
 
 def _label_joint(prior: np.ndarray, log_z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -99,21 +100,24 @@ def _objective(theta: np.ndarray, d: LayerJudgments, prior: np.ndarray, nodes: i
     log_w = np.log(w / np.sqrt(2.0 * np.pi))
     ys = (1.0, -1.0)
     ell = np.empty((2, nodes, d.n_tasks))  # Σ_a log Φ(u_a) per task at each (class, node)
+    # Σ_a ∂ log Φ(u_a) / ∂(y c + s x_k) per task: the gradient's judgment sums, from the same
+    # log Φ(u) (one pass over the judgments per (class, node), not two)
+    slope = np.empty((2, nodes, d.n_tasks))
+    du_dshift = d.sign / d.scale
     for ci, y in enumerate(ys):
         for k in range(nodes):
-            u = d.sign * (y * c + s * x[k] + d.shift) / d.scale
-            ell[ci, k] = np.bincount(d.task, log_ndtr(u), minlength=d.n_tasks)
+            u = du_dshift * (y * c + s * x[k] + d.shift)
+            log_cdf = log_ndtr(u)
+            ell[ci, k] = np.bincount(d.task, log_cdf, minlength=d.n_tasks)
+            slope[ci, k] = np.bincount(d.task, _inverse_mills(u, log_cdf) * du_dshift,
+                                       minlength=d.n_tasks)
     log_z = logsumexp(ell + log_w[None, :, None], axis=1)  # (2, n)
     joint, total = _label_joint(prior, log_z)
     resp = np.exp(joint - total[None, :])  # P(y | everything)
     node_w = np.exp(ell + log_w[None, :, None] - log_z[:, None, :])  # within a class
-    grad = np.zeros(2)
-    for ci, y in enumerate(ys):
-        for k in range(nodes):
-            u = d.sign * (y * c + s * x[k] + d.shift) / d.scale
-            du = (resp[ci] * node_w[ci, k])[d.task] * _inverse_mills(u) * d.sign / d.scale
-            total_du = float(np.sum(du))
-            grad += (y * total_du, x[k] * total_du)
+    per_node = np.sum(resp[:, None, :] * node_w * slope, axis=2)  # (2, nodes)
+    grad = np.array([float(np.sum(np.asarray(ys)[:, None] * per_node)),
+                     float(np.sum(x[None, :] * per_node))])
     return -float(np.sum(total)), -grad, resp[0]
 
 

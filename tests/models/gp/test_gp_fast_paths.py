@@ -6,7 +6,8 @@
 - A = Lᵀ for Z = X against the triangular solve;
 - ``_lbfgs`` reusing its start evaluation: the same minimiser, one evaluation fewer;
 - the ordinal core's compiled spam responsibilities against the eager ones;
-- a whole MAGP fit through either algebra: the same labels, probabilities within 1e-5.
+- a whole MAGP fit through either algebra: the same labels, probabilities within 1e-5;
+- the sparse posterior's float32 variance product against float64 (issue 36, gp20k).
 """
 
 from __future__ import annotations
@@ -54,8 +55,16 @@ def _reference(core: CrowdGPCore) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
     return core.posterior(A, kdiag, core.prior_mean(core.X), d=nystrom_gap(A, kdiag))
 
 
+@pytest.fixture
+def float64_variances(monkeypatch) -> None:
+    """The Titsias route's variance product in float64, so that the algebras can be compared
+    to rounding (its float32 default: ``test_float32_variance_product_...``)."""
+    monkeypatch.setattr(training, "VARIANCE_PRODUCT_DTYPE", tf.float64)
+
+
 @pytest.mark.parametrize("deviation", [True, False])
-def test_direct_full_gp_algebra_equals_the_titsias_route(deviation: bool) -> None:
+def test_direct_full_gp_algebra_equals_the_titsias_route(deviation: bool,
+                                                         float64_variances) -> None:
     core = _core(deviation=deviation)
     assert core.direct()
     m_ref, v_ref, t_ref = _reference(core)
@@ -71,7 +80,8 @@ def test_direct_full_gp_algebra_equals_the_titsias_route(deviation: bool) -> Non
     np.testing.assert_allclose(v_fast, v_ref.numpy(), rtol=1e-9, atol=1e-9)
 
 
-def test_direct_objective_and_gradients_equal_the_titsias_route(monkeypatch) -> None:
+def test_direct_objective_and_gradients_equal_the_titsias_route(monkeypatch,
+                                                                float64_variances) -> None:
     core = _core()
     variables = core._gp_variables()
     assert len(variables) >= 4  # kernel variance and lengthscales, τ², the mean's A and b
@@ -141,7 +151,7 @@ def test_ordinal_compiled_responsibility_equals_eager() -> None:
     np.testing.assert_allclose(compiled, eager, rtol=1e-10, atol=1e-12)
 
 
-def test_magp_fit_through_either_full_gp_algebra(monkeypatch) -> None:
+def test_magp_fit_through_either_full_gp_algebra(monkeypatch, float64_variances) -> None:
     """A converged 300-task MAGP fit (full GP) gives the same labels and probabilities within
     1e-5 through the direct algebra and the Titsias one."""
     synth = generate(300, 25, noise_level=(2.0, 4.0), redundancy=3, random_state=5)
@@ -153,3 +163,31 @@ def test_magp_fit_through_either_full_gp_algebra(monkeypatch) -> None:
     assert not slow.core_.direct()
     np.testing.assert_array_equal(fast.labels_, slow.labels_)
     np.testing.assert_allclose(fast.proba_, slow.proba_, atol=1e-5)
+
+
+def test_float32_variance_product_keeps_q_and_the_objective(monkeypatch) -> None:
+    """v_g = d + column sums of (LB⁻¹ A)²: the product in float32 moves q's variances by a
+    relative 1e-6 at most (squares add, no cancellation); the means not at all."""
+    rng = np.random.default_rng(4)
+    n, m = 400, 60
+    X = rng.normal(size=(n, 2))
+    task = np.repeat(np.arange(n), 3)
+    core = CrowdGPCore(n_tasks=n, task=task, annotator=rng.integers(0, 5, size=3 * n),
+                       label=rng.integers(0, 2, size=3 * n), likelihood=GaussianBernoulli(n, 5),
+                       features=X, kernel=build_kernel("rbf", 2), inducing=X[:m],
+                       deviation_variance=0.5)
+    core.nat1.assign(rng.normal(size=n))
+    nat2 = rng.uniform(0.0, 3.0, size=n)
+    nat2[:3] = 0.0
+    nat2[3] = 50.0
+    core.nat2.assign(nat2)
+    _, A, kdiag = core.gp_prep()
+    m0 = core.prior_mean(core.X)
+    assert training.VARIANCE_PRODUCT_DTYPE is tf.float32
+    m32, v32, t32 = (t.numpy() for t in core.posterior(A, kdiag, m0))
+    monkeypatch.setattr(training, "VARIANCE_PRODUCT_DTYPE", tf.float64)
+    m64, v64, t64 = (t.numpy() for t in core.posterior(A, kdiag, m0))
+    assert m32.dtype == v32.dtype == np.float64
+    np.testing.assert_array_equal(m32, m64)  # the means never see the product
+    np.testing.assert_allclose(v32, v64, rtol=1e-6)
+    assert t32 == pytest.approx(t64, rel=1e-7)
