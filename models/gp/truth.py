@@ -299,9 +299,10 @@ def weight_moments(design: np.ndarray, log_z: np.ndarray, mode: np.ndarray,
     Π_i Σ_y Φ(y x̃_i·w) Z_i(y), by self-normalised importance sampling (docs/gp.md, "The
     weights' posterior"): a Student-t proposal around the mode with ``MOMENT_SCALE`` times the
     Laplace covariance, then (``stages`` 2) one around the first stage's moments. The Laplace
-    approximation (mode, inverse Hessian) misses the skew of a near-separable likelihood: a
-    feature that orders the tasks almost as their labels is as likely at twice its weight as at
-    the mode, and not at half of it. Seeded: the same moments every fit of the same data."""
+    approximation (mode, inverse Hessian) misses the skew of a near-separable likelihood: on the
+    steep side it levels off (a task that contradicts a steep prior costs at most its own
+    evidence ratio), on the flat side it falls, so the posterior leans towards steeper weights.
+    Seeded: the same moments every fit of the same data."""
     rng = np.random.default_rng(0)
     n = design.shape[0]
     scale = 1.0
