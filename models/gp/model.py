@@ -59,6 +59,9 @@ KERNELS = ("rbf", "linear")
 MeanFunction = Literal["zero", "constant", "linear"]
 LabelLayer = Literal["gaussian", "discrete", "discrete-regression"]
 DISCRETE_LAYERS = ("discrete", "discrete-regression")
+# The regression class prior's Gaussian posterior of the weights (docs/gp.md, "The weights'
+# posterior"): the Laplace approximation or the posterior's own mean and covariance.
+WeightPosterior = Literal["laplace", "moments"]
 
 
 class CrowdGP(Aggregator):
@@ -97,8 +100,10 @@ class CrowdGP(Aggregator):
         class_prior_by: Grouping = "collection",
         readout_noise: PriorOrZero = 0.0,
         label_layer: LabelLayer = "discrete-regression",
+        weight_posterior: WeightPosterior = "laplace",
     ) -> None:
         self.class_prior_by = class_prior_by
+        self.weight_posterior = weight_posterior
         self.readout_noise = readout_noise
         self.label_layer = label_layer
         if label_layer in DISCRETE_LAYERS and readout_noise > 0:
@@ -261,14 +266,16 @@ class CrowdGP(Aggregator):
             if getattr(self, "topics_", None) is not None:  # class_prior_by="topic": a weight
                 features = np.column_stack([features, topic_columns(  # per topic, prior N(0, 1)
                     core.X.numpy()[:, d], self.topics_.shape[0])])
-            layer, weights, covariance, loadings = fit_regression_prior(judgments, features,
-                                                                        layer)
+            layer, weights, covariance, loadings = fit_regression_prior(
+                judgments, features, layer,
+                moments=getattr(self, "weight_posterior", "laplace") == "moments")
             q2 = np.sum(loadings * loadings, axis=1)
             self.layer_loadings_ = loadings
             self.layer_regression_ = (weights, covariance)  # a new task's prior (predict_proba)
             self.layer_z_ = (np.column_stack([features, np.ones(features.shape[0])])
                              @ weights) / np.sqrt(1.0 + q2)
             info["class_prior"] = "regression"
+            info["weight_posterior"] = getattr(self, "weight_posterior", "laplace")
             info["weights"] = weights[:-1].tolist()
             info["intercept"] = float(weights[-1])
             info["weight_sd"] = np.sqrt(np.diag(covariance))[:-1].tolist()
