@@ -25,7 +25,10 @@ weights over the nodes (t, u_q, v_r); the M step works on the expected counts N_
 (one sparse product over the groups: long format throughout) split by responsibility between the
 ordinal and the spam part, then L-BFGS on (b_j, log s_j, log λ_j, log κ_j) (u_q = x_q is a
 standard normal node, the loadings are parameters of the observation model), and the closed-form
-MAP of ε_j and ξ_j; ρ is the judged tasks' mean posterior. A shared leniency stays unidentifiable
+MAP of ε_j and ξ_j; ρ is the judged tasks' mean posterior. EM is accelerated by SQUAREM
+(squared extrapolation along its own path, a step kept only if the objective does not fall) and
+run from two starts, the higher objective kept (``_fit``; docs/models.md, "Judge families: EM
+accelerated"). A shared leniency stays unidentifiable
 (the same data as a truth one grade higher): b_j ~ N(0, ``bias_prior_sd``²) is the convention
 that judges are unbiased on average, as in ordinal-ds.
 
