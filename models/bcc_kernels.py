@@ -85,25 +85,39 @@ def _pairwise_sum(row: np.ndarray, start: int, n: int) -> float:
 
 
 @njit(cache=True)
+def _row_sum(row: np.ndarray, start: int, n: int) -> float:
+    """``_pairwise_sum``, calling the block sum directly for a short run (the rows here are
+    K·M numbers): the stack machinery stays out of the common case's compiled code."""
+    return _pairwise_block(row, start, n) if n <= 128 else _pairwise_sum(row, start, n)
+
+
+@njit(cache=True)
 def shift_log_joint(scores: np.ndarray, e_log_weights: np.ndarray, e_log_prior: np.ndarray,
                     n_subtypes: int, impossible: np.ndarray, top: np.ndarray) -> None:
     """In place: scores[i, t·M + m] + E[ln π_t[m]] + E[ln κ_{i, t}] (−∞ where ``impossible[i, t]``;
-    ``impossible`` may have no rows), then minus the row's maximum, which goes to ``top[i]``."""
-    width = scores.shape[1]
+    ``impossible`` may have no rows), then minus the row's maximum, which goes to ``top[i]``.
+    The columns class by class, then subtype by subtype (no division of the column index by M
+    per entry: that division was most of this pass)."""
+    n_classes = scores.shape[1] // n_subtypes
     clamp = impossible.shape[0] > 0
     for i in range(scores.shape[0]):
+        row = scores[i]
         best = -np.inf
-        for c in range(width):
-            t = c // n_subtypes
-            value = (scores[i, c] + e_log_weights[c]) + e_log_prior[i, t]
-            if clamp and impossible[i, t]:
-                value = -np.inf
-            scores[i, c] = value
-            if value > best:
-                best = value
+        c = 0
+        for t in range(n_classes):
+            prior = e_log_prior[i, t]
+            ruled_out = clamp and impossible[i, t]
+            for _ in range(n_subtypes):
+                value = (row[c] + e_log_weights[c]) + prior
+                if ruled_out:
+                    value = -np.inf
+                row[c] = value
+                if value > best:
+                    best = value
+                c += 1
         top[i] = best
-        for c in range(width):
-            scores[i, c] = scores[i, c] - best
+        for c in range(row.shape[0]):
+            row[c] = row[c] - best
 
 
 @njit(cache=True)
@@ -114,9 +128,9 @@ def normalise_rows(p: np.ndarray, n_subtypes: int, total: np.ndarray, by_class: 
     width = p.shape[1]
     for i in range(p.shape[0]):
         row = p[i]
-        s = _pairwise_sum(row, 0, width)
+        s = _row_sum(row, 0, width)
         total[i] = s
         for c in range(width):
             row[c] = row[c] / s
         for t in range(by_class.shape[1]):
-            by_class[i, t] = _pairwise_sum(row, t * n_subtypes, n_subtypes)
+            by_class[i, t] = _row_sum(row, t * n_subtypes, n_subtypes)

@@ -47,7 +47,8 @@ def wanted(dependence: Dependence, task: np.ndarray) -> bool:
     (1 / (1 + 4 · 0.05) = 0.83 at n_i = 5) and ρ̄ is estimated from few pairs per task; DENSE
     is twice a crowd's usual 3-5."""
     if dependence == "auto":
-        judged = np.unique(task).shape[0]
+        # distinct tasks: a count, not np.unique's sort (3 calls a fit with its read-out)
+        judged = int(np.count_nonzero(np.bincount(task))) if task.shape[0] else 0
         return judged > 0 and task.shape[0] / judged >= DENSE
     return dependence == "adjust"
 

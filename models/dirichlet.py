@@ -77,6 +77,18 @@ def polya_fixed_point(counts: np.ndarray, alpha: np.ndarray, n_steps: int = 20,
 Grouping = Literal["collection", "topic"]
 
 
+def _sorted_codes(values: np.ndarray) -> np.ndarray | None:
+    """``np.unique(values, return_inverse=True)[1]`` when ``values`` is sorted (tasks held in
+    topic order, as files are read): each value's rank among the distinct values is the number
+    of changes before it. None when not sorted. A comparison of neighbours instead of a sort
+    of every task's topic string."""
+    if values.shape[0] < 2 or not bool(np.all(values[1:] >= values[:-1])):
+        return None
+    group = np.zeros(values.shape[0], dtype=np.int64)
+    np.cumsum(values[1:] != values[:-1], out=group[1:])
+    return group
+
+
 @dataclass
 class ClassPrior:
     """q(κ_g) = Dir(ν_g) for each group g of tasks: one for the collection, or one per topic
@@ -99,15 +111,18 @@ class ClassPrior:
         self._all_judged = bool(np.all(self.judged))
         self._judged_groups = self.group if self._all_judged else self.group[self.judged]
         g = self.group
+        # sorted, so its distinct values are its changes plus one (np.unique would sort it)
         runs = (self._all_judged and g.size > 0 and bool(np.all(g[1:] >= g[:-1]))
-                and np.unique(g).size == self.n_groups)
+                and int(np.count_nonzero(g[1:] != g[:-1])) + 1 == self.n_groups)
         self._starts = np.searchsorted(g, np.arange(self.n_groups)) if runs else None
 
     @classmethod
     def build(cls, data: AnnotationData, by: Grouping, class_prior: float, judged: np.ndarray,
               empirical: bool) -> ClassPrior:
         if by == "topic":
-            _, group = np.unique(data.topic_ids, return_inverse=True)
+            group = _sorted_codes(data.topic_ids)
+            if group is None:
+                _, group = np.unique(data.topic_ids, return_inverse=True)
             group = group.astype(np.int64)
         else:
             group = np.zeros(data.n_tasks, dtype=np.int64)

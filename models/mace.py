@@ -144,8 +144,11 @@ class MACE(Aggregator):
         # The warm restart first, then the cold fit's random ones (a cold fit: only those).
         starts = ([] if init is None else ["warm"]) + ["cold"] * n_cold
         total = max(len(starts) * len(priors) * max(self.n_iter, 1), 1)
-        grouped = (self.class_prior_by == "topic"
-                   and np.unique(data.topic_ids[idx.judged]).shape[0] > 1)
+        # more than one topic among the judged tasks (only a learned prior reads it; a
+        # comparison with the first, not np.unique's sort of every task's topic string)
+        judged_topics = data.topic_ids[idx.judged] if "learned" in priors else data.topic_ids[:0]
+        grouped = (self.class_prior_by == "topic" and judged_topics.shape[0] > 0
+                   and bool(np.any(judged_topics != judged_topics[0])))
 
         best: dict[str, _Run] = {}
         restart_ll: dict[str, list[float]] = {prior: [] for prior in priors}
@@ -199,17 +202,20 @@ class MACE(Aggregator):
         until an iteration gains at most ``tol`` per judgment."""
         k = spam.shape[1]
         log_prior = np.full(k, -np.log(k))  # the first E step: MACE's uniform prior
-        ll, proba, counts = _e_step(idx, knowing, spam, log_prior)
+        # one set of per-task arrays for the run: each E step overwrites the last one's
+        # posterior, which only the M step before it reads
+        out = _Buffers.empty(idx)
+        ll, proba, counts = _e_step(idx, knowing, spam, log_prior, out)
         history = [ll]
         for it in range(self.n_iter):
             knowing, spam, log_prior = self._m_step(counts, smoothing, prior, proba, topics)
-            ll, proba, counts = _e_step(idx, knowing, spam, log_prior)
+            ll, proba, counts = _e_step(idx, knowing, spam, log_prior, out)
             history.append(ll)
             report(it + 1, ll)
             if tol > 0 and abs(history[-1] - history[-2]) <= tol * n_judgments:
                 break
         groups = 1 if topics is None else topics.n_groups
-        return _Run(ll, knowing, spam, log_prior, history, start, groups)
+        return _Run(ll, knowing, spam, log_prior, history, start, groups, proba=proba)
 
     def _choose_prior(self, idx: _Judgments, best: dict[str, _Run], k: int) -> str:
         """Schwarz's criterion between the priors, at each one's best restart: the
@@ -233,7 +239,7 @@ class MACE(Aggregator):
         """The fitted attributes from the kept restart."""
         ll, knowing, spam, log_prior, history, self.start_ = (
             fit.log_likelihood, fit.knowing, fit.spam, fit.log_prior, fit.history, fit.start)
-        _, proba, _ = _e_step(idx, knowing, spam, log_prior)
+        proba = fit.proba  # the run's last E step, at these parameters
         k = data.n_classes
         prior_rows = np.exp(log_prior).reshape(-1, k)
         prior_rows /= prior_rows.sum(axis=1, keepdims=True)
@@ -379,6 +385,7 @@ class _Run:
     start: str
     groups: int
     draw: int = -1  # which of the cold fit's random starts (0-based); -1: the warm start
+    proba: np.ndarray | None = None  # (n_tasks, K): the posterior at these parameters
 
     def normalised(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(knowing, spam, log prior) as probabilities: VB's weights are sub-normalised."""
@@ -418,27 +425,52 @@ class _Judgments:
             impossible[known] = True
             impossible[known, gold[known]] = False
         task = data.task
-        # judgments read from a file sorted by task need no sort (a check is one cheap pass)
-        in_order = task.shape[0] < 2 or bool(np.all(task[1:] >= task[:-1]))
-        order = None if in_order else np.argsort(task, kind="stable")
         per_task = np.bincount(task, minlength=data.n_tasks)
         ptr = np.zeros(data.n_tasks + 1, dtype=np.int64)
         np.cumsum(per_task, out=ptr[1:])
-        label = data.label if order is None else data.label[order]
-        cell = (data.annotator if order is None else data.annotator[order]).astype(np.int32)
-        cell *= k
-        cell += label.astype(np.int32)
+        label_type = np.int8 if k <= 127 else np.int32
+        # judgments read from a file sorted by task need no reordering (a check is one cheap pass)
+        if task.shape[0] < 2 or bool(np.all(task[1:] >= task[:-1])):
+            label = data.label.astype(label_type)
+            cell = data.annotator.astype(np.int32)
+            cell *= k
+            cell += label
+        else:  # the order of a stable argsort of the tasks, by counting (one pass, no sort)
+            from models import mace_kernels
+
+            cell = np.empty(task.shape[0], dtype=np.int32)
+            label = np.empty(task.shape[0], dtype=label_type)
+            mace_kernels.task_order(task, ptr, data.annotator, data.label, k, cell, label)
         label_counts = np.bincount(cell, minlength=data.n_annotators * k).reshape(-1, k)
-        return cls(ptr, cell, label.astype(np.int8 if k <= 127 else np.int32),
+        return cls(ptr, cell, label,
                    data.n_tasks, data.n_annotators, k,
                    data.judgments_per_annotator().astype(np.float64),
                    label_counts.astype(np.float64), per_task > 0, impossible)
 
 
+@dataclass(frozen=True)
+class _Buffers:
+    """The per-task arrays one E step writes (the posterior, each task's normaliser and log
+    joint's maximum) and the expected counts per (annotator, label) cell."""
+
+    proba: np.ndarray
+    norm: np.ndarray
+    top: np.ndarray
+    know: np.ndarray
+
+    @classmethod
+    def empty(cls, idx: _Judgments) -> _Buffers:
+        k = idx.n_classes
+        return cls(np.empty((idx.n_tasks, k)), np.empty(idx.n_tasks), np.empty(idx.n_tasks),
+                   np.empty(idx.n_annotators * k))
+
+
 def _e_step(
-    idx: _Judgments, knowing: np.ndarray, spam: np.ndarray, log_prior: np.ndarray
+    idx: _Judgments, knowing: np.ndarray, spam: np.ndarray, log_prior: np.ndarray,
+    out: _Buffers | None = None,
 ) -> tuple[float, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """Posterior over true labels, marginal log-likelihood and expected counts.
+    """Posterior over true labels, marginal log-likelihood and expected counts, written into
+    ``out`` (new arrays without it; the returned posterior is ``out.proba``).
 
     Per judgment a = (i, j, l): g = P(spam) ξ_jl and h = P(know), so P(y_a | t) = g + h [t = l].
     Log space, since a task's likelihood is a product over its judgments:
@@ -463,14 +495,17 @@ def _e_step(
     prior_rows = log_prior.reshape(1, k) if log_prior.ndim == 1 else log_prior
     impossible = (np.zeros((0, k), dtype=np.bool_) if idx.impossible is None
                   else idx.impossible)
-    proba = np.empty((idx.n_tasks, k))
-    norm = np.empty(idx.n_tasks)
-    top = np.empty(idx.n_tasks)
-    know_cells = np.empty(idx.n_annotators * k)
-    class_counts = np.empty(k)  # = proba[idx.judged].sum(axis=0), bit for bit (kernel doc)
-    mace_kernels.e_step(idx.ptr, idx.cell, idx.label, table,
-                        np.ascontiguousarray(prior_rows, dtype=np.float64), impossible, proba,
-                        norm, top, know_cells, class_counts)
+    out = _Buffers.empty(idx) if out is None else out
+    proba, norm, top, know_cells = out.proba, out.norm, out.top, out.know
+    # = proba[idx.judged].sum(axis=0), bit for bit (kernel doc); a new array: the M step keeps it
+    class_counts = np.empty(k)
+    prior_rows = np.ascontiguousarray(prior_rows, dtype=np.float64)
+    if k == 2:  # the same operations, two classes in registers (mace_kernels.e_step_binary)
+        mace_kernels.e_step_binary(idx.ptr, idx.cell, table, prior_rows, impossible, proba,
+                                   norm, top, know_cells, class_counts)
+    else:
+        mace_kernels.e_step(idx.ptr, idx.cell, idx.label, table, prior_rows, impossible, proba,
+                            norm, top, know_cells, class_counts)
     log_likelihood = float(np.sum(np.log(norm, out=norm)) + np.sum(top))
 
     # P(annotator knew | data) = P(T = l | data) h / (g + h); otherwise it spammed label l.

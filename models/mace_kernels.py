@@ -78,3 +78,75 @@ def e_step(ptr: np.ndarray, cell: np.ndarray, label: np.ndarray, table: np.ndarr
         for a in range(start, end):
             c = cell[a]
             know[c] += table[c, 2] * proba[i, label[a]]
+
+
+@njit(cache=True)
+def e_step_binary(ptr: np.ndarray, cell: np.ndarray, table: np.ndarray, log_prior: np.ndarray,
+                  impossible: np.ndarray, proba: np.ndarray, norm: np.ndarray, top: np.ndarray,
+                  know: np.ndarray, class_total: np.ndarray) -> None:
+    """``e_step`` for two classes, the same operations in the same order (so the same bits),
+    with the two classes' sums in registers instead of a small array (its read-modify-writes
+    were the sweep's longest dependency chain) and the label read from the cell's parity
+    (cell = annotator·2 + label) instead of a second array."""
+    n_tasks = proba.shape[0]
+    shared_prior = log_prior.shape[0] == 1
+    clamp = impossible.shape[0] > 0
+    know[:] = 0.0
+    total0 = 0.0
+    total1 = 0.0
+    for i in range(n_tasks):
+        start, end = ptr[i], ptr[i + 1]
+        joint0 = 0.0
+        joint1 = 0.0
+        base = 0.0
+        for a in range(start, end):
+            c = cell[a]
+            base += table[c, 0]
+            bonus = table[c, 1]
+            # adding +0.0 leaves a sum that starts at +0.0 unchanged, bit for bit
+            zero = (c & 1) == 0
+            joint0 += bonus if zero else 0.0
+            joint1 += 0.0 if zero else bonus
+        row = 0 if shared_prior else i
+        value0 = (joint0 + base) + log_prior[row, 0]
+        value1 = (joint1 + base) + log_prior[row, 1]
+        if clamp:
+            if impossible[i, 0]:
+                value0 = -np.inf
+            if impossible[i, 1]:
+                value1 = -np.inf
+        best = value1 if value1 > value0 else value0  # e_step's rule: the first of equals
+        shifted0 = value0 - best
+        shifted1 = value1 - best
+        p0 = 1.0 if shifted0 == 0.0 else np.exp(shifted0)
+        p1 = 1.0 if shifted1 == 0.0 else np.exp(shifted1)
+        total = p0 + p1
+        q0 = p0 / total
+        q1 = p1 / total
+        proba[i, 0] = q0
+        proba[i, 1] = q1
+        norm[i] = total
+        top[i] = best
+        if end > start:
+            total0 += q0
+            total1 += q1
+        for a in range(start, end):
+            c = cell[a]
+            know[c] += table[c, 2] * (q0 if (c & 1) == 0 else q1)
+    class_total[0] = total0
+    class_total[1] = total1
+
+
+@njit(cache=True)
+def task_order(task: np.ndarray, ptr: np.ndarray, annotator: np.ndarray, label: np.ndarray,
+               k: int, cell: np.ndarray, label_out: np.ndarray) -> None:
+    """The judgments in task order, input order within a task (what a stable argsort of
+    ``task`` gives) by counting: ``ptr`` is where each task's run starts. Writes ``cell``
+    (annotator·k + label) and ``label_out`` in that order: one pass, no sort."""
+    cursor = ptr[:-1].copy()
+    for a in range(task.shape[0]):
+        t = task[a]
+        dst = cursor[t]
+        cursor[t] = dst + 1
+        cell[dst] = annotator[a] * k + label[a]
+        label_out[dst] = label[a]

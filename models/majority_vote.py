@@ -29,6 +29,7 @@ ties are broken by the ``tie`` parameter, never by the order of a dict or of the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal, Self
 
 import numpy as np
@@ -219,12 +220,37 @@ def _fit_rows(rows: np.ndarray, weight: np.ndarray) -> tuple[float, float]:
                                             bounds=(-12.0, 12.0), method="bounded")
     grid = [np.array([a, b]) for a in np.linspace(-6.0, 6.0, 12)
             for b in np.linspace(*_LOG_S_BOUNDS, 12)]
-    res = scipy.optimize.minimize(loss, min(grid, key=loss), method="Nelder-Mead",
+    res = scipy.optimize.minimize(loss, _grid_start(grid, loss, rows, weight, totals),
+                                  method="Nelder-Mead",
                                   bounds=[(-12.0, 12.0), _LOG_S_BOUNDS],
                                   options={"xatol": 1e-6, "fatol": 1e-9, "maxiter": 2000})
     if float(single.fun) - float(res.fun) > 0.5 * np.log(max(int(weight.sum()), 2)):
         return unpack(res.x)
     return unpack(np.array([single.x, high]))
+
+
+def _grid_start(grid: list[np.ndarray], loss: Callable[[np.ndarray], float],
+                rows: np.ndarray, weight: np.ndarray, totals: np.ndarray) -> np.ndarray:
+    """``min(grid, key=loss)``: the loss over the whole grid in one vectorised pass (a call
+    per point cost more than the points), then ``loss`` itself on the points within 1e-9 of
+    the least (the pass rounds differently: numpy's vectorised exp, a matrix product), so the
+    point returned is the one ``min`` returns, bit for bit."""
+    k = rows.shape[1]
+    points = np.array(grid)
+    p = 1.0 / k + (1.0 - 1.0 / k) / (1.0 + np.exp(-points[:, 0]))
+    s = np.exp(points[:, 1])
+    hit, miss = (s * p)[:, None, None], (s * (1.0 - p) / (k - 1))[:, None, None]
+    missed = gammaln(rows[None] + miss) - gammaln(miss)  # (points, rows, K)
+    shared = missed.sum(axis=2) - (gammaln(totals[None] + s[:, None]) - gammaln(s)[:, None])
+    log_joint = shared[:, :, None] + (gammaln(rows[None] + hit) - gammaln(hit)) - missed
+    top = log_joint.max(axis=2, keepdims=True)
+    top[~np.isfinite(top)] = 0
+    values = -((np.log(np.exp(log_joint - top).sum(axis=2)) + top[:, :, 0]) @ weight)
+    if not np.all(np.isfinite(values)):
+        return min(grid, key=loss)
+    least = values.min()
+    near = np.flatnonzero(values <= least + 1e-9 * max(abs(least), 1.0))
+    return min((grid[i] for i in near), key=loss)
 
 
 def exchangeable_posterior(counts: np.ndarray, p: float, s: float) -> np.ndarray:

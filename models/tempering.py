@@ -59,6 +59,7 @@ from models.dependence import agreement_correlation, tempering
 
 TAU_BOUNDS = (0.02, 1.5)
 _TINY = 1e-300
+_BLOCK = 16_384  # judgments per block of the τ search's passes (K · 128 KiB a scratch array)
 # The half fits start from the full fit (the model's ``warm_half_fit``: its posterior or its
 # parameters, one run instead of the cold fit's restarts); False: every half fit cold, as before
 # 2026-11-27 (docs/models.md "The read-out's half fits, warm"; bench_calibration.py readout)
@@ -99,21 +100,39 @@ def heldout_temperature(pieces: list[tuple[np.ndarray, np.ndarray]]) -> float:
     columns = [(np.ascontiguousarray(table.T), np.ascontiguousarray(others.T))
                for table, others in pieces]
 
+    # the passes run over blocks of judgments small enough to stay in cache (the elementwise
+    # operations of the whole arrays, in the same order: the same bits), into one (n,) array
+    # per piece whose sum is taken whole, as before
+    width = max(min(_BLOCK, max(others.shape[1] for _, others in columns)), 1)
+    k = columns[0][0].shape[0]
+    log_q, work = np.empty((k, width)), np.empty((k, width))
+    per_judgment = [np.empty(table.shape[1]) for table, _ in columns]
+
     def loss(tau: float) -> float:
         total = 0.0
-        for table, others in columns:
-            log_q = tau * others
-            log_q -= _logsumexp_rows(log_q)
-            total -= float(_logsumexp_rows(log_q + table).sum())
+        for (table, others), lse in zip(columns, per_judgment, strict=True):
+            for start in range(0, table.shape[1], width):
+                end = min(start + width, table.shape[1])
+                q, w = log_q[:, :end - start], work[:, :end - start]
+                np.multiply(others[:, start:end], tau, out=q)  # log q_τ up to its normaliser
+                q -= _logsumexp_rows(q, w)
+                q += table[:, start:end]
+                lse[start:end] = _logsumexp_rows(q, w)
+            total -= float(lse.sum())
         return total
 
     return float(scipy.optimize.minimize_scalar(loss, bounds=TAU_BOUNDS, method="bounded").x)
 
 
-def _logsumexp_rows(x: np.ndarray) -> np.ndarray:
-    """log Σ_t exp x[t] for each column of a (K, n) array."""
+def _logsumexp_rows(x: np.ndarray, work: np.ndarray | None = None) -> np.ndarray:
+    """log Σ_t exp x[t] for each column of a (K, n) array (``work``: a (K, n) scratch array)."""
     top = x.max(axis=0)
-    return top + np.log(np.exp(x - top).sum(axis=0))
+    work = np.subtract(x, top, out=work)
+    np.exp(work, out=work)
+    total = work.sum(axis=0)
+    np.log(total, out=total)
+    total += top
+    return total
 
 
 def crossfit_temperature(make: Callable[[], Any], data: AnnotationData, n_folds: int,
