@@ -176,7 +176,7 @@ def one_seed(method: str, n_tasks: int, seed: int, args: argparse.Namespace) -> 
                     args.rank_transform)
         proba = np.asarray(model.proba_, dtype=np.float64)
         if method in ("magp", "lk", "gpmv"):
-            from models.gp.joint import joint_loadings, layer_loadings
+            from models.gp.joint import joint_loadings, layer_draws, layer_loadings
 
             joint = joint_loadings(model)
             layer = layer_loadings(model)
@@ -184,7 +184,8 @@ def one_seed(method: str, n_tasks: int, seed: int, args: argparse.Namespace) -> 
     loadings = None if joint is None else JointLoadings(data.topic_ids, data.doc_ids, joint[0])
     if model is not None and method in ("magp", "lk", "gpmv") and layer is not None:
         # the discrete truth layer's draws (models.evaluation.joint)
-        loadings = JointLoadings(data.topic_ids, data.doc_ids, layer[0], prior=layer[1])
+        loadings = JointLoadings(data.topic_ids, data.doc_ids, layer[0], prior=layer[1],
+                                 draws=layer_draws(model))
         joint = (layer[0], layer[2])
     post = Posterior(topics=data.topic_ids, docs=data.doc_ids, proba=proba,
                      classes=np.array([0, 1]), relevant_index=1)

@@ -24,6 +24,12 @@ independent given the GP's function, so a draw s takes ζ^s and, per task,
 the layer's posterior with the drawn class prior (the judgments' evidence, logit p_i − logit
 π_i, is the task's own and stays fixed), and label_i^s ~ Bernoulli of it. E_ζ π_i^s = Φ(z_c,i),
 so the marginal stays close to p_i (exact at p_i = π_i and at p_i ∈ {0, 1}).
+
+A fit whose class prior is a regression on the features may store ``draws`` too: draws of ζ
+(S_w, k) that are draws of the weights from their posterior (``models.gp.joint.layer_draws``;
+docs/gp.md, "Drawing the weights"). An evaluation then takes its ζ^s from them (at random, with
+replacement when it wants more than S_w) instead of N(0, I): the posterior is skewed (towards
+steeper weights), which the Gaussian misses.
 """
 
 from __future__ import annotations
@@ -51,6 +57,7 @@ class JointLoadings:
     docs: np.ndarray  # (n,) str
     loadings: np.ndarray  # (n, k) float32
     prior: np.ndarray | None = None  # (n,) z_c of the discrete truth layer's class prior
+    draws: np.ndarray | None = None  # (S_w, k) draws of ζ (the weights' posterior), else N(0, I)
 
     def __post_init__(self) -> None:
         n = len(self.topics)
@@ -58,6 +65,10 @@ class JointLoadings:
             raise ValueError("topics, docs and loadings must describe the same tasks")
         if self.prior is not None and np.shape(self.prior) != (n,):
             raise ValueError("prior must hold one value per task")
+        if self.draws is not None and (self.prior is None or self.draws.ndim != 2
+                                       or self.draws.shape[1] != self.loadings.shape[1]
+                                       or self.draws.shape[0] == 0):
+            raise ValueError("draws need a prior and one column per loading")
 
     def aligned_prior(self, posterior: Posterior) -> np.ndarray:
         """(J,) z_c of the posterior's tasks (the layer's class prior); a task the fit did not
@@ -96,6 +107,8 @@ class JointLoadings:
         buffer = io.BytesIO()
         meta = {"kind": KIND if self.prior is None else KIND_LAYER}
         extra = {} if self.prior is None else {"prior": np.asarray(self.prior, dtype=np.float64)}
+        if self.draws is not None:
+            extra["draws"] = np.asarray(self.draws, dtype=np.float32)
         np.savez_compressed(buffer, topics=np.asarray(self.topics, dtype=str),
                             docs=np.asarray(self.docs, dtype=str),
                             loadings=np.asarray(self.loadings, dtype=np.float32),
@@ -112,9 +125,10 @@ class JointLoadings:
                 if meta.get("kind") not in (KIND, KIND_LAYER):
                     raise ValueError(f"unknown joint-posterior format {meta.get('kind')!r}")
                 prior = npz["prior"] if meta["kind"] == KIND_LAYER else None
+                draws = npz["draws"] if prior is not None and "draws" in npz.files else None
                 return cls(topics=npz["topics"].astype(object),
                            docs=npz["docs"].astype(object), loadings=npz["loadings"],
-                           prior=prior)
+                           prior=prior, draws=draws)
         except (ValueError, KeyError, OSError, EOFError, zipfile.BadZipFile) as exc:
             raise ValueError(f"not a joint posterior ({exc})") from None
 
@@ -130,7 +144,12 @@ class JointDraws:
         self.own = np.sqrt(np.maximum(1.0 - np.sum(self.rho * self.rho, axis=1), 0.0))
         p = np.clip(posterior.p_relevant(), 0.0, 1.0)
         self.threshold = ndtri(p)  # Φ⁻¹(p): ±inf at 0, 1
-        self.zeta = rng.standard_normal((samples, loadings.rank))
+        if loadings.draws is None:
+            self.zeta = rng.standard_normal((samples, loadings.rank))
+        else:  # the weights' posterior draws (one per evaluation draw)
+            n_draws = loadings.draws.shape[0]
+            self.zeta = np.asarray(loadings.draws, dtype=np.float64)[
+                rng.choice(n_draws, samples, replace=samples > n_draws)]
         # The discrete truth layer: the class prior's latent and the judgments' evidence.
         self.prior = None if loadings.prior is None else loadings.aligned_prior(posterior)
         if self.prior is not None:

@@ -46,7 +46,7 @@ def joint_posterior(method: str, data: Any, model: Any) -> Any:
     docs = np.asarray(data.doc_ids, dtype=object)
     layer = layer_loadings(model)
     if layer is not None:
-        return JointLoadings(topics, docs, layer[0], prior=layer[1])
+        return JointLoadings(topics, docs, layer[0], prior=layer[1], draws=layer_draws(model))
     return JointLoadings(topics, docs, joint[0])
 
 
@@ -126,6 +126,23 @@ def regression_loadings(loadings: np.ndarray, z: np.ndarray, rank: int = RANK
         kept = float(np.sum(top * top) / max(float(np.sum(loadings * loadings)), 1e-300))
         loadings = top
     return (loadings / scale[:, None]).astype(np.float32), np.asarray(z, dtype=np.float64), kept
+
+
+def layer_draws(model: Any, rank: int = RANK) -> np.ndarray | None:
+    """(S, k) float32 draws of ζ for the regression layer's loadings (``regression_loadings``):
+    the weights' MCMC draws (``weight_draws: "mcmc"``, ``models.gp.truth.weight_draws``) in the
+    loadings' frame, ζ^s = chol(Σ)⁻¹ (w^s − w̄), so that one draw is one draw of the weights from
+    their posterior, not from its Gaussian approximation; projected on the same top directions
+    when the loadings keep only ``rank``. None without them (the draws take ζ ~ N(0, I))."""
+    inner = getattr(model, "model_", model)
+    draws = getattr(inner, "layer_draws_", None)
+    loadings = getattr(inner, "layer_loadings_", None)
+    if draws is None or loadings is None:
+        return None
+    if loadings.shape[1] > rank:
+        eigval, eigvec = np.linalg.eigh(loadings.T @ loadings)
+        draws = draws @ eigvec[:, np.argsort(eigval)[::-1][:rank]]
+    return np.asarray(draws, dtype=np.float32)
 
 
 def factor(core: Any) -> tuple[np.ndarray, np.ndarray]:

@@ -62,6 +62,9 @@ DISCRETE_LAYERS = ("discrete", "discrete-regression")
 # The regression class prior's Gaussian posterior of the weights (docs/gp.md, "The weights'
 # posterior"): the Laplace approximation or the posterior's own mean and covariance.
 WeightPosterior = Literal["laplace", "moments"]
+# The evaluation draws of those weights (docs/gp.md, "Drawing the weights"): MCMC draws of their
+# posterior, or the Gaussian (``weight_posterior``'s) the loadings describe.
+WeightDraws = Literal["mcmc", "gaussian"]
 
 
 class CrowdGP(Aggregator):
@@ -101,9 +104,11 @@ class CrowdGP(Aggregator):
         readout_noise: PriorOrZero = 0.0,
         label_layer: LabelLayer = "discrete-regression",
         weight_posterior: WeightPosterior = "laplace",
+        weight_draws: WeightDraws = "mcmc",
     ) -> None:
         self.class_prior_by = class_prior_by
         self.weight_posterior = weight_posterior
+        self.weight_draws = weight_draws
         self.readout_noise = readout_noise
         self.label_layer = label_layer
         if label_layer in DISCRETE_LAYERS and readout_noise > 0:
@@ -226,6 +231,7 @@ class CrowdGP(Aggregator):
         p = ndtr(self.posterior_mean_ / self._readout_scale(self.posterior_variance_))
         self.layer_loadings_: np.ndarray | None = None
         self.layer_z_: np.ndarray | None = None
+        self.layer_draws_: np.ndarray | None = None
         if getattr(self, "label_layer", "gaussian") in DISCRETE_LAYERS and self._models_noise():
             layered = self._discrete_layer(core)
             p = p if layered is None else layered
@@ -252,7 +258,12 @@ class CrowdGP(Aggregator):
         class prior Φ(m_c / √v_c) of the fit's cavity (``"discrete"``) or a probit regression on
         the features (``"discrete-regression"``, MAGP's default; without features, as LK or
         MAGP's fallback, None: the Gaussian read-out); its parameters go to ``info``."""
-        from models.gp.truth import fit_layer, fit_regression_prior, layer_inputs
+        from models.gp.truth import (
+            fit_layer,
+            fit_regression_prior,
+            layer_inputs,
+            whitened_weight_draws,
+        )
 
         d = getattr(self, "feature_mean_", np.zeros(0)).shape[0]
         if self.label_layer == "discrete-regression" and (core.X is None or d == 0
@@ -279,6 +290,12 @@ class CrowdGP(Aggregator):
             info["weights"] = weights[:-1].tolist()
             info["intercept"] = float(weights[-1])
             info["weight_sd"] = np.sqrt(np.diag(covariance))[:-1].tolist()
+            if getattr(self, "weight_draws", "gaussian") == "mcmc" and layer.log_z is not None:
+                self.layer_draws_, rate = whitened_weight_draws(
+                    np.column_stack([features, np.ones(features.shape[0])]), layer.log_z,
+                    weights, covariance)
+                info["weight_draws"] = {"draws": int(self.layer_draws_.shape[0]),
+                                        "acceptance": rate}
         self.info_["truth_layer"] = {"separation": layer.separation,
                                      "deviation": layer.deviation,
                                      "log_likelihood": layer.log_likelihood, **info}

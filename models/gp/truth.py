@@ -330,6 +330,103 @@ def weight_moments(design: np.ndarray, log_z: np.ndarray, mode: np.ndarray,
     return centre, cov
 
 
+# The weights' posterior by MCMC (``weight_draws``, ``weight_posterior: "draws"``): parallel
+# random-walk Metropolis chains, the burn-in steps (adapting the step's scale towards the
+# acceptance rate ACCEPT, then the proposal's covariance to the chains' own), and the draws kept
+# (every THIN-th step of every chain). The Student-t prior's degrees of freedom (``prior_df``).
+DRAW_CHAINS = 8
+DRAW_BURN_IN = 800
+DRAW_THIN = 10
+WEIGHT_DRAWS = 400
+ACCEPT = 0.25
+PRIOR_DF = 7.0
+
+
+def _log_prior(weights: np.ndarray, prior_sd: float, prior_df: float | None) -> np.ndarray:
+    """(M,) log p(w) + const of weight rows (intercept flat): N(0, prior_sd²) per weight, or with
+    ``prior_df`` a Student-t of that many degrees of freedom and scale ``prior_sd``."""
+    w = weights[:, :-1] / prior_sd
+    if prior_df is None:
+        return -0.5 * np.sum(w * w, axis=1)
+    return -0.5 * (prior_df + 1.0) * np.sum(np.log1p(w * w / prior_df), axis=1)
+
+
+def _log_target(weights: np.ndarray, design: np.ndarray, log_z: np.ndarray, prior_sd: float,
+                prior_df: float | None, scale: float) -> np.ndarray:
+    """(M,) log p(w | the judgments) + const: the layer's likelihood × the prior."""
+    eta = weights @ design.T
+    like = np.sum(np.logaddexp(log_ndtr(eta) + log_z[0], log_ndtr(-eta) + log_z[1]), axis=1)
+    return scale * like + _log_prior(weights, prior_sd, prior_df)
+
+
+def weight_draws(design: np.ndarray, log_z: np.ndarray, mode: np.ndarray, laplace: np.ndarray,
+                 prior_sd: float = PRIOR_SD, prior_df: float | None = None,
+                 draws: int = WEIGHT_DRAWS, chains: int = DRAW_CHAINS,
+                 burn_in: int = DRAW_BURN_IN, thin: int = DRAW_THIN,
+                 max_tasks: int = MOMENT_MAX_TASKS) -> tuple[np.ndarray, float]:
+    """(draws (draws, d + 1), the sampling phase's acceptance rate) of the weights' posterior
+    p(w | judgments) ∝ p(w) Π_i Σ_y Φ(y x̃_i·w) Z_i(y) (docs/gp.md, "Drawing the weights"):
+    ``chains`` random-walk Metropolis chains started from the Laplace approximation, their
+    proposal N(0, h² C) with C the Laplace covariance and h adapted during the first half of the
+    burn-in towards an acceptance rate of ACCEPT, then C the chains' own covariance over the
+    burn-in's second half (the posterior is skewed and, on the steep side, wider than the
+    Laplace fit), h adapted again. The weight vector is low-dimensional (a feature per run and
+    an intercept), so a few thousand steps mix. Past ``max_tasks`` tasks the likelihood is that
+    of a seeded random subset scaled by n / subset (as ``weight_moments``). Seeded."""
+    rng = np.random.default_rng(0)
+    n = design.shape[0]
+    scale = 1.0
+    if n > max_tasks:
+        keep = rng.choice(n, max_tasks, replace=False)
+        design, log_z, scale = design[keep], log_z[:, keep], n / max_tasks
+    k = mode.shape[0]
+
+    def target(w: np.ndarray) -> np.ndarray:
+        return _log_target(w, design, log_z, prior_sd, prior_df, scale)
+
+    chol = np.linalg.cholesky(0.5 * (laplace + laplace.T) + 1e-10 * np.eye(k))
+    w = mode + 0.5 * rng.standard_normal((chains, k)) @ chol.T
+    lp = target(w)
+    step = 2.38 / np.sqrt(k)
+    history = []
+    steps = (draws + chains - 1) // chains * thin
+    kept, accepted = [], 0
+    for t in range(burn_in + steps):
+        if t == burn_in // 2:  # the chains' own covariance (the proposal's shape)
+            pooled = np.concatenate(history)
+            cov = np.cov(pooled.T) + 1e-8 * np.eye(k)
+            chol = np.linalg.cholesky(0.5 * (cov + cov.T))
+            step = 2.38 / np.sqrt(k)
+        proposal = w + step * rng.standard_normal((chains, k)) @ chol.T
+        lq = target(proposal)
+        accept = np.log(rng.random(chains)) < lq - lp
+        w = np.where(accept[:, None], proposal, w)
+        lp = np.where(accept, lq, lp)
+        if t < burn_in:
+            # Robbins–Monro on log h towards the acceptance rate ACCEPT
+            step *= float(np.exp((np.mean(accept) - ACCEPT) / np.sqrt(1.0 + t % (burn_in // 2))))
+            if t >= burn_in // 4:
+                history.append(w.copy())
+            continue
+        accepted += int(np.sum(accept))
+        if (t - burn_in + 1) % thin == 0:
+            kept.append(w.copy())
+    out = np.concatenate(kept)[:draws]
+    return out, accepted / max(chains * steps, 1)
+
+
+def whitened_weight_draws(design: np.ndarray, log_z: np.ndarray, mean: np.ndarray,
+                          covariance: np.ndarray) -> tuple[np.ndarray, float]:
+    """(ζ (draws, d + 1), acceptance rate): ``weight_draws`` of the weights' posterior written
+    as ζ^s = chol(Σ)⁻¹ (w^s − w̄) in the frame of the Gaussian N(w̄, Σ) whose loadings
+    l = X̃ chol(Σ) the fit stores, so that η̂_i + l_i ζ^s = x̃_i·w^s exactly: the evaluation's
+    joint draws (``models.evaluation.joint``) read them in place of ζ ~ N(0, I)."""
+    draws, rate = weight_draws(design, log_z, mean, covariance)
+    chol = np.linalg.cholesky(0.5 * (covariance + covariance.T))
+    zeta = scipy.linalg.solve_triangular(chol, (draws - mean).T, lower=True).T
+    return zeta, rate
+
+
 def regression_prior(features: np.ndarray, weights: np.ndarray, covariance: np.ndarray,
                      topics: Any = None, seen_topics: np.ndarray | None = None) -> np.ndarray:
     """The regression class prior Φ(x̃·ŵ / √(1 + x̃ᵀ Σ x̃ + e)) of standardised feature rows

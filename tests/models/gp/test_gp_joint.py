@@ -148,7 +148,9 @@ def test_regression_layer_draws_the_weights(twins) -> None:  # type: ignore[no-u
     from models.gp.model import MAGP
 
     data, _ = twins
-    model = MAGP(random_state=0, n_iter=10).fit(data)
+    # the weights' Gaussian (``"gaussian"``): the draws of ``weight_draws: "mcmc"`` (the
+    # default) are checked in the next test
+    model = MAGP(random_state=0, n_iter=10, weight_draws="gaussian").fit(data)
     rho, prior, kept = layer_loadings(model)  # type: ignore[misc]
     d = np.asarray(data.features).shape[1]
     assert kept == 1.0 and rho.shape == (data.n_tasks, d + 1)
@@ -169,3 +171,37 @@ def test_regression_layer_draws_the_weights(twins) -> None:  # type: ignore[no-u
                         np.random.default_rng(0))
     other = copula.topic_labels(np.arange(data.n_tasks), np.random.default_rng(1))
     assert not np.array_equal(other, labels.astype(np.int8))
+
+
+def test_regression_layer_carries_the_weights_draws(twins) -> None:  # type: ignore[no-untyped-def]
+    """With ``weight_draws: "mcmc"`` (the default) the stored joint posterior carries the
+    weights' MCMC draws as ζ in the loadings' frame: they round-trip, an evaluation's ζ are
+    rows of them, and η̂ + l ζ is x̃·w of a draw; ``"gaussian"`` stores none (ζ ~ N(0, I), the
+    draws before) and P(relevant) is the same either way."""
+    from models.gp.joint import joint_posterior, layer_draws
+    from models.gp.model import MAGP
+
+    data, _ = twins
+    model = MAGP(random_state=0, n_iter=10).fit(data)
+    zeta = layer_draws(model)
+    d = np.asarray(data.features).shape[1]
+    assert zeta is not None and zeta.shape == (400, d + 1)
+    assert model.info_["truth_layer"]["weight_draws"]["draws"] == 400
+    stored = joint_posterior("magp", data, model)
+    assert stored is not None and stored.draws is not None
+    again = JointLoadings.from_bytes(stored.to_bytes())
+    np.testing.assert_array_equal(again.draws, stored.draws)
+    post = Posterior.binary(data.topic_ids, data.doc_ids, model.proba_[:, 1])
+    draws = JointDraws(post, again, 50, np.random.default_rng(0))
+    rows = {tuple(r) for r in again.draws.astype(np.float64).tolist()}
+    assert all(tuple(r) in rows for r in draws.zeta.tolist())
+    # the stored ζ move each task's prior latent to x̃·w of a weight draw: their spread is wider
+    # than the Laplace Gaussian's on the steep side (a skewed posterior), never degenerate
+    assert np.all(np.std(zeta, axis=0) > 0.2)
+    gaussian = MAGP(random_state=0, n_iter=10, weight_draws="gaussian").fit(data)
+    assert layer_draws(gaussian) is None
+    other = joint_posterior("magp", data, gaussian)
+    assert other is not None and other.draws is None
+    np.testing.assert_array_equal(gaussian.proba_, model.proba_)
+    with pytest.raises(ValueError):
+        JointLoadings(data.topic_ids, data.doc_ids, stored.loadings, draws=stored.draws)

@@ -14,7 +14,9 @@ from models.gp.truth import (
     fit_layer,
     fit_regression_prior,
     log_evidence,
+    weight_draws,
     weight_moments,
+    whitened_weight_draws,
 )
 
 
@@ -201,6 +203,43 @@ def test_weight_moments_are_the_posterior_mean_and_covariance():
     _, w_mom, s_mom, l_mom = fit_regression_prior(d, x, start, moments=True)
     assert not np.allclose(w_mom, w_lap)
     np.testing.assert_allclose(l_mom @ l_mom.T, design @ s_mom @ design.T, atol=1e-10)
+
+
+def test_weight_draws_sample_the_posterior():
+    """``weight_draws`` (random-walk Metropolis chains) draws p(w | judgments) ∝ N(w; 0, 1)
+    Π_i Σ_y Φ(y x̃_i·w) Z_i(y): their mean and sd match a quadrature on a grid of (w, b) on the
+    skewed, near-separable collection above; whitened in the frame of the Laplace Gaussian they
+    give back x̃·w exactly; a Student-t prior lets the weight be steeper."""
+    from scipy.optimize import minimize
+    from scipy.special import logsumexp
+
+    from models.gp.truth import _log_posterior, _regression_hessian
+
+    d, x, _, _ = _regression_data(60, 11)
+    x = x[:, :1]
+    log_z = log_evidence(d, 1.0, 0.0)
+    design = np.column_stack([x, np.ones(60)])
+    mode = minimize(_regression_objective, np.zeros(2), args=(design, log_z, 1.0), jac=True,
+                    method="L-BFGS-B").x
+    laplace = np.linalg.inv(_regression_hessian(mode, design, log_z, 1.0))
+    draws, rate = weight_draws(design, log_z, mode, laplace, draws=2000)
+    assert draws.shape == (2000, 2) and 0.15 < rate < 0.4
+    w_axis, b_axis = np.linspace(-3.0, 9.0, 241), np.linspace(-4.0, 4.0, 161)
+    grid = np.array(np.meshgrid(w_axis, b_axis, indexing="ij")).reshape(2, -1).T
+    logp = _log_posterior(grid, design, log_z, 1.0, 1.0)
+    p = np.exp(logp - logsumexp(logp))
+    exact_mean = p @ grid
+    sd = np.sqrt(p @ (grid - exact_mean) ** 2)
+    np.testing.assert_allclose(draws.mean(axis=0), exact_mean, atol=0.15 * sd.max())
+    np.testing.assert_allclose(draws.std(axis=0), sd, rtol=0.15)
+    again, _ = weight_draws(design, log_z, mode, laplace, draws=2000)
+    np.testing.assert_array_equal(draws, again)  # seeded
+    heavy, _ = weight_draws(design, log_z, mode, laplace, prior_df=1.0, draws=2000)
+    assert heavy[:, 0].mean() > draws[:, 0].mean()
+    zeta, _ = whitened_weight_draws(design, log_z, mode, laplace)
+    w, _ = weight_draws(design, log_z, mode, laplace)
+    loadings = design @ np.linalg.cholesky(laplace)
+    np.testing.assert_allclose(design @ mode + zeta @ loadings.T, w @ design.T, atol=1e-9)
 
 
 def test_regression_loadings_draw_the_weights():
