@@ -10,6 +10,8 @@
     python bench/bench_calibration.py bound                 # the read-out's τ, ρ̄ and their oracles
     python bench/bench_calibration.py criteria --methods mace,ds,ibcc,ebcc  # τ criteria compared
     python bench/bench_calibration.py readout               # its half fits warm against cold
+    python bench/bench_calibration.py predictive            # parameters integrated out (tried)
+    python bench/bench_calibration.py worlds                # NIST vs the model's world: the bound
 
 Scores are ``models.evaluation.gold.evaluate``'s (the fit's evaluation): ECE over 10 equal-width
 bins of P(relevant) (graded: of the top grade's probability, against whether it is the gold
@@ -419,6 +421,178 @@ def readout(args: argparse.Namespace) -> None:
                   flush=True)
 
 
+def integrated_posterior(method: str, raw, data, samples: int,  # type: ignore[no-untyped-def]
+                         chain_prior: str = "population") -> np.ndarray:
+    """The posterior predictive of the true labels with the annotator parameters integrated
+    out, E_θ[P(T_i | judgments, θ)] over θ from its posterior: the mean over ``samples`` draws
+    of the evaluation's parameter draws (``models.evaluation.parameters.draw_parameters``: for
+    DS, IBCC, EBCC the Gibbs chain on the confusion matrices and labels, its tilt of each task
+    Rao-Blackwellised; MACE its one-step θ, ξ), started from ``raw`` (a fit without the read-out).
+    ``chain_prior`` "population": the chain's prior on a confusion row is the crowd's pooled row
+    with its strength by type-II ML, as DS's and IBCC's fits have; "service": the evaluation's
+    (DS's population prior, IBCC and EBCC none)."""
+    from models.evaluation.parameters import draw_parameters, fit_population_prior, parameter_family
+
+    family = parameter_family(method)
+    if family is None:
+        return raw.proba_
+    extra: dict = {}
+    prior = True
+    if family == "mace":
+        extra = {"competence": raw.competence_, "spam": raw.spam_dist_}
+        prior = getattr(raw, "class_prior_used_", "") == "learned"
+    strength = (None if chain_prior == "population" and method != "mace"
+                else fit_population_prior(method, {}, 2))
+    draws = draw_parameters(family, raw.proba_, data.task, data.annotator, data.label,
+                            samples=samples, seed=0, class_prior=prior,
+                            population_prior=strength, **extra)
+    return draws.topic_proba(np.arange(data.n_tasks), raw.proba_).mean(axis=0)
+
+
+def predictive(args: argparse.Namespace) -> None:
+    """The posterior predictive with the annotator parameters integrated out (tried, not
+    adopted: docs/models.md "The posterior predictive"), alone and with the read-out's
+    corrections, against the plug-in and today's read-out: per method and data ECE / accuracy
+    of the plug-in (``temper_folds`` 0), the read-out (P^τ_i), the predictive p̄, p̄ with the
+    design effect only (τ_i = 1 / (1 + (n_i − 1) ρ̄): the predictive replaces τ's correction
+    of parameter error), and p̄^τ_i (both: double counting); and the CPU seconds of the fit, of
+    the fit with its read-out and of the predictive's draws. RF10 binary and the grid's four
+    2,000-task cells."""
+    from dataclasses import replace
+
+    from app.cli.loading import load_annotation_data
+    from models.dependence import tempering
+    from models.registry import get_method
+    from models.synthetic import NOISE_LEVELS, generate
+    from models.tempering import power_posterior
+
+    sets = []
+    if not args.no_rf10:
+        sets.append(("RF10 binary", load_annotation_data(RF10.read_bytes(), relevant_from=1,
+                                                          ignore=(-2,))))
+    for noise in args.noise.split(","):
+        for beta in (int(b) for b in args.redundancy.split(",")):
+            syn = generate(args.tasks, 60, noise_level=NOISE_LEVELS[noise], redundancy=beta,
+                           random_state=args.seed)
+            sets.append((f"grid {noise}, β {beta}", syn.to_annotation_data(with_features=False)))
+    print("| data | method | τ | ρ̄ | plug-in | read-out | predictive | predictive, ρ̄ only | "
+          "predictive, τ and ρ̄ | CPU s fit / with read-out / draws |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name, data in sets:
+        scored = np.where(data.judgments_per_task() > 0, data.gold, -1)
+        blind = replace(data, gold=None)
+        for method in (args.methods or "ds,mace,ibcc,ebcc").split(","):
+            spec = get_method(method)
+            start = time.process_time()
+            model = spec.build(_params(method)).fit(blind)
+            with_readout = time.process_time() - start
+            start = time.process_time()
+            raw = spec.build({**_params(method), "temper_folds": 0}).fit(blind)
+            alone = time.process_time() - start
+            start = time.process_time()
+            bar = integrated_posterior(method, raw, blind, args.samples, args.chain_prior)
+            drawing = time.process_time() - start
+            deff = tempering(data.task, data.n_tasks, max(model.readout_rho_, 0.0))
+            shown = [raw.proba_, model.proba_, bar, power_posterior(bar, deff),
+                     power_posterior(bar, model.temperature_ * deff)]
+            cells = []
+            for q in shown:
+                s = _scores(q, scored)
+                cells.append(f"{s['ece']:.4f} / {s['accuracy']:.4f}")
+            print(f"| {name} | {method} | {model.temperature_:.3f} | {model.readout_rho_:.3f} | "
+                  + " | ".join(cells) + f" | {alone:.2f} / {with_readout:.2f} / {drawing:.2f} |",
+                  flush=True)
+
+
+def world_gap(p: np.ndarray, gold: np.ndarray, world: np.ndarray) -> float:
+    """D_W of ``worlds``: (|Σ_{L} (g − w)| + |Σ_{N} (g − w)|) / n, over the tasks L with P(relevant)
+    ``p`` ≥ ½ and the others N, for the gold ``gold`` (bool) and the world's P(relevant)
+    ``world`` (its expected gold)."""
+    upper = p >= 0.5
+    diff = gold.astype(np.float64) - world
+    return float((abs(diff[upper].sum()) + abs(diff[~upper].sum())) / len(p))
+
+
+def world_ece(p: np.ndarray, world: np.ndarray) -> float:
+    """ECE of ``p`` against a world whose gold is relevant with probability ``world`` (its
+    expected gold: no finite-sample floor; the expected ECE against gold drawn from ``world``
+    is at least this, by Jensen per bin)."""
+    from models.evaluation.reliability import N_BINS
+
+    which = np.minimum((np.clip(p, 0.0, 1.0) * N_BINS).astype(np.int64), N_BINS - 1)
+    return float(np.abs(np.bincount(which, weights=p - world, minlength=N_BINS)).sum() / len(p))
+
+
+def worlds(args: argparse.Namespace) -> None:
+    """The non-identifiability bound (docs/benchmarks.md, "A bound for gold-free read-outs").
+
+    A gold-free read-out P is a function of the judgments, the same in every world that has
+    these judgments. Two such worlds: NIST's gold g, and W, where the method's own model is
+    true (its gold relevant with probability w_i = the model's P(T_i | judgments)). For any P
+    whose P(relevant) lies on the same side of ½ as the method's read-out on every task (its
+    labels, and so its accuracy, kept), bins 0-4 partition N = {P < ½} and bins 5-9 partition
+    L = {P ≥ ½}, so merging bins and the triangle inequality give
+
+        ECE_g(P) + ECE_W(P) ≥ D_W = (|Σ_L (g_i − w_i)| + |Σ_N (g_i − w_i)|) / n:
+
+    a read-out calibrated to within e in the world where its model holds has ECE ≥ D_W − e
+    against NIST, and none has both below D_W / 2. Worlds: ``plug-in`` (the fitted model,
+    parameters as fitted), ``integrated`` (the model with its annotator parameters drawn from
+    their posterior: w the posterior predictive, ``models.evaluation.parameters`` draws with
+    the population prior), ``read-out`` (the read-out's own world). Printed per method: the
+    read-out's ECE against NIST, per world D_W and the read-out's ECE_W, the power posterior
+    q ∝ P^τ whose τ the gold chooses (0.1-1.2) with its ECE against NIST and against the
+    integrated world, and what gold itself reaches: the isotonic map of the read-out fitted on
+    4/5 of the gold, scored on the rest (5 folds). RF10 binary and, as controls where NIST's
+    labels are the truth and the model nearly true, the grid's noise 4-8 cells (2,000 tasks)."""
+    from dataclasses import replace
+
+    from app.cli.loading import load_annotation_data
+    from models.calibration import Isotonic
+    from models.evaluation.parameters import parameter_family
+    from models.evaluation.reliability import reliability
+    from models.registry import get_method
+    from models.synthetic import NOISE_LEVELS, generate
+    from models.tempering import power_posterior
+
+    sets = [("RF10 binary", load_annotation_data(RF10.read_bytes(), relevant_from=1,
+                                                  ignore=(-2,)))]
+    if not args.no_grid:
+        for beta in (3, 5):
+            syn = generate(2000, 60, noise_level=NOISE_LEVELS["4-8"], redundancy=beta,
+                           random_state=7)
+            sets.append((f"grid 4-8, β {beta}", syn.to_annotation_data(with_features=False)))
+    print("| data | method | ECE NIST | D plug-in (ECE_W) | D integrated (ECE_W) | D read-out "
+          "| best power τ (gold): ECE NIST, ECE integrated | gold, isotonic 5-fold |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    for name, data in sets:
+        known = (data.gold >= 0) & (data.judgments_per_task() > 0)
+        g = data.gold[known] == 1
+        fold = np.random.default_rng(0).permutation(int(known.sum())) % 5
+        blind = replace(data, gold=None)
+        for method in (args.methods or "mv,ds,mace,ibcc,ebcc").split(","):
+            spec = get_method(method)
+            model = spec.build(_params(method)).fit(blind)
+            family = parameter_family(method)
+            raw = (spec.build({**_params(method), "temper_folds": 0}).fit(blind)
+                   if family else model)
+            p, plug = model.proba_[known, 1], raw.proba_[known, 1]
+            integrated = integrated_posterior(method, raw, blind, args.samples)[known, 1]
+            best = min((reliability(power_posterior(raw.proba_, t)[known, 1], g).ece, t)
+                       for t in np.arange(0.1, 1.201, 0.05))
+            at_best = power_posterior(raw.proba_, best[1])[known, 1]
+            iso = np.empty_like(p)
+            for k in range(5):
+                iso[fold == k] = Isotonic.fit(p[fold != k], g[fold != k])(p[fold == k])
+            cells = [f"{reliability(p, g).ece:.4f}"]
+            cells += [f"{world_gap(p, g, w):.4f} ({world_ece(p, w):.4f})"
+                      for w in (plug, integrated)]
+            cells.append(f"{world_gap(p, g, p):.4f}")
+            cells.append(f"{best[1]:.2f}: {best[0]:.4f}, {world_ece(at_best, integrated):.4f}")
+            cells.append(f"{reliability(iso, g).ece:.4f}")
+            print(f"| {name} | {method} | " + " | ".join(cells) + " |", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="what", required=True)
@@ -450,9 +624,23 @@ def main() -> None:
     o.add_argument("--redundancy", default="3,5")
     o.add_argument("--seed", type=int, default=7)
     o.add_argument("--no-rf10", action="store_true")
+    q = sub.add_parser("predictive")
+    q.add_argument("--methods", default=None)
+    q.add_argument("--samples", type=int, default=200, help="parameter draws")
+    q.add_argument("--chain-prior", default="population", choices=("population", "service"))
+    q.add_argument("--tasks", type=int, default=2000)
+    q.add_argument("--noise", default="0-2,4-8")
+    q.add_argument("--redundancy", default="3,5")
+    q.add_argument("--seed", type=int, default=7)
+    q.add_argument("--no-rf10", action="store_true")
+    w = sub.add_parser("worlds")
+    w.add_argument("--methods", default=None)
+    w.add_argument("--samples", type=int, default=200, help="parameter draws")
+    w.add_argument("--no-grid", action="store_true")
     args = parser.parse_args()
-    {"rf10": rf10, "grid": grid, "tempering": tempering, "maps": maps,
-     "bound": bound, "criteria": criteria, "readout": readout}[args.what](args)
+    {"rf10": rf10, "grid": grid, "tempering": tempering, "maps": maps, "bound": bound,
+     "criteria": criteria, "readout": readout, "predictive": predictive,
+     "worlds": worlds}[args.what](args)
 
 
 if __name__ == "__main__":
