@@ -1,12 +1,16 @@
 """A judgment file's ingestion on PostgreSQL, chunk by chunk: rows checked in Python a chunk at a
-time and copied (COPY) into a temporary table, then ids resolved and rows stored by a few
-set-based statements, all in one transaction.
+time, then ids resolved by a few set-based statements and the judgments stored by one binary
+COPY, all in one transaction.
 
-The process holds one chunk at a time, never the file (10,000,000 lines: 250 MB of text, several
-GB as Python objects); the database resolves topics, documents, tasks and annotators with hash
-joins, where Python would send every distinct id back and forth as arrays. Nothing outside the
-temporary table is written before the last chunk has passed every check, so a bad line anywhere
-stores nothing (the transaction rolls back, and the temporary table with it).
+The process holds one chunk's text at a time, never the file's (10,000,000 lines: 250 MB of
+text, several GB as Python objects): each row is kept as three int32s (the number of its (topic,
+doc) key and of its annotator, numbered in order of first appearance, and its label) and each
+distinct key once, in a dict. Only the distinct keys and annotators are copied into temporary
+tables; the database creates topics, documents, annotators and tasks from them with hash joins
+and hands back each key's id, and the rows go into ``judgments`` by a binary COPY built with
+numpy (no staged text per row, no join or sort over the rows: that COPY is the bound, docs/
+benchmarks.md). Nothing is written before the last chunk has passed every check, so a bad line
+anywhere stores nothing (and the transaction rolls back on any later failure).
 
 Differences from ``service.ingest`` (the path of JSON bodies and of SQLite): within a chunk
 (``app.formats.judgment_chunks``) the checks run in a whole file's order; across chunks, the
