@@ -4,6 +4,8 @@
     python bench/bench_scale.py --tasks 200000 --annotators 10000   # a tenth: a busy machine
     python bench/bench_scale.py cli        # the same judgments through `crowdqrels aggregate`
     python bench/bench_scale.py service --postgres URL [--tasks N --annotators M]
+    python bench/bench_scale.py service --postgres URL --upload-only --rounds 2 \\
+        --tree main=/work/main --tree branch=.     # uploads alternating, CPU per side
 
 ``cli`` (``cli_main`` below) writes the judgments as a TSV file (topic, doc, annotator, label;
 kept in --dir for the next run) and, per method, runs the whole command under /usr/bin/time
@@ -284,53 +286,127 @@ def job_stages(database_url: str, collection_name: str) -> dict[str, dict[str, f
     return stages
 
 
-def service_stages(args: argparse.Namespace) -> None:
-    """Ingest a generated file through the API into PostgreSQL, then a fit job's stages."""
+def _cpu_seconds(pids: list[int]) -> float:
+    """user + system CPU seconds of processes (``/proc/PID/stat``; those gone count 0)."""
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def _process_tree(pid: int) -> list[int]:
+    """pid and its descendants (a server that forks workers)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    tree, todo = [], [pid]
+    while todo:
+        tree.append(todo.pop())
+        todo += children.get(tree[-1], [])
+    return tree
+
+
+def _backends(url: str) -> list[int]:
+    """The PostgreSQL client backends connected to url's database, other than this query's."""
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    with psycopg.connect(parsed.set(drivername="postgresql").render_as_string(
+            hide_password=False)) as connection:
+        return [pid for (pid,) in connection.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+            "AND backend_type = 'client backend' AND pid <> pg_backend_pid()")]
+
+
+def upload_once(url: str, root: Path, path: Path, n: int) -> dict[str, float]:
+    """One upload of the file through the API of the checkout at ``root`` into a fresh
+    database: seconds (HTTP upload → rows committed), CPU seconds of the API's processes and of
+    its PostgreSQL backends (``/proc/PID/stat``, sampled before and after; a backend that
+    connects during the upload counts from its start), the API's peak RSS."""
     import httpx
     from _server import reset_postgres, rss_mib, running_api
 
+    size = path.stat().st_size
+    reset_postgres(url)
+    with running_api(url, root, CROWDQRELS_MAX_BODY_BYTES=str(2 * size)) as (
+            base, process), httpx.Client(base_url=base, timeout=7200) as client:
+        client.post("/api/v1/collections", json={
+            "name": "scale", "labels": [0, 1], "relevant_from": 1, "ignore": []
+        }).raise_for_status()
+        api_before = _cpu_seconds(_process_tree(process.pid))
+        backends_before = {pid: _cpu_seconds([pid]) for pid in _backends(url)}
+        load = os.getloadavg()[0]
+        start = time.perf_counter()
+        with path.open("rb") as body:
+            response = client.post(
+                "/api/v1/collections/scale/judgments/file", content=body,
+                headers={"content-type": "text/tab-separated-values",
+                         "content-length": str(size)})
+        seconds = time.perf_counter() - start
+        response.raise_for_status()
+        assert response.json()["judgments"] == n, response.text
+        api_cpu = _cpu_seconds(_process_tree(process.pid)) - api_before
+        pg_cpu = sum(_cpu_seconds([pid]) - backends_before.get(pid, 0.0)
+                     for pid in _backends(url))
+        _, api_peak = rss_mib(process.pid)
+    return {"seconds": seconds, "api_cpu": api_cpu, "pg_cpu": pg_cpu, "api_peak": api_peak,
+            "load_before": load, "load_after": os.getloadavg()[0]}
+
+
+def service_stages(args: argparse.Namespace) -> None:
+    """Ingest a generated file through the API into PostgreSQL, then a fit job's stages
+    (``--upload-only``: not). ``--tree NAME=PATH`` (repeatable): upload through each checkout's
+    API in turn, ``--rounds`` times, alternating (a peer in the same run)."""
+    trees = [tuple(t.split("=", 1)) for t in args.tree] or [("this", str(ROOT))]
     arrays = generate(args.tasks, args.annotators, args.redundancy, args.seed)
     load_before = os.getloadavg()
+    rows: list[tuple[str, int, dict[str, float]]] = []
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "judgments.tsv"
         n = write_shuffled_file(path, arrays)
         del arrays
         size = path.stat().st_size
-        reset_postgres(args.postgres)
-        with running_api(args.postgres, CROWDQRELS_MAX_BODY_BYTES=str(2 * size)) as (
-                base, process), httpx.Client(base_url=base, timeout=7200) as client:
-            client.post("/api/v1/collections", json={
-                "name": "scale", "labels": [0, 1], "relevant_from": 1, "ignore": []
-            }).raise_for_status()
-            _, idle_peak = rss_mib(process.pid)
-            start = time.perf_counter()
-            with path.open("rb") as body:
-                response = client.post(
-                    "/api/v1/collections/scale/judgments/file", content=body,
-                    headers={"content-type": "text/tab-separated-values",
-                             "content-length": str(size)})
-            seconds = time.perf_counter() - start
-            response.raise_for_status()
-            assert response.json()["judgments"] == n, response.text
-            _, api_peak = rss_mib(process.pid)
-            # printed at once: the API may take long to stop after a large upload
-            print(f"upload: {n:,} judgments in {seconds:.1f} s ({n / seconds:,.0f}/s), API peak "
-                  f"{api_peak:,.0f} MiB, load {os.getloadavg()[0]:.1f}", file=sys.stderr,
-                  flush=True)
-    load_mid = os.getloadavg()
+        for round_ in range(args.rounds):
+            for name, root in trees:
+                row = upload_once(args.postgres, Path(root), path, n)
+                rows.append((name, round_ + 1, row))
+                # printed at once: the API may take long to stop after a large upload
+                print(f"{name} round {round_ + 1}: {n:,} judgments in {row['seconds']:.1f} s "
+                      f"({n / row['seconds']:,.0f}/s), API CPU {row['api_cpu']:.1f} s, "
+                      f"PostgreSQL CPU {row['pg_cpu']:.1f} s, API peak "
+                      f"{row['api_peak']:,.0f} MiB, load {row['load_before']:.1f} → "
+                      f"{row['load_after']:.1f}", file=sys.stderr, flush=True)
+    print(f"{n:,} judgments ({args.tasks:,} tasks x {args.redundancy}, {args.annotators:,} "
+          f"annotators; {size / 2**20:,.0f} MiB of TSV); {os.cpu_count()} CPUs, load average "
+          f"(1 min) {load_before[0]:.1f} before.\n")
+    print("| tree | round | upload → committed s | judgments/s | API CPU s | PostgreSQL CPU s "
+          "| API peak RSS MiB | load (1 min) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---|")
+    for name, round_, row in rows:
+        print(f"| {name} | {round_} | {row['seconds']:.1f} | {n / row['seconds']:,.0f} | "
+              f"{row['api_cpu']:.1f} | {row['pg_cpu']:.1f} | {row['api_peak']:,.0f} | "
+              f"{row['load_before']:.1f} → {row['load_after']:.1f} |")
+    if args.upload_only:
+        return
     proc = subprocess.run([sys.executable, __file__, "--job-stages", args.postgres],
                           capture_output=True, text=True)
     if proc.returncode:
         sys.exit(proc.stderr)
     stages = json.loads(proc.stdout.strip().splitlines()[-1])
-    print(f"{n:,} judgments ({args.tasks:,} tasks x {args.redundancy}, {args.annotators:,} "
-          f"annotators; {size / 2**20:,.0f} MiB of TSV); {os.cpu_count()} CPUs, load average "
-          f"(1 min) {load_before[0]:.1f} before, {load_mid[0]:.1f} after the upload, "
-          f"{os.getloadavg()[0]:.1f} at the end.\n")
+    print(f"\nThe fit job's stages on the last upload's collection (load average "
+          f"{os.getloadavg()[0]:.1f} at the end):\n")
     print("| stage | seconds | judgments/s | peak RSS |")
     print("|---|---:|---:|---:|")
-    print(f"| upload → committed (HTTP, PostgreSQL) | {seconds:.1f} | {n / seconds:,.0f} | "
-          f"API {api_peak:,.0f} MiB (idle {idle_peak:,.0f}) |")
     for name, row in stages.items():
         print(f"| fit job: {name} | {row['seconds']:.1f} | {n / row['seconds']:,.0f} | "
               f"{row['peak_gib']:.2f} GiB |")
@@ -348,6 +424,11 @@ def main() -> None:
         parser.add_argument("--annotators", type=int, default=100_000)
         parser.add_argument("--redundancy", type=int, default=5)
         parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--tree", action="append", default=[], metavar="NAME=PATH",
+                            help="a checkout whose API uploads (repeatable; default: this one)")
+        parser.add_argument("--rounds", type=int, default=1)
+        parser.add_argument("--upload-only", action="store_true",
+                            help="skip the fit job's stages after the upload")
         service_stages(parser.parse_args())
         return
     if sys.argv[1:2] == ["--job-stages"]:
