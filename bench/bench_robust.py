@@ -7,6 +7,11 @@ majority vote, the best single judge and crowd-kit 1.4.2, on models.synthetic's 
     python bench/bench_robust.py crowds --methods 'mace;mace{"class_prior":"uniform"}'
     python bench/bench_robust.py judges --methods 'judge-family;judge-family{"families":"none"}'
     python bench/bench_robust.py judges --methods 'oracle;oracle{"leniency":"unknown"}'
+    python bench/bench_robust.py mixed             # crowd + LLM panel (+ experts): the same
+
+mixed: models.synthetic.mixed_dataset, a sparse Algorithm-10 crowd (3 per task), a dense
+correlated lenient LLM panel and, in every other row, 3 experts on 10 % of the tasks; the
+single sources are the best LLM judge and the crowd's own majority vote (all tasks).
 
 judges: ``judge-family{"families":"id"}`` reads the generator's true families from the judges'
 ids; ``oracle`` is the Bayes posterior under the generator's true parameters (a bound),
@@ -35,7 +40,12 @@ sys.path.insert(0, str(ROOT))
 from models.evaluation.gold import quadratic_kappa  # noqa: E402
 from models.ordinal_ds import _log_diff_ndtr  # noqa: E402
 from models.registry import make_aggregator  # noqa: E402
-from models.synthetic import JUDGE_PRIOR, crowd_dataset, judges_dataset  # noqa: E402
+from models.synthetic import (  # noqa: E402
+    JUDGE_PRIOR,
+    crowd_dataset,
+    judges_dataset,
+    mixed_dataset,
+)
 
 # (judges, judge_correlation, leniency, noise): from independent to strongly shared errors
 JUDGE_SETS = ((12, 0.0, 0.0, 0.8), (12, 0.6, 0.0, 0.8), (30, 0.6, 0.5, 1.0),
@@ -58,6 +68,12 @@ CROWD_SETS = ((2, None, 150, 1.0, (0.6, 0.95)), (2, (0.7, 0.3), 150, 1.0, (0.6, 
               (2, None, 1000, 0.0, (0.6, 0.95)), (4, None, 1000, 0.0, (0.6, 0.95)),
               (5, None, 1000, 0.0, (0.6, 0.95)), (4, None, 1000, 0.0, (0.35, 0.85)),
               (5, None, 1000, 0.0, (0.35, 0.85)))
+# (judges, judge_correlation, leniency, judge noise, experts): with experts, then without
+MIXED_SETS = ((12, 0.6, 0.5, 0.8, 3), (12, 0.6, 0.5, 0.8, 0),
+              (30, 0.6, 0.5, 1.0, 3), (30, 0.6, 0.5, 1.0, 0),
+              (8, 0.4, 0.3, 0.8, 3), (8, 0.4, 0.3, 0.8, 0))
+MIXED_METHODS = (("mv", {}), ("ds", {}), ("ibcc", {}), ("ebcc", {}), ("mace", {}),
+                 ("ordinal-ds", {}), ("judge-family", {}))
 CROWD_METHODS = (("mv", {}), ("ds", {}), ("ibcc", {}), ("ebcc", {}), ("mace", {}),
                  ("judge-family", {}),
                  ("mace", {"class_prior": "uniform"}), ("crowdkit-ds", {}),
@@ -155,6 +171,34 @@ def _judges(args: argparse.Namespace) -> None:
         print(f"| {judges}, {r}, {b}, {noise} | {cells} |", flush=True)
 
 
+def _mixed(args: argparse.Namespace) -> None:
+    methods = _methods(args.methods, MIXED_METHODS)
+    names = ["best judge", "crowd mv"] + [_name(m, p) for m, p in methods]
+    print("| judges, R, B, noise, experts | " + " | ".join(names) + " |")
+    print("|---|" + "---:|" * len(names))
+    for judges, r, b, noise, experts in MIXED_SETS:
+        rows = []
+        for seed in range(args.seeds):
+            s = mixed_dataset(args.tasks, judges, judge_correlation=r, leniency=b, noise=noise,
+                              experts=experts, random_state=seed + 1)
+            panel = s.kind[s.annotator] == "llm"
+            grades = s.label[panel].reshape(args.tasks, judges)
+            best = max((float(np.mean(grades[:, j] == s.truth)),
+                        quadratic_kappa(grades[:, j], s.truth, 4)) for j in range(judges))
+            crowd = s.kind[s.annotator] == "crowd"
+            alone = replace(s, task=s.task[crowd], annotator=s.annotator[crowd],
+                            label=s.label[crowd])
+            lab = _labels("mv", {}, alone, seed)
+            row = [best, (float(np.mean(lab == s.truth)), quadratic_kappa(lab, s.truth, 4))]
+            for method, params in methods:
+                lab = _labels(method, params, s, seed)
+                row.append((float(np.mean(lab == s.truth)), quadratic_kappa(lab, s.truth, 4)))
+            rows.append(row)
+        mean = np.mean(np.array(rows), axis=0)
+        cells = " | ".join(f"{a:.3f} / {k:.3f}" for a, k in mean)
+        print(f"| {judges}, {r}, {b}, {noise}, {experts} | {cells} |", flush=True)
+
+
 def _methods(spec: str | None, default: tuple[tuple[str, dict], ...]
              ) -> tuple[tuple[str, dict], ...]:
     """``--methods 'mace;mace{"class_prior":"uniform"}'``: method names with JSON params."""
@@ -189,13 +233,13 @@ def _crowds(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=("judges", "crowds"))
+    parser.add_argument("what", choices=("judges", "crowds", "mixed"))
     parser.add_argument("--seeds", type=int, default=2)
     parser.add_argument("--tasks", type=int, default=1500)
     parser.add_argument("--methods", help="';'-separated methods, each with optional JSON "
                                           "params (majority vote is always first)")
     args = parser.parse_args()
-    (_judges if args.what == "judges" else _crowds)(args)
+    {"judges": _judges, "crowds": _crowds, "mixed": _mixed}[args.what](args)
 
 
 if __name__ == "__main__":

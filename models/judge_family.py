@@ -41,6 +41,14 @@ correlation is not above the panel's average pair by two standard errors of a co
 else none — a sparse crowd's pairs share too few tasks; ``"none"``: no family effect. A family
 of one judge has κ = 0 (its v is its own error).
 
+Mixed data (a dense panel beside a sparse crowd and a few experts: ``synthetic.mixed_dataset``):
+the judgments are dense per task, so families are clustered and the task effect is on, but only
+the annotators who judged at least half the judged tasks (the panel) are clustered and have a
+loading λ_j each; the sparse ones (workers, experts) are each a family of one and share one
+loading λ between them (``_loading_groups``). With a loading each, the workers' loadings took up
+the panel's shared error and the grades rose (exact .64 against MV .70; docs/benchmarks.md,
+"Mixed data"); a pure panel or a pure crowd is fitted as before.
+
 Defaults that follow density (a dense panel: families clustered or named): ``task_effect`` on
 (off on a sparse crowd, where t + u is one number per task and a large λ makes t arbitrary:
 RF10 graded collapsed to one grade), one loading λ_j per judge (one for all on a sparse crowd),
@@ -225,17 +233,28 @@ class JudgeFamily(Aggregator):
         # one loading of the task effect per judge on a dense panel (each judge grades every
         # task: a loading is estimable); one for the crowd otherwise (a worker with a handful
         # of judgments cannot tell its own loading from its spread)
-        self._shared_loading = how not in ("cluster", "id")
+        self._loading_group = self._loading_groups(data, how)
         if how == "cluster":
             # residuals under the model without shared errors: every pair of judges then
             # correlates by what it shares (a family more than the panel)
             first = JudgeFamily(**{**self._params(), "families": "none", "task_effect": False})
-            first._shared_loading = True  # (no task effect in this fit)
+            first._loading_group = np.zeros(data.n_annotators, dtype=np.int64)  # (unused)
             first._task_effect = False
             first._fit(data, np.zeros(data.n_annotators, dtype=np.int64), gold, spam_prior,
                        lambda f, m: progress(0.5 * f, m))
-            family, corr = residual_families(data.task, data.annotator, first._residuals(data),
-                                             data.n_annotators)
+            # clustered among the judges who grade most tasks: a sparse worker's pairs share
+            # too few tasks to tell a family (on mixed data their many pairs would set the
+            # threshold), so each sparse annotator is a family of its own
+            keep = np.flatnonzero(self._dense_annotators(data))
+            index = np.full(data.n_annotators, -1, dtype=np.int64)
+            index[keep] = np.arange(keep.shape[0])
+            rows = index[data.annotator] >= 0
+            sub, corr_sub = residual_families(data.task[rows], index[data.annotator[rows]],
+                                              first._residuals(data)[rows], keep.shape[0])
+            family = np.arange(data.n_annotators) + keep.shape[0]
+            family[keep] = sub
+            corr = np.full((data.n_annotators, data.n_annotators), np.nan)
+            corr[np.ix_(keep, keep)] = corr_sub
             self.family_correlation_ = corr
             self._fit(data, family, gold, spam_prior, lambda f, m: progress(0.5 + 0.5 * f, m))
         else:
@@ -243,6 +262,28 @@ class JudgeFamily(Aggregator):
             self._fit(data, family, gold, spam_prior, progress)
         self.families_how_ = how
         return self
+
+    def _dense_annotators(self, data: AnnotationData) -> np.ndarray:
+        """The annotators who judged at least half the judged tasks (a panel's judges; on mixed
+        data not the crowd's workers nor the experts of a sample)."""
+        judged = max(np.unique(data.task).shape[0], 1)
+        return np.bincount(data.annotator, minlength=data.n_annotators) >= 0.5 * judged
+
+    def _loading_groups(self, data: AnnotationData, how: str) -> np.ndarray:
+        """Which task-effect loading λ each annotator has (an index per annotator). On a dense
+        panel (families clustered or named) each judge its own: a judge who grades every task
+        next to the others has an estimable loading; the sparse annotators (on mixed data the
+        crowd's workers, a sample's experts) one between them: a worker with a handful of
+        judgments cannot tell its own loading from its spread, and with one each the sparse
+        workers' loadings took up the panel's shared error (a lenient panel's u became every
+        worker's, and the grades rose: docs/benchmarks.md, mixed data). Otherwise one for all."""
+        n = data.n_annotators
+        if how not in ("cluster", "id"):
+            return np.zeros(n, dtype=np.int64)
+        dense = self._dense_annotators(data)
+        group = np.full(n, int(dense.sum()), dtype=np.int64)
+        group[dense] = np.arange(int(dense.sum()))
+        return group
 
     def _params(self) -> dict:
         return {k: getattr(self, k) for k in (
@@ -545,13 +586,14 @@ class JudgeFamily(Aggregator):
         in_fam = np.flatnonzero(fam > 0)
         n_fam = in_fam.shape[0]
         fit_su = self._task_effect
-        shared = self._shared_loading
+        group = self._loading_group
+        n_groups = int(group.max()) + 1
 
         def unpack(x):
             b, ls = x[:n_ann], x[n_ann:2 * n_ann]
             pos = 2 * n_ann
-            n_su = (1 if shared else n_ann) * int(fit_su)
-            su = (np.broadcast_to(x[pos:pos + n_su], (n_ann,)).copy() if fit_su else log_su)
+            n_su = n_groups * int(fit_su)
+            su = x[pos:pos + n_su][group] if fit_su else log_su
             pos += n_su
             sf = log_sf.copy()
             sf[in_fam] = x[pos:pos + n_fam]
@@ -577,12 +619,13 @@ class JudgeFamily(Aggregator):
                            - 0.5 * np.sum((ls - np.log(self.spread_prior)) ** 2))
             if fit_su:
                 g_su = (d_mu * xq_c[None, :]).sum(axis=1) * np.exp(su)
-                grads.append(np.array([g_su.sum()]) if shared else g_su)
+                grads.append(np.bincount(group, weights=g_su, minlength=n_groups))
             if n_fam:
                 grads.append(((d_mu * xr_c[None, :]).sum(axis=1) * np.exp(sf))[in_fam])
             return -value, -np.concatenate(grads)
 
-        start_su = [] if not fit_su else [log_su.mean()] if shared else log_su
+        start_su = ([] if not fit_su else np.bincount(group, weights=log_su, minlength=n_groups)
+                    / np.maximum(np.bincount(group, minlength=n_groups), 1))
         x0 = np.concatenate([bias, log_s, start_su, log_sf[in_fam]])
         bounds = ([(None, None)] * n_ann + [(np.log(1e-2), np.log(20.0))] * n_ann
                   + [(np.log(_MIN_SIGMA), np.log(_MAX_SIGMA))] * (len(start_su) + n_fam))

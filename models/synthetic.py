@@ -38,6 +38,7 @@ NOISE_LEVELS: dict[str, tuple[float, float]] = {
     "8-12": (8.0, 12.0),
 }
 TOPIC = "synth"
+KINDS = ("llm", "crowd", "expert")  # the annotator kinds of the service (PUT …/judges?kind=)
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,7 @@ class SyntheticData:
     n_grades: int = 2
     topic: np.ndarray | None = None  # (n_tasks,) topic index, when there are several
     topic_mix: np.ndarray | None = None  # (n_topics, K) each topic's planted grade mix ρ_g
+    kind: np.ndarray | None = None  # (n_annotators,) llm | crowd | expert, on mixed data
 
     @property
     def topic_names(self) -> list[str]:
@@ -75,7 +77,15 @@ class SyntheticData:
 
     @property
     def annotator_ids(self) -> np.ndarray:
-        return np.array([f"a{j}" for j in range(self.annotator_noise.shape[0])])
+        """``a0`` … on one kind of annotator; on mixed data the kind's initial and the index
+        within the kind (``l0`` … LLM judges, ``c0`` … crowd workers, ``e0`` … experts)."""
+        if self.kind is None:
+            return np.array([f"a{j}" for j in range(self.annotator_noise.shape[0])])
+        out, seen = [], dict.fromkeys(KINDS, 0)
+        for k in self.kind.tolist():
+            out.append(f"{k[0]}{seen[k]}")
+            seen[k] += 1
+        return np.array(out)
 
     def to_annotation_data(self, *, with_features: bool = True) -> AnnotationData:
         """AnnotationData with gold = truth and (optionally) the 2-D features attached."""
@@ -119,10 +129,12 @@ class SyntheticData:
             for i, y in enumerate(self.truth.tolist()):
                 f.write(f"{topics[i]} 0 {docs[i]} {y}\n")
         with paths["annotators"].open("w") as f:
-            bias = self.annotator_bias
-            f.write("annotator\tnoise_variance" + ("\tbias" if bias is not None else "") + "\n")
+            bias, kind = self.annotator_bias, self.kind
+            f.write("annotator\tnoise_variance" + ("\tbias" if bias is not None else "")
+                    + ("\tkind" if kind is not None else "") + "\n")
             for j, v in enumerate(self.annotator_noise.tolist()):
                 extra = f"\t{bias[j]:.6f}" if bias is not None else ""
+                extra += f"\t{kind[j]}" if kind is not None else ""
                 f.write(f"{anns[j]}\t{v:.6f}{extra}\n")
         with paths["tasks"].open("w") as f:
             f.write("topic\tdoc\ttruth\tnoise_variance\n")
@@ -341,3 +353,95 @@ def crowd_dataset(
     label = (rng.random(task.shape[0])[:, None] >= cum[:, :-1]).sum(axis=1).astype(np.int64)
     return SyntheticData(task, annotator, label, features, truth, np.zeros(n_tasks),
                          1.0 - acc, None, grades)
+
+
+def mixed_dataset(
+    n_tasks: int = 1500,
+    n_judges: int = 12,
+    *,
+    grades: int = 4,
+    class_prior: tuple[float, ...] | None = None,
+    judge_correlation: float = 0.6,
+    leniency: float = 0.5,
+    n_families: int = 3,
+    noise: float = 0.8,
+    crowd_workers: int = 100,
+    crowd_redundancy: int = 3,
+    crowd_noise: tuple[float, float] = (0.0, 2.0),
+    alpha: float = 1.5,
+    experts: int = 3,
+    expert_share: float = 0.1,
+    expert_noise: float = 0.3,
+    random_state: int | None = None,
+) -> SyntheticData:
+    """Crowd, LLM judges and experts on the same tasks (``crowdqrels synth --judges K --crowd N
+    --experts E``): the collection users build now.
+
+    - LLM judges: ``judges_dataset`` (its truth, drawn from ``class_prior``, is everyone's):
+      ``n_judges`` judges on every task, sharing errors (``judge_correlation``, ``n_families``)
+      and a leniency ``leniency``.
+    - Crowd: Algorithm 10 on the grade scale (``generate``'s graded extension in grade units):
+      ``crowd_redundancy`` distinct workers per task out of ``crowd_workers``, drawn by a power
+      law (exponent ``alpha``); worker j perceives z = t_i + ε, ε ~ N(0, (σ_i² + σ_j²) / 4), σ_i²
+      the task's feature noise, σ_j² ~ U(``crowd_noise``) (the /4: Algorithm 10 spaces its
+      classes 2 apart, the grades here 1), unbiased, errors independent. 0 workers: no crowd.
+    - Experts: ``experts`` assessors, z = t_i + ε, ε ~ N(0, s²), s ~ ``expert_noise`` · U(0.7, 1.3)
+      (exact accuracy near .9 at the default 0.3), unbiased and independent; one expert (drawn
+      uniformly) on each task of a random share ``expert_share`` of the tasks. 0: no experts.
+
+    Annotators are numbered judges, then workers, then experts; ``kind`` holds each one's kind
+    (ids ``l0`` …, ``c0`` …, ``e0`` …; annotators.tsv has a ``kind`` column). A worker or expert
+    drawn for no task stays in the listing with no judgment.
+    """
+    if crowd_workers < 0 or experts < 0:
+        raise ValueError("crowd_workers and experts must be >= 0")
+    if crowd_workers and not 1 <= crowd_redundancy <= crowd_workers:
+        raise ValueError("crowd_redundancy must be between 1 and crowd_workers")
+    low, high = crowd_noise
+    if not 0 <= low <= high:
+        raise ValueError("crowd_noise must be an interval (low, high) with 0 <= low <= high")
+    if not 0.0 <= expert_share <= 1.0 or expert_noise <= 0:
+        raise ValueError("expert_share must be in [0, 1] and expert_noise > 0")
+    panel_seed, crowd_seed, expert_seed = np.random.SeedSequence(random_state).spawn(3)
+    panel = judges_dataset(n_tasks, n_judges, grades=grades, class_prior=class_prior,
+                           judge_correlation=judge_correlation, leniency=leniency,
+                           n_families=n_families, noise=noise,
+                           random_state=int(panel_seed.generate_state(1)[0]))
+    truth, k = panel.truth, grades
+    share = truth / (k - 1)
+    task_noise = np.sum((panel.features - np.column_stack([share, 1.0 - share])) ** 2, axis=1)
+    tasks, annotators, labels = [panel.task], [panel.annotator], [panel.label]
+    noise_var = [panel.annotator_noise]
+    bias = [panel.annotator_bias]
+
+    def grade(z: np.ndarray) -> np.ndarray:
+        return np.clip(np.floor(z + 0.5), 0, k - 1).astype(np.int64)
+
+    if crowd_workers:
+        rng = np.random.default_rng(crowd_seed)
+        worker_noise = rng.uniform(low, high, size=crowd_workers)
+        weights = 1.0 / np.arange(1, crowd_workers + 1) ** alpha
+        chosen = _distinct_power_law(rng, weights / weights.sum(), n_tasks, crowd_redundancy)
+        task = np.repeat(np.arange(n_tasks), crowd_redundancy)
+        worker = chosen.ravel()
+        sd = np.sqrt(task_noise[task] + worker_noise[worker]) / 2.0
+        tasks.append(task)
+        annotators.append(n_judges + worker)
+        labels.append(grade(truth[task] + sd * rng.standard_normal(task.shape[0])))
+        noise_var.append(worker_noise / 4.0)
+        bias.append(np.zeros(crowd_workers))
+    n_expert_tasks = int(round(expert_share * n_tasks)) if experts else 0
+    if experts:
+        rng = np.random.default_rng(expert_seed)
+        spread = expert_noise * rng.uniform(0.7, 1.3, size=experts)
+        task = np.sort(rng.choice(n_tasks, size=n_expert_tasks, replace=False))
+        who = rng.integers(0, experts, size=n_expert_tasks)
+        tasks.append(task)
+        annotators.append(n_judges + crowd_workers + who)
+        labels.append(grade(truth[task] + spread[who] * rng.standard_normal(task.shape[0])))
+        noise_var.append(spread**2)
+        bias.append(np.zeros(experts))
+    kind = np.array(["llm"] * n_judges + ["crowd"] * crowd_workers + ["expert"] * experts)
+    return SyntheticData(np.concatenate(tasks), np.concatenate(annotators),
+                         np.concatenate(labels), panel.features, truth, task_noise,
+                         np.concatenate(noise_var), np.concatenate(bias), grades, kind=kind)

@@ -26,8 +26,16 @@ def _synth(args: argparse.Namespace) -> int:
         raise UsageError("--topic-concentration must be above 0")
     if args.judges is not None and not 0 <= args.judge_correlation < 1:
         raise UsageError("--judge-correlation must be in [0, 1)")
+    mixed = args.crowd > 0 or args.experts > 0
+    if mixed and args.judges is None:
+        raise UsageError("--crowd and --experts join an LLM panel: give --judges K too")
+    if args.crowd and args.crowd_redundancy > args.crowd:
+        raise UsageError(f"--crowd-redundancy {args.crowd_redundancy} is more than --crowd "
+                         f"{args.crowd}: each task is judged by that many different workers")
+    if not 0 <= args.expert_share <= 1:
+        raise UsageError("--expert-share must be in [0, 1]")
     check_output_dir(args.outdir, "OUTDIR")
-    from models.synthetic import NOISE_LEVELS, generate, judges_dataset
+    from models.synthetic import NOISE_LEVELS, generate, judges_dataset, mixed_dataset
 
     if args.seed is None:
         import numpy as np
@@ -35,6 +43,15 @@ def _synth(args: argparse.Namespace) -> int:
         args.seed = int(np.random.SeedSequence().entropy % (MAX_SEED + 1))
         print(f"seed {args.seed} (none given; --seed {args.seed} repeats this data set)",
               file=sys.stderr)
+    if mixed:  # the panel, a sparse crowd and a few experts on the same tasks
+        data = mixed_dataset(args.tasks, args.judges, grades=max(args.grades, 2),
+                             judge_correlation=args.judge_correlation, leniency=args.leniency,
+                             crowd_workers=args.crowd, crowd_redundancy=args.crowd_redundancy,
+                             crowd_noise=NOISE_LEVELS[args.noise], experts=args.experts,
+                             expert_share=args.expert_share, random_state=args.seed)
+        for name, path in data.write(Path(args.outdir)).items():
+            print(f"{name}\t{path}")
+        return 0
     if args.judges is not None:  # dense, correlated, lenient LLM-like judges
         data = judges_dataset(args.tasks, args.judges, grades=max(args.grades, 2),
                               judge_correlation=args.judge_correlation,
@@ -87,4 +104,17 @@ def add_command(subparsers: argparse._SubParsersAction) -> None:  # type: ignore
                             "(half by all, half by its family; default 0.6)")
     synth.add_argument("--leniency", type=float, default=0.5, metavar="B",
                        help="with --judges: shared bias in grades (> 0 lenient; default 0.5)")
+    synth.add_argument("--crowd", type=int_at_least(0), default=0, metavar="N",
+                       help="with --judges: mixed data, N crowd workers beside the panel "
+                            "(Algorithm 10 on the grades, --noise their noise range, drawn by a "
+                            "power law; models.synthetic.mixed_dataset; default 0: none). "
+                            "annotators.tsv then has a kind column (llm, crowd, expert)")
+    synth.add_argument("--crowd-redundancy", type=int_at_least(1), default=3, metavar="R",
+                       help="with --crowd: crowd judgments per task, by distinct workers "
+                            "(default 3)")
+    synth.add_argument("--experts", type=int_at_least(0), default=0, metavar="E",
+                       help="with --judges: mixed data, E expert assessors (high accuracy, no "
+                            "bias), one on each task of a random --expert-share (default 0)")
+    synth.add_argument("--expert-share", type=float, default=0.1, metavar="F",
+                       help="with --experts: share of the tasks an expert grades (default 0.1)")
     synth.set_defaults(func=_synth)

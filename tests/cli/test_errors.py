@@ -68,6 +68,9 @@ def test_an_unwritable_output_is_refused_before_the_fit(judgments: Path, tmp_pat
     ["synth", "OUT", "--redundancy", "0"],
     ["synth", "OUT", "--annotators", "3", "--redundancy", "5"],
     ["synth", "J"],  # an existing file, not a directory
+    ["synth", "OUT", "--crowd", "10"],  # a crowd beside no panel
+    ["synth", "OUT", "--judges", "4", "--crowd", "2", "--crowd-redundancy", "3"],
+    ["synth", "OUT", "--judges", "4", "--experts", "2", "--expert-share", "1.5"],
     ["aggregate", "J", "--method", "lk", "--graded"],
     ["aggregate", "J", "--method", "magp", "--graded"],
     ["next", "J", "--method", "lk", "--graded"],

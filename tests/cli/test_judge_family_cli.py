@@ -35,3 +35,21 @@ def test_judge_family_from_the_cli_finds_the_three_families(
         groups.setdefault(family[name], set()).add(index % 3)
     assert len(groups) == 3 and all(len(v) == 1 for v in groups.values())
     assert all(float(r["task_loading"]) >= 0 for r in rows)
+
+
+def test_synth_mixed_writes_the_three_kinds(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "mixed"
+    assert main(["synth", str(out), "--tasks", "100", "--judges", "4", "--grades", "4",
+                 "--crowd", "20", "--experts", "2", "--expert-share", "0.2",
+                 "--seed", "3"]) == 0
+    capsys.readouterr()
+    with (out / "annotators.tsv").open() as f:
+        kinds = [r["kind"] for r in csv.DictReader(f, delimiter="\t")]
+    assert kinds == ["llm"] * 4 + ["crowd"] * 20 + ["expert"] * 2
+    with (out / "judgments.tsv").open() as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    # 4 judges and 3 workers on every task, one expert on a fifth
+    assert len(rows) == 100 * 4 + 100 * 3 + 20
+    assert main(["aggregate", str(out / "judgments.tsv"), "--method", "mv", "--graded",
+                 "--quiet"]) == 0

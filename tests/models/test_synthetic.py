@@ -99,3 +99,37 @@ def test_crowd_dataset_is_sparse_and_skewed() -> None:
     assert 0.84 < float(np.mean(s.truth == 0)) < 0.92
     pairs = s.task * 100 + s.annotator
     assert np.unique(pairs).shape[0] == pairs.shape[0]
+
+
+def test_mixed_dataset_puts_crowd_panel_and_experts_on_the_same_tasks(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from models.synthetic import mixed_dataset
+
+    s = mixed_dataset(400, 6, crowd_workers=40, crowd_redundancy=3, experts=2,
+                      expert_share=0.25, random_state=5)
+    kind = s.kind[s.annotator]
+    assert s.kind.tolist() == ["llm"] * 6 + ["crowd"] * 40 + ["expert"] * 2
+    assert np.bincount(s.task[kind == "llm"]).tolist() == [6] * 400  # the panel: dense
+    assert np.bincount(s.task[kind == "crowd"]).tolist() == [3] * 400  # the crowd: 3 a task
+    assert np.unique(s.task[kind == "expert"]).shape == (100,)  # one expert on a quarter
+    pairs = s.task * 100 + s.annotator
+    assert np.unique(pairs).shape[0] == pairs.shape[0]  # nobody judges a task twice
+
+    def exact(k: str) -> float:
+        return float(np.mean(s.label[kind == k] == s.truth[s.task[kind == k]]))
+
+    assert exact("expert") > 0.85 > exact("crowd") and exact("expert") > exact("llm")
+    panel = s.label[kind == "llm"].reshape(400, 6)
+    assert panel.mean() > s.truth.mean() + 0.3  # the panel stays lenient
+    again = mixed_dataset(400, 6, crowd_workers=40, crowd_redundancy=3, experts=2,
+                          expert_share=0.25, random_state=5)
+    np.testing.assert_array_equal(again.label, s.label)
+    ids = s.annotator_ids.tolist()
+    assert ids[:2] == ["l0", "l1"] and ids[6] == "c0" and ids[-1] == "e1"
+    paths = s.write(tmp_path)
+    rows = [line.split("\t") for line in paths["annotators"].read_text().splitlines()]
+    assert rows[0][-1] == "kind" and rows[1][-1] == "llm" and rows[-1][-1] == "expert"
+    data = load_annotation_data(paths["judgments"].read_bytes(),
+                                gold_qrels=paths["gold"].read_bytes())
+    assert data.n_judgments == s.task.shape[0] and data.n_tasks == 400
+    none = mixed_dataset(50, 3, crowd_workers=0, experts=0, random_state=1)
+    assert set(none.kind.tolist()) == {"llm"} and none.task.shape == (150,)
