@@ -336,10 +336,9 @@ class RowPrior:
         k = spammed.shape[1]
         if self.method != "mace":
             return np.full(2, PRIOR), np.full(k, PRIOR)
-        from models.mace import mace_pseudo_counts
-        from models.registry import get_method
+        from models.mace import MACE, mace_pseudo_counts
 
-        given = {**get_method("mace").defaults, **self.params}
+        given = {**_defaults(MACE), **self.params}
         smoothing = (0.01 / k if given.get("smoothing") is None
                      else float(given["smoothing"]))
         used = self.used if self.used in ("uniform", "learned") else "uniform"
@@ -368,11 +367,16 @@ class RowPrior:
         n_classes, n_labels = soft.shape[1:]
         square = n_labels == n_classes
         if self.method in ("ibcc", "ebcc") and square:
-            from models.bcc import confusion_prior, confusion_prior_fixed, confusion_prior_used
+            from models.bcc import (
+                EBCC,
+                IBCC,
+                confusion_prior,
+                confusion_prior_fixed,
+                confusion_prior_used,
+            )
             from models.dirichlet import e_log_dirichlet
-            from models.registry import get_method
 
-            given = {**get_method(self.method).defaults, **self.params}
+            given = {**_defaults(IBCC if self.method == "ibcc" else EBCC), **self.params}
             fixed = confusion_prior_fixed(n_classes, float(given["alpha_diagonal"]),
                                           float(given["alpha_off_diagonal"]))
             used = self.used or (confusion_prior_used(given["prior"], task)
@@ -388,6 +392,14 @@ class RowPrior:
             pseudo = population_pseudo_counts(soft.sum(axis=0), self.population(soft))
         reference = soft + pseudo + REFERENCE_SMOOTHING
         return alpha + pseudo, np.log(reference / reference.sum(axis=2, keepdims=True))
+
+
+def _defaults(cls: type) -> dict[str, Any]:
+    """A model's constructor parameters and their defaults (what ``models.registry`` reads,
+    from the signature itself: the registry imports calibration, which imports this package)."""
+    from models.params import signature_specs
+
+    return {name: spec.default for name, spec in signature_specs(cls.__init__).items()}
 
 
 def fit_population_prior(method: str, params: Mapping[str, Any] | None, n_classes: int
