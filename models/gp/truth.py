@@ -295,6 +295,17 @@ def _log_posterior(weights: np.ndarray, design: np.ndarray, log_z: np.ndarray,
     return out - 0.5 * np.sum(weights[:, :-1] ** 2, axis=1) / prior_sd**2
 
 
+def _likelihood_subset(design: np.ndarray, log_z: np.ndarray, max_tasks: int,
+                       rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, float]:
+    """Past ``max_tasks`` tasks, a seeded random subset of the weights' likelihood terms and the
+    factor n / subset that scales it back (the M step's subset, as in ``fit_regression_prior``)."""
+    n = design.shape[0]
+    if n <= max_tasks:
+        return design, log_z, 1.0
+    keep = rng.choice(n, max_tasks, replace=False)
+    return design[keep], log_z[:, keep], n / max_tasks
+
+
 def weight_moments(design: np.ndarray, log_z: np.ndarray, mode: np.ndarray,
                    laplace: np.ndarray, prior_sd: float = PRIOR_SD,
                    proposals: int = MOMENT_PROPOSALS, max_tasks: int = MOMENT_MAX_TASKS,
@@ -308,11 +319,7 @@ def weight_moments(design: np.ndarray, log_z: np.ndarray, mode: np.ndarray,
     evidence ratio), on the flat side it falls, so the posterior leans towards steeper weights.
     Seeded: the same moments every fit of the same data."""
     rng = np.random.default_rng(0)
-    n = design.shape[0]
-    scale = 1.0
-    if n > max_tasks:
-        keep = rng.choice(n, max_tasks, replace=False)
-        design, log_z, scale = design[keep], log_z[:, keep], n / max_tasks
+    design, log_z, scale = _likelihood_subset(design, log_z, max_tasks, rng)
     k = mode.shape[0]
     centre, cov = mode, laplace
     for _ in range(stages):
@@ -374,11 +381,7 @@ def weight_draws(design: np.ndarray, log_z: np.ndarray, mode: np.ndarray, laplac
     an intercept), so a few thousand steps mix. Past ``max_tasks`` tasks the likelihood is that
     of a seeded random subset scaled by n / subset (as ``weight_moments``). Seeded."""
     rng = np.random.default_rng(0)
-    n = design.shape[0]
-    scale = 1.0
-    if n > max_tasks:
-        keep = rng.choice(n, max_tasks, replace=False)
-        design, log_z, scale = design[keep], log_z[:, keep], n / max_tasks
+    design, log_z, scale = _likelihood_subset(design, log_z, max_tasks, rng)
     k = mode.shape[0]
 
     def target(w: np.ndarray) -> np.ndarray:
