@@ -118,7 +118,7 @@ class MACE(Aggregator):
         class_prior: ClassPriorKind = "auto",
         class_prior_by: Grouping = "topic",
         temper_folds: TemperFolds = 2,
-        competence_strength: Annotated[float | None, Range(0.0, MAX_PRIOR)] = None,
+        competence_strength: Annotated[float | None, Range(0.0, MAX_PRIOR)] = 0.0,
     ) -> None:
         self.competence_strength = competence_strength
         self.temper_folds = check_folds(temper_folds)
@@ -151,7 +151,8 @@ class MACE(Aggregator):
         (0-based) runs, the others drawn and skipped (the read-out's half fits,
         ``warm_half_fit``).
 
-        ``competence_strength`` None (the default): on two classes the strength s of the
+        ``competence_strength`` None (an option; the default is 0, MACE's own prior: docs/models.md,
+        "MACE's competence prior", says why): on two classes the strength s of the
         crowd's prior on θ_j is chosen by cross-fitting (``_choose_strength``) among
         ``STRENGTHS``, 0 (MACE's own Beta(alpha, beta)) included, under VB (EM stays MACE.java's
         maximum likelihood); on K ≥ 3 classes, or without the read-out's folds

@@ -43,7 +43,7 @@ def test_the_grid_cell_it_mends() -> None:
     (.034), with the same labels or better."""
     data, gold = _grid_cell(2000, "4-8", 3, 7)
     own = MACE(random_state=0, competence_strength=0.0).fit(data)
-    chosen = MACE(random_state=0).fit(data)
+    chosen = MACE(random_state=0, competence_strength=None).fit(data)
     scores = chosen.strength_scores_
     assert set(scores) == set(STRENGTHS)
     assert chosen.competence_strength_ == min(scores, key=scores.__getitem__) > 0
@@ -64,12 +64,13 @@ def test_strength_zero_keeps_maces_fit_and_readout() -> None:
 
     data, _ = _grid_cell(400, "0-2", 3, 2)
     zero = MACE(random_state=1, competence_strength=0.0).fit(data)
-    chosen = MACE(random_state=1).fit(data)
+    chosen = MACE(random_state=1, competence_strength=None).fit(data)
     tau, loss = crossfit_score(lambda: clone(zero, temper_folds=0), data, 2, 1,
                                zero.warm_half_fit)
     assert tau == zero.temperature_
     assert loss == chosen.strength_scores_[0.0]
-    off = MACE(random_state=1, temper_folds=0).fit(data)  # no folds: no choice, s = 0
+    # no folds: no choice, s = 0
+    off = MACE(random_state=1, temper_folds=0, competence_strength=None).fit(data)
     plain = MACE(random_state=1, temper_folds=0, competence_strength=0.0).fit(data)
     assert off.competence_strength_ == 0.0 and off.strength_scores_ == {}
     assert np.array_equal(off.proba_, plain.proba_)
@@ -84,7 +85,7 @@ def test_graded_labels_and_em_keep_maces_prior(params: dict) -> None:
     if not params:  # three classes: a third label from every fifth judgment
         label = np.where(np.arange(data.n_judgments) % 5 == 0, 2, data.label)
         data = replace(data, label=label, classes=np.arange(3))
-    fit = MACE(random_state=0, **params).fit(data)
+    fit = MACE(random_state=0, competence_strength=None, **params).fit(data)
     assert fit.competence_strength_ == 0.0 and fit.strength_scores_ == {}
     again = MACE(random_state=0, competence_strength=0.0, **params).fit(data)
     assert np.array_equal(fit.proba_, again.proba_)
@@ -101,11 +102,12 @@ def test_a_warm_start_keeps_its_inits_strength() -> None:
     """A warm refit reads the strength its init used (also from a stored result) instead of
     choosing again, until its cold check is due."""
     data, _ = _grid_cell(600, "4-8", 3, 5)
-    cold = MACE(random_state=0).fit(data)
-    warm = MACE(random_state=0).fit(data, init=cold, check=False)
+    cold = MACE(random_state=0, competence_strength=None).fit(data)
+    warm = MACE(random_state=0, competence_strength=None).fit(data, init=cold, check=False)
     assert warm.competence_strength_ == cold.competence_strength_
     assert warm.strength_scores_ == {}
-    checked = MACE(random_state=0).fit(data, init=cold, check=True)  # a cold check chooses again
+    # a cold check chooses again
+    checked = MACE(random_state=0, competence_strength=None).fit(data, init=cold, check=True)
     assert set(checked.strength_scores_) == set(STRENGTHS) and checked.cold_checked_
     result = cold.result(data)
     stored = MACE.from_result(classes=[0, 1], annotator_ids=data.annotator_ids.tolist(),
