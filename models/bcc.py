@@ -89,7 +89,13 @@ from models.dawid_skene import (
     population_pseudo_counts,
     population_strength,
 )
-from models.dependence import Dependence, residual_correlation, tempering, wanted
+from models.dependence import (
+    Dependence,
+    design_correlation,
+    residual_correlation,
+    tempering,
+    wanted,
+)
 from models.dirichlet import (
     ClassPrior,
     Grouping,
@@ -234,10 +240,10 @@ def _normalise_log(log_joint: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return p, np.log(total) + top
 
 
-def _temper(data: AnnotationData, proba: np.ndarray, dependence: str
+def _temper(data: AnnotationData, proba: np.ndarray, dependence: str, use_gold: bool = False
             ) -> tuple[np.ndarray | None, float]:
-    """(τ per task or None, ρ̄): models.dependence from the start ``proba`` (n_tasks, K) and
-    its DS M step (counts + 0.01, normalised)."""
+    """(τ per task or None, ρ̄): models.dependence's ``design_correlation`` from the start
+    ``proba`` (n_tasks, K) and its DS M step (counts + 0.01, normalised)."""
     if not wanted(dependence, data.task):
         return None, 0.0
     k = data.n_classes
@@ -245,7 +251,8 @@ def _temper(data: AnnotationData, proba: np.ndarray, dependence: str
     np.add.at(counts, (data.annotator, slice(None), data.label), proba[data.task])
     confusion = counts + 0.01
     confusion /= confusion.sum(axis=2, keepdims=True)
-    rho = residual_correlation(data.task, data.annotator, data.label, proba, confusion)
+    rho = design_correlation(data, residual_correlation(data.task, data.annotator, data.label,
+                                                        proba, confusion), use_gold)
     if rho <= 0:
         return None, rho
     return tempering(data.task, data.n_tasks, rho), rho
@@ -309,7 +316,7 @@ class IBCC(Aggregator):
                                   prior == "empirical")
         proba = _initial_posterior(data, design)
         # judges who share errors: each task's likelihood to the power τ_i (models.dependence)
-        temper = _temper(data, proba, self.dependence)
+        temper = _temper(data, proba, self.dependence, design.impossible is not None)
         self.dependence_rho_ = temper[1]
         self.tempered_ = temper[0] is not None
         if start is not None:  # after τ_i, which stays the majority-vote start's

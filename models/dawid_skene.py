@@ -40,7 +40,13 @@ from scipy.special import gammaln
 
 from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
 from models.data import UNKNOWN, AnnotationData
-from models.dependence import Dependence, residual_correlation, tempering, wanted
+from models.dependence import (
+    Dependence,
+    design_correlation,
+    residual_correlation,
+    tempering,
+    wanted,
+)
 from models.params import MAX_PRIOR, Iterations, Range, TemperFolds, Tolerance, validated
 from models.tempering import check_folds, temper_readout
 from models.warm import WarmStartUnavailable, cold_check_due, result_column, warm_record
@@ -407,14 +413,15 @@ class Judgments:
 
     def adjusted_for_dependence(self, data: AnnotationData, gold: np.ndarray | None,
                                 smoothing: float) -> Judgments:
-        """These judgments with τ_i (models.dependence) from the residual correlation under the
-        majority-vote start and its DS M step; unchanged (no τ) when the residuals do not
-        correlate."""
+        """These judgments with τ_i (models.dependence) from ρ̄, the larger of the residual
+        correlation under the majority-vote start and its DS M step and, on an ordinal scale,
+        the task-effect model's (``design_correlation``); unchanged (no τ) when ρ̄ ≤ 0."""
         post = majority_start(self, gold)
         confusion = self.expected_counts(post).transpose(2, 0, 1) + smoothing
         confusion /= np.maximum(confusion.sum(axis=2, keepdims=True), _EPS)
         rho = residual_correlation(data.task, data.annotator, data.label,
                                    np.ascontiguousarray(post.T), confusion)
+        rho = design_correlation(data, rho, gold is not None)
         if rho <= 0:
             return replace(self, rho=rho)
         return replace(self, temper=tempering(data.task, self.n_tasks, rho), rho=rho)
