@@ -181,3 +181,19 @@ def test_models_hold_majority_vote_on_a_noisy_correlated_panel(
     monkeypatch.setattr(bcc, "design_correlation", lambda data, rho, use_gold=False: rho)
     monkeypatch.setattr(dawid_skene, "design_correlation", lambda data, rho, use_gold=False: rho)
     assert mean_accuracy(IBCC) < mv - 0.015
+
+
+@pytest.mark.parametrize("make", [DawidSkene, IBCC])
+def test_readout_half_fits_take_the_full_fits_rho(make, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """The read-out's half fits are tempered by the full fit's ρ̄ (the panel's dependence):
+    the task-effect model is fitted once per fit, not once per half as well."""
+    from models import dependence
+
+    s = judges_dataset(300, 12, judge_correlation=0.6, leniency=0.0, noise=1.2, random_state=1)
+    data = s.to_annotation_data(with_features=False)
+    calls = []
+    monkeypatch.setattr(dependence, "task_effect_correlation",
+                        lambda data, use_gold=False: calls.append(1) or 0.15)
+    model = make(temper_folds=2).fit(data)
+    assert len(calls) == 1 and model.dependence_rho_ == pytest.approx(0.15)
+    assert model.temperature_ != 1.0  # the read-out ran its half fits
