@@ -90,7 +90,13 @@ from models.dawid_skene import (
     population_pseudo_counts,
     population_strength,
 )
-from models.dependence import Dependence, residual_correlation, tempering, wanted
+from models.dependence import (
+    Dependence,
+    design_correlation,
+    residual_correlation,
+    tempering,
+    wanted,
+)
 from models.dirichlet import (
     ClassPrior,
     Grouping,
@@ -250,18 +256,22 @@ def _normalise_log(log_joint: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return p, np.log(total) + top
 
 
-def _temper(data: AnnotationData, proba: np.ndarray, dependence: str
-            ) -> tuple[np.ndarray | None, float]:
-    """(τ per task or None, ρ̄): models.dependence from the start ``proba`` (n_tasks, K) and
-    its DS M step (counts + 0.01, normalised)."""
+def _temper(data: AnnotationData, proba: np.ndarray, dependence: str, use_gold: bool = False,
+            rho: float | None = None) -> tuple[np.ndarray | None, float]:
+    """(τ per task or None, ρ̄): models.dependence's ``design_correlation`` from the start
+    ``proba`` (n_tasks, K) and its DS M step (counts + 0.01, normalised), or ``rho`` when
+    given."""
     if not wanted(dependence, data.task):
         return None, 0.0
+    if rho is not None:
+        return (None, rho) if rho <= 0 else (tempering(data.task, data.n_tasks, rho), rho)
     k = data.n_classes
     counts = np.zeros((data.n_annotators, k, k))
     np.add.at(counts, (data.annotator, slice(None), data.label), proba[data.task])
     confusion = counts + 0.01
     confusion /= confusion.sum(axis=2, keepdims=True)
-    rho = residual_correlation(data.task, data.annotator, data.label, proba, confusion)
+    rho = design_correlation(data, residual_correlation(data.task, data.annotator, data.label,
+                                                        proba, confusion), use_gold)
     if rho <= 0:
         return None, rho
     return tempering(data.task, data.n_tasks, rho), rho
@@ -314,9 +324,11 @@ class IBCC(Aggregator):
         self.use_gold = use_gold
 
     def fit(self, data: AnnotationData, progress: ProgressCallback = no_progress, *,
-            start: np.ndarray | None = None) -> Self:
+            start: np.ndarray | None = None, dependence_rho: float | None = None) -> Self:
         """VB from the majority-vote shares, or from ``start`` (n_tasks, K), a q(T) to begin
-        with (the read-out's half fits: ``warm_half_fit``)."""
+        with (the read-out's half fits: ``warm_half_fit``). ``dependence_rho``: the ρ̄ to
+        temper dense judgments by instead of estimating it (the half fits take the full
+        fit's)."""
         k = data.n_classes
         design = _Design.from_data(data, self.use_gold)
         alpha0 = confusion_prior_fixed(k, self.alpha_diagonal, self.alpha_off_diagonal)
@@ -325,7 +337,8 @@ class IBCC(Aggregator):
                                   prior == "empirical")
         proba = _initial_posterior(data, design)
         # judges who share errors: each task's likelihood to the power τ_i (models.dependence)
-        temper = _temper(data, proba, self.dependence)
+        temper = _temper(data, proba, self.dependence, design.impossible is not None,
+                         dependence_rho)
         self.dependence_rho_ = temper[1]
         self.tempered_ = temper[0] is not None
         if start is not None:  # after τ_i, which stays the majority-vote start's
@@ -376,7 +389,9 @@ class IBCC(Aggregator):
         the training judgments only; the same VB and stopping rule as the cold fit. Only the
         judged tasks (``AnnotationData.judged_only``): the held-out ones add nothing to q(π)."""
         judged = data.judgments_per_task() > 0
-        return half.fit(data.judged_only(), start=self.proba_[judged])
+        # a tempered fit's halves take its ρ̄ (the panel's dependence, not re-estimated per half)
+        given = {"dependence_rho": self.dependence_rho_} if self.tempered_ else {}
+        return half.fit(data.judged_only(), start=self.proba_[judged], **given)
 
     @property
     def competence_(self) -> np.ndarray:

@@ -40,7 +40,13 @@ from scipy.special import gammaln
 
 from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
 from models.data import UNKNOWN, AnnotationData
-from models.dependence import Dependence, residual_correlation, tempering, wanted
+from models.dependence import (
+    Dependence,
+    design_correlation,
+    residual_correlation,
+    tempering,
+    wanted,
+)
 from models.params import MAX_PRIOR, Iterations, Range, TemperFolds, Tolerance, validated
 from models.tempering import check_folds, temper_readout
 from models.warm import WarmStartUnavailable, cold_check_due, result_column, warm_record
@@ -79,19 +85,22 @@ class DawidSkene(Aggregator):
         self.use_gold = use_gold
 
     def fit(self, data: AnnotationData, progress: ProgressCallback = no_progress, *,
-            init: DawidSkene | None = None, check: bool | None = None) -> Self:
+            init: DawidSkene | None = None, check: bool | None = None,
+            dependence_rho: float | None = None) -> Self:
         """EM from the majority-vote posterior; with ``init`` (a fitted DawidSkene, e.g. on an
         earlier snapshot of the same collection) a warm start: the first E step uses its prior
         and its annotators' confusion matrices (matched by annotator id; a new annotator gets
         their mean), so a refit after a small batch needs few iterations. A warm refit also
         runs the cold fit when ``models.warm.cold_check_due`` says so (``check``: True always,
         False never, None by the growth of the judgments since the last check) and keeps the
-        higher ``objective_``; ``start_`` says which start was kept."""
+        higher ``objective_``; ``start_`` says which start was kept. ``dependence_rho``: the ρ̄
+        to temper dense judgments by instead of estimating it (``models.dependence``; the
+        read-out's half fits take the full fit's: the panel's dependence, not the half's)."""
         gold = data.gold if (self.use_gold and data.gold is not None) else None
         n = max(data.n_judgments, 1)
         idx = Judgments.from_data(data, gold)
         if wanted(self.dependence, data.task):
-            idx = idx.adjusted_for_dependence(data, gold, SPARSE_SMOOTHING)
+            idx = idx.adjusted_for_dependence(data, gold, SPARSE_SMOOTHING, dependence_rho)
         self.dependence_rho_ = idx.rho
         self.tempered_ = idx.temper is not None
         # None: Laplace's one pseudo-count per cell once the judgments are tempered (dense,
@@ -186,7 +195,9 @@ class DawidSkene(Aggregator):
         0: a fixed number of iterations, which from the warm start would only polish)."""
         half.tol = max(half.tol, HALF_TOL)
         # the judged tasks only (AnnotationData.judged_only): the held-out ones count nothing
-        return half.fit(data.judged_only(), init=self, check=False)
+        # a tempered fit's halves take its ρ̄ (the panel's dependence, not re-estimated per half)
+        given = {"dependence_rho": self.dependence_rho_} if self.tempered_ else {}
+        return half.fit(data.judged_only(), init=self, check=False, **given)
 
     @property
     def competence_(self) -> np.ndarray:
@@ -406,15 +417,20 @@ class Judgments:
                          for t in range(k)])
 
     def adjusted_for_dependence(self, data: AnnotationData, gold: np.ndarray | None,
-                                smoothing: float) -> Judgments:
-        """These judgments with τ_i (models.dependence) from the residual correlation under the
-        majority-vote start and its DS M step; unchanged (no τ) when the residuals do not
-        correlate."""
+                                smoothing: float, rho: float | None = None) -> Judgments:
+        """These judgments with τ_i (models.dependence) from ρ̄, the larger of the residual
+        correlation under the majority-vote start and its DS M step and, on an ordinal scale,
+        the task-effect model's (``design_correlation``), or ``rho`` when given; unchanged (no
+        τ) when ρ̄ ≤ 0."""
+        if rho is not None:
+            return (replace(self, rho=rho) if rho <= 0 else
+                    replace(self, temper=tempering(data.task, self.n_tasks, rho), rho=rho))
         post = majority_start(self, gold)
         confusion = self.expected_counts(post).transpose(2, 0, 1) + smoothing
         confusion /= np.maximum(confusion.sum(axis=2, keepdims=True), _EPS)
         rho = residual_correlation(data.task, data.annotator, data.label,
                                    np.ascontiguousarray(post.T), confusion)
+        rho = design_correlation(data, rho, gold is not None)
         if rho <= 0:
             return replace(self, rho=rho)
         return replace(self, temper=tempering(data.task, self.n_tasks, rho), rho=rho)
