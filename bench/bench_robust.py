@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from models.evaluation.gold import quadratic_kappa  # noqa: E402
-from models.ordinal_ds import _log_diff_ndtr  # noqa: E402
+from models.ordinal_scale import _log_diff_ndtr  # noqa: E402
 from models.registry import make_aggregator  # noqa: E402
 from models.synthetic import (  # noqa: E402
     JUDGE_PRIOR,

@@ -92,11 +92,11 @@ from models.dawid_skene import (
 )
 from models.dependence import (
     Dependence,
-    design_correlation,
     residual_correlation,
     tempering,
     wanted,
 )
+from models.design_effect import design_correlation
 from models.dirichlet import (
     ClassPrior,
     Grouping,

@@ -42,11 +42,11 @@ from models.base import AggregationResult, Aggregator, ProgressCallback, no_prog
 from models.data import UNKNOWN, AnnotationData
 from models.dependence import (
     Dependence,
-    design_correlation,
     residual_correlation,
     tempering,
     wanted,
 )
+from models.design_effect import design_correlation
 from models.params import MAX_PRIOR, Iterations, Range, TemperFolds, Tolerance, validated
 from models.tempering import check_folds, temper_readout
 from models.warm import WarmStartUnavailable, cold_check_due, result_column, warm_record

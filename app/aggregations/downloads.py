@@ -29,7 +29,7 @@ def relevance(row: dict[str, Any], threshold: float | None, classes: list[int] |
 
 def expected_grade(proba: list[float], classes: list[int]) -> int:
     """Σ_k P(k) · value_k, rounded to the nearest value on the scale (ties: the higher)."""
-    from models.ordinal_ds import expected_grade_index
+    from models.ordinal_scale import expected_grade_index
 
     return int(classes[int(expected_grade_index(np.asarray(proba), np.asarray(classes))[0])])
 

@@ -93,7 +93,7 @@ def _check_ordinal(session: Session, *, collection: Collection, where: list[Any]
                    graded: bool) -> None:
     """An ordinal method needs an ordered numeric scale and at least two grades judged (binary
     fits: both sides of relevant_from); raises InvalidInput (422) naming the problem."""
-    from models.ordinal_ds import OrdinalScaleError, check_ordinal_scale
+    from models.ordinal_scale import OrdinalScaleError, check_ordinal_scale
 
     scale = list(collection.labels or [])
     present = sorted(session.scalars(select(Judgment.label).where(*where).distinct()))

@@ -163,7 +163,7 @@ def _outputs(args: argparse.Namespace, fitted: Fitted, published: np.ndarray
     if args.output:
         qrels_labels = fitted.labels
         if args.grade == "expected" and args.graded:
-            from models.ordinal_ds import expected_grade_index
+            from models.ordinal_scale import expected_grade_index
 
             qrels_labels = expected_grade_index(result.proba, data.classes)
         values = data.classes[qrels_labels]

@@ -41,7 +41,7 @@ from models.gp.model import (
     CrowdGP,
     MeanFunction,
 )
-from models.ordinal_ds import check_ordinal_scale, grade_columns
+from models.ordinal_scale import check_ordinal_scale, grade_columns
 from models.params import (
     FullGPTasks,
     InducingPoints,

@@ -130,7 +130,7 @@ def test_task_effect_correlation_sees_what_the_start_absorbs() -> None:
     the shared error into the vote shares (ρ̄ ≈ .06, the truth's ≈ .14); the task-effect model
     keeps it out of the grades (measured .126). On independent judges it stays near 0 (-.004),
     where the start reads .05."""
-    from models.dependence import design_correlation, task_effect_correlation
+    from models.design_effect import design_correlation, task_effect_correlation
 
     s = judges_dataset(1000, 12, judge_correlation=0.6, leniency=0.0, noise=1.2, random_state=1)
     data = s.to_annotation_data(with_features=False)
@@ -145,7 +145,7 @@ def test_task_effect_correlation_sees_what_the_start_absorbs() -> None:
 
 def test_binary_panels_keep_the_start_correlation(monkeypatch: pytest.MonkeyPatch) -> None:
     """Two grades: no task-effect fit, ρ̄ is the start's (the model is not asked)."""
-    from models import dependence
+    from models import design_effect
 
     s = judges_dataset(300, 12, grades=2, judge_correlation=0.6, leniency=0.0, random_state=1)
     data = s.to_annotation_data(with_features=False)
@@ -153,8 +153,8 @@ def test_binary_panels_keep_the_start_correlation(monkeypatch: pytest.MonkeyPatc
     def refuse(*args, **kwargs):  # type: ignore[no-untyped-def]
         raise AssertionError("the task-effect model fitted on two grades")
 
-    monkeypatch.setattr(dependence, "task_effect_correlation", refuse)
-    assert dependence.design_correlation(data, 0.07) == 0.07
+    monkeypatch.setattr(design_effect, "task_effect_correlation", refuse)
+    assert design_effect.design_correlation(data, 0.07) == 0.07
 
 
 def test_models_hold_majority_vote_on_a_noisy_correlated_panel(
@@ -187,12 +187,12 @@ def test_models_hold_majority_vote_on_a_noisy_correlated_panel(
 def test_readout_half_fits_take_the_full_fits_rho(make, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
     """The read-out's half fits are tempered by the full fit's ρ̄ (the panel's dependence):
     the task-effect model is fitted once per fit, not once per half as well."""
-    from models import dependence
+    from models import design_effect
 
     s = judges_dataset(300, 12, judge_correlation=0.6, leniency=0.0, noise=1.2, random_state=1)
     data = s.to_annotation_data(with_features=False)
     calls = []
-    monkeypatch.setattr(dependence, "task_effect_correlation",
+    monkeypatch.setattr(design_effect, "task_effect_correlation",
                         lambda data, use_gold=False: calls.append(1) or 0.15)
     model = make(temper_folds=2).fit(data)
     assert len(calls) == 1 and model.dependence_rho_ == pytest.approx(0.15)

@@ -17,10 +17,12 @@ from models.evaluation import evaluate, quadratic_kappa
 from models.ordinal_ds import (
     DIFFICULTY_GRID,
     OrdinalDawidSkene,
-    OrdinalScaleError,
     _log_cells,
-    _log_diff_ndtr,
     _standardised_ends,
+)
+from models.ordinal_scale import (
+    OrdinalScaleError,
+    _log_diff_ndtr,
     check_ordinal_scale,
     expected_grade_index,
 )
