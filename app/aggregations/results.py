@@ -27,11 +27,6 @@ TASK_COLUMNS = ("posterior_mean", "posterior_variance", "difficulty", "bias")
 ANNOTATOR_COLUMNS = ("competence", "noise_variance", "bias")
 
 
-def _float(value: Any) -> float | None:
-    number = float(value)
-    return number if math.isfinite(number) else None
-
-
 class NonFiniteResults(ValueError):
     """A fit whose posterior or objective is NaN or infinite: a numerical failure, not a result."""
 

@@ -20,10 +20,15 @@ EDGE = [math.nan, math.inf, -math.inf, -0.0, 5e-324, 1e-300, 1.5e-7, 1e-5, 1e16,
         0.1, 1 / 3, 123456789012345.0, -2.5]
 
 
+def _float(value: Any) -> float | None:
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
 def _old_rows(session: Any, aggregation: Any, snapshot: Any, fitted: Any) -> None:
     """The rows as ``store_results`` wrote them before the columns (branch store10m): a dict
     per row through ``bulk_insert`` (``json.dumps`` and psycopg's ``write_row`` per row)."""
-    from app.aggregations.results import ANNOTATOR_COLUMNS, TASK_COLUMNS, _float
+    from app.aggregations.results import ANNOTATOR_COLUMNS, TASK_COLUMNS
     from app.aggregations.tables import AggregationAnnotator, AggregationTask
     from app.core.db import bulk_insert
     from models.data import UNKNOWN
