@@ -57,14 +57,15 @@ the subtypes). Random restarts keep the run with the highest ELBO. ``prior="crow
 (2026-11-27) replaces β_t by IBCC's default population prior s · m_t (centre by |l − t|,
 strength type-II ML, both from the annotators' class-level counts, summed over the subtypes) on
 every subtype row: it holds majority vote on weak sparse crowds and calibrates the Algorithm-10
-grid, but costs RF10 graded .013 (the subtypes of one class, anchored only by the prior's
-diagonal, take in the next grade's tasks when the crowd's diagonal is weak). The default
-(``prior="auto"``, 2026-11-27, branch gridcal) takes it on binary labels from a sparse crowd,
-where there is no next grade to take in (the two rows share their one error cell and mirror each
-other) and where the authors' prior's .8 accuracy, above a weak crowd's, lets one class drift
-(grid noise 4-8, β 5: class prior .63 against .505, no power of the posterior below ECE .078),
-and the authors' prior on graded labels and dense judges (docs/models.md, "EBCC's prior on
-binary crowds").
+grid, but costs RF10 graded .013 at M = 10 (the subtypes of one class, anchored only by the
+prior's diagonal, take in the next grade's tasks when the crowd's diagonal is weak). The default
+(``prior="auto"``; branch gridcal for binary labels, branch ebccweak for graded ones) takes it on
+every sparse crowd with one subtype per class (``subtypes_used``): under the crowd's prior the
+converged fits use one subtype per class anyway, and M = 10 only adds a plateau on which the
+authors' stopping rule stops at majority vote's labels, or a path into a collapsed mode (a grade
+emptied into its neighbour's subtypes). The authors' prior and M subtypes stay on dense judges,
+as IBCC's fixed prior (docs/models.md, "EBCC's prior on binary crowds" and "EBCC on weak graded
+crowds").
 
 Long format throughout: the judgments form a sparse (n_tasks × n_annotators·K) one-hot matrix
 (one non-zero per judgment, memory O(#judgments)), so every E step is one sparse product with a
@@ -108,27 +109,42 @@ from models.params import (
     Tolerance,
     validated,
 )
-from models.tempering import check_folds, temper_readout
+from models.tempering import check_folds, clone, temper_readout
 
 # the confusion prior α₀: fixed, fitted by empirical Bayes, the crowd's population prior centred
 # by the signed distance of an error ("crowd") or by its distance alone ("crowd-absolute"), or
 # ("auto") "crowd-absolute" on a sparse crowd and "fixed" on dense judges
 ConfusionPrior = Literal["auto", "fixed", "empirical", "crowd", "crowd-absolute"]
 # EBCC's prior on its subtype rows: the authors' fixed one, the crowd's (it holds majority vote on
-# weak crowds, but costs RF10 graded; docs/models.md "IBCC and EBCC on weak crowds"), or ("auto")
-# the crowd's on binary labels from a sparse crowd and the authors' otherwise
+# weak crowds; with M = 10 subtypes it costs RF10 graded, docs/models.md "IBCC and EBCC on weak
+# crowds"), or ("auto") the crowd's with one subtype per class on a sparse crowd and the authors'
+# with M subtypes on dense judges
 SubtypePrior = Literal["auto", "fixed", "crowd-absolute"]
 
 
 def subtype_prior_used(prior: SubtypePrior, task: np.ndarray, n_classes: int) -> SubtypePrior:
     """EBCC's prior a fit uses: ``prior`` itself, or for ``"auto"`` the crowd's prior by |l − t|
-    (``"crowd-absolute"``) on binary labels from a sparse crowd, the authors' fixed prior on
-    graded labels (K ≥ 3: a middle grade's subtypes under a weak centre take in either
-    neighbour's tasks) and on dense judges (as IBCC's ``"auto"``); docs/models.md "EBCC's prior
-    on binary crowds"."""
+    (``"crowd-absolute"``) on a sparse crowd, binary or graded (with one subtype per class,
+    ``subtypes_used``), and the authors' fixed prior on dense judges (as IBCC's ``"auto"``);
+    docs/models.md "EBCC on weak graded crowds". ``n_classes`` no longer decides (graded sparse
+    crowds kept the fixed prior before 2026-11-27, branch ebccweak)."""
     if prior != "auto":
         return prior
-    return "crowd-absolute" if n_classes == 2 and not wanted("auto", task) else "fixed"
+    return "fixed" if wanted("auto", task) else "crowd-absolute"
+
+
+def subtypes_used(prior: SubtypePrior, used: SubtypePrior, n_subtypes: int) -> int:
+    """The number of subtypes per class a fit uses: one where ``"auto"`` chose the crowd's
+    prior, ``n_subtypes`` otherwise. A subtype's class is identified only by the prior on its
+    rows (relabelling a subtype of grade t as one of grade t ± 1 leaves the judgments'
+    likelihood unchanged), and the crowd's prior, its strength fitted to the annotators'
+    class-level rows, does not hold M subtypes apart: converged, its fits use one subtype per
+    class, and M = 10 only changes the path there. On a crowd of alike workers (s large) the
+    near-identical subtypes each hold 1/M of an annotator's counts under the full strength, so
+    q(T) crawls and the authors' stopping rule stops on that plateau at majority vote's labels;
+    on a diverse crowd (RF10 graded, s ≈ 2.5) the random split lets a grade empty into its
+    neighbour's subtypes. docs/models.md "EBCC on weak graded crowds"."""
+    return 1 if prior == "auto" and used == "crowd-absolute" else n_subtypes
 
 
 def confusion_prior_used(prior: ConfusionPrior, task: np.ndarray) -> ConfusionPrior:
@@ -390,7 +406,8 @@ class IBCC(Aggregator):
 class EBCC(Aggregator):
     """Enhanced BCC (Li, Rubinstein & Cohn 2019): IBCC with M latent subtypes per true class.
 
-    ``proba_`` = q(T_i) (summed over subtypes); ``subtype_proba_`` (n_tasks, K, M);
+    ``proba_`` = q(T_i) (summed over subtypes); ``subtype_proba_`` (n_tasks, K, M) with M
+    ``n_subtypes_used_`` (``subtypes_used``: 1 where ``"auto"`` chose the crowd's prior);
     ``confusion_[j, t, l]`` = the annotator's confusion averaged over subtypes with the fitted
     subtype weights; ``elbo_`` of the kept restart.
     """
@@ -435,6 +452,7 @@ class EBCC(Aggregator):
         ``warm_half_fit``), one run from it."""
         design = _Design.from_data(data, self.use_gold)
         self.prior_used_ = subtype_prior_used(self.prior, data.task, data.n_classes)
+        self.n_subtypes_used_ = subtypes_used(self.prior, self.prior_used_, self.n_subtypes)
         rng = np.random.default_rng(self.random_state)
         best = None
         elbos = []
@@ -444,7 +462,7 @@ class EBCC(Aggregator):
             if best is None or run["elbo"] > best["elbo"]:
                 best = run
         assert best is not None
-        k, m = data.n_classes, self.n_subtypes
+        k, m = data.n_classes, self.n_subtypes_used_
         zg = best["zg"]
         self.subtype_proba_ = zg.reshape(data.n_tasks, k, m)
         self.proba_ = self.subtype_proba_.sum(axis=2)
@@ -469,7 +487,7 @@ class EBCC(Aggregator):
         # parameters through models.registry without loading a compiler
         from models import bcc_kernels
 
-        k, m = data.n_classes, self.n_subtypes
+        k, m = data.n_classes, self.n_subtypes_used_
         beta = confusion_prior_fixed(k, self.alpha_diagonal, self.alpha_off_diagonal)  # (t, l)
         # μ prior laid out as the (J, l, t·M + m) counts below: β[t, l] for every subtype.
         beta_l_tm = np.repeat(beta.T, m, axis=1)  # (l, t*M)
@@ -533,8 +551,11 @@ class EBCC(Aggregator):
         """The read-out's fit of ``half`` (an untempered clone) on a training half ``data``
         (``models.tempering``), started from this fit's q(T, G): its first update of q(v)
         counts the training judgments only; one run, the same VB and stopping rule. Only the
-        judged tasks (``AnnotationData.judged_only``): its dense passes are (tasks × K·M)."""
+        judged tasks (``AnnotationData.judged_only``): its dense passes are (tasks × K·M). The
+        half keeps this fit's prior and number of subtypes (``"auto"`` is not resolved again on
+        the half)."""
         judged = data.judgments_per_task() > 0
+        half = clone(half, prior=self.prior_used_, n_subtypes=self.n_subtypes_used_)
         return half.fit(data.judged_only(), start=self.subtype_proba_[judged])
 
     @property
@@ -559,5 +580,6 @@ class EBCC(Aggregator):
                 "prior": self.prior_.tolist(),
                 "subtype_weights": self.subtype_weights_.tolist(),
                 "confusion_prior": self.prior_used_,
+                "n_subtypes": self.n_subtypes_used_,
             },
         )

@@ -26,6 +26,14 @@ prior: there the prior moves a posterior of many judgments little, the skew fail
 sparse crowd's (one rare vote deciding a task), and what the learned prior would absorb is the
 judges' shared leniency (measured: −.076 on dense lenient judges, docs/models.md).
 
+The crowd's prior on the competences (``competence_strength``): under VB θ_j ~ Beta(α + s (1 − θ̄),
+β + s θ̄), θ̄ the crowd's pooled share of judgments that knew. MACE's own U-shaped Beta(.5, .5)
+lets EM spread the θ_j far wider than the annotators differ (overconfident posteriors on weak
+crowds); s pulls them together. Its strength is chosen on two classes by the read-out's held-out
+judgments (``models.tempering.crossfit_score``) among ``STRENGTHS``, 0 included: not by type-II
+ML, whose evidence (the latent knowing counts taken as data) calls every worker of a skewed crowd
+alike (docs/models.md, "MACE's competence prior").
+
 Everything is a gather or a segment sum over judgments (np.bincount): no tasks × annotators array.
 """
 
@@ -53,16 +61,21 @@ from models.params import (
     Tolerance,
     validated,
 )
-from models.tempering import check_folds, temper_readout
+from models.tempering import check_folds, clone, crossfit_score, temper_readout
 from models.warm import cold_check_due, result_column, warm_record
 
 Variant = Literal["em", "vb"]  # EM with smoothing, or variational Bayes with priors
 ClassPriorKind = Literal["auto", "learned", "uniform"]
 WARM_TOL = 1e-5  # log-likelihood gain per judgment below which a warm start stops
+# the strengths (pseudo-judgments) of the crowd's prior on θ_j that ``competence_strength=None``
+# chooses among by cross-fitting: 0 (MACE's own prior) and factors of 4 up to 256, more
+# than any grid or crowd annotator's judgments need to be called alike
+STRENGTHS = (0.0, 1.0, 4.0, 16.0, 64.0, 256.0)
 
 
 def mace_pseudo_counts(variant: str, smoothing: float, alpha: float, beta: float,
-                       strategy_prior: float, class_prior: str, spam_counts: np.ndarray
+                       strategy_prior: float, class_prior: str, spam_counts: np.ndarray,
+                       strength: float = 0.0, knowing_counts: np.ndarray | None = None
                        ) -> tuple[np.ndarray, np.ndarray]:
     """(on (spamming, knowing) (2,), on ξ_j (K,)): the pseudo-counts MACE's M step adds to the
     expected counts. EM: ``smoothing`` on every cell. VB: Beta(``alpha``, ``beta``) and
@@ -71,12 +84,16 @@ def mace_pseudo_counts(variant: str, smoothing: float, alpha: float, beta: float
     K · ``strategy_prior``. The one definition of MACE's prior: the fit's M step and its
     parameter draws (``models.evaluation.parameters``)."""
     k = spam_counts.shape[1]
+    pool = np.zeros(2)
+    if strength > 0 and knowing_counts is not None:
+        share = knowing_counts.sum(axis=0) + 1.0  # (spamming, knowing), + 1 each
+        pool = strength * share / share.sum()
     if variant == "em":
-        return np.full(2, smoothing), np.full(k, smoothing)
+        return np.full(2, smoothing) + pool, np.full(k, smoothing)
     if class_prior == "uniform":
-        return np.array([alpha, beta]), np.full(k, strategy_prior)
+        return np.array([alpha, beta]) + pool, np.full(k, strategy_prior)
     pooled = spam_counts.sum(axis=0) + 1.0
-    return np.array([alpha, beta]), (strategy_prior * k / pooled.sum()) * pooled
+    return np.array([alpha, beta]) + pool, (strategy_prior * k / pooled.sum()) * pooled
 
 
 class MACE(Aggregator):
@@ -101,7 +118,9 @@ class MACE(Aggregator):
         class_prior: ClassPriorKind = "auto",
         class_prior_by: Grouping = "topic",
         temper_folds: TemperFolds = 2,
+        competence_strength: Annotated[float | None, Range(0.0, MAX_PRIOR)] = 0.0,
     ) -> None:
+        self.competence_strength = competence_strength
         self.temper_folds = check_folds(temper_folds)
         self.class_prior = class_prior
         self.class_prior_by = class_prior_by
@@ -130,7 +149,82 @@ class MACE(Aggregator):
         with the same draws, and the restart with the best log-likelihood is kept, warm or not;
         ``start_`` says which. ``only_draw``: of the cold fit's random starts only that one
         (0-based) runs, the others drawn and skipped (the read-out's half fits,
-        ``warm_half_fit``)."""
+        ``warm_half_fit``).
+
+        ``competence_strength`` None (an option; the default is 0, MACE's own prior: docs/models.md,
+        "MACE's competence prior", says why): on two classes the strength s of the
+        crowd's prior on θ_j is chosen by cross-fitting (``_choose_strength``) among
+        ``STRENGTHS``, 0 (MACE's own Beta(alpha, beta)) included, under VB (EM stays MACE.java's
+        maximum likelihood); on K ≥ 3 classes, or without the read-out's folds
+        (``temper_folds`` 0), s = 0 (MACE's model is then narrower than
+        the errors of a graded crowd, and the judgments it predicts best are not the truth's:
+        docs/models.md, "MACE's competence prior"); a number: that strength.
+        ``competence_strength_`` is the one used."""
+        strength = self.competence_strength
+        folds = self.temper_folds
+        if (strength is None and self.variant == "vb" and data.n_classes == 2 and folds >= 2
+                and data.n_judgments > 0):
+            # a warm start keeps the strength its init chose (no search: a warm refit's
+            # half fits would be cold ones, every restart for every strength) until its cold
+            # check is due, which chooses again
+            given = (None if init is None or cold_check_due(init, data.n_judgments, check)
+                     else getattr(init, "competence_strength_", None))
+            if given is None:
+                return self._choose_strength(data, progress, init, check, only_draw)
+            strength = float(given)
+        self._fit_at(data, 0.0 if strength is None else float(strength), progress, init,
+                     check, only_draw)
+        temper_readout(self, data, folds, self.random_state)  # gold-free read-out
+        return self
+
+    def _choose_strength(self, data: AnnotationData, progress: ProgressCallback,
+                         init: MACE | None, check: bool | None, only_draw: int | None
+                         ) -> Self:
+        """The crowd's prior on θ_j, Beta(α + s (1 − θ̄), β + s θ̄) on (spamming, knowing)
+        (θ̄ the crowd's pooled share of judgments that knew, re-estimated at every M step), with
+        its strength s chosen by how well it predicts held-out judgments: for each s of
+        ``STRENGTHS`` the read-out's cross-fit (``models.tempering.crossfit_score``: fits on
+        the other folds of tasks, from the random start the s = 0 fit kept, predict every
+        judgment of a held-out task from the task's other judgments, at the best τ), the s of
+        the lowest held-out loss kept; the fit on all the data at that s from the same start,
+        and its τ the read-out's. Type-II ML would not do: on a skewed crowd its evidence, the
+        expected knowing counts, calls every worker alike (docs/models.md, "MACE's competence
+        prior")."""
+        self._fit_at(data, 0.0, progress, init, check, only_draw)
+        draw = self.start_draw_
+        warm = self.warm_half_fit
+        # a pooled prior's runs stop once an iteration gains little, as a warm start's: they
+        # settle in a few iterations (s = 0 keeps the read-out's own half fits, bit for bit)
+        pooled_tol = max(self.tol, WARM_TOL)
+        scores: dict[float, tuple[float, float]] = {}
+        for s in STRENGTHS:
+            scores[s] = crossfit_score(
+                lambda s=s: clone(self, temper_folds=0, competence_strength=s,
+                                  tol=self.tol if s == 0 else pooled_tol), data,
+                self.temper_folds, self.random_state, warm)
+        chosen = min(STRENGTHS, key=lambda s: scores[s][1])  # the first of equals: the weakest
+        if chosen > 0:
+            # the procedure whose held-out loss was measured: the kept random start (a warm
+            # start's: the warm one), at the chosen strength
+            checked = (self.cold_checked_, self.cold_checked_at_)
+            if draw >= 0:
+                self._fit_at(data, chosen, no_progress, None, None, draw, pooled_tol)
+            else:
+                self._fit_at(data, chosen, no_progress, init, False, None, pooled_tol)
+            self.start_draw_ = draw
+            self.cold_checked_, self.cold_checked_at_ = checked
+        self.strength_scores_ = {s: loss for s, (_, loss) in scores.items()}
+        temper_readout(self, data, self.temper_folds, self.random_state,
+                       tau=scores[chosen][0])
+        return self
+
+    def _fit_at(self, data: AnnotationData, strength: float, progress: ProgressCallback,
+                init: MACE | None, check: bool | None, only_draw: int | None,
+                cold_tol: float | None = None) -> None:
+        """The fit of ``fit`` at the competence prior's strength ``strength``, no read-out;
+        ``cold_tol`` the random starts' ``tol`` (None: ``self.tol``)."""
+        self.competence_strength_ = strength
+        self.strength_scores_: dict[float, float] = {}
         k = data.n_classes
         smoothing = 0.01 / k if self.smoothing is None else float(self.smoothing)
         gold = data.gold if (self.use_gold and data.gold is not None) else None
@@ -164,14 +258,15 @@ class MACE(Aggregator):
                 tol = max(self.tol, WARM_TOL)
             else:
                 knowing0, spam0 = _random_start(rng, data.n_annotators, k, smoothing)
-                tol = self.tol
+                tol = self.tol if cold_tol is None else cold_tol
                 if only_draw is not None and draw != only_draw:
                     continue
             for prior in priors:
                 # a fresh per-topic prior each run: its Dirichlet ν₀ is re-fitted as EM goes
                 topics = (ClassPrior.build(data, "topic", 1.0, idx.judged, True)
                           if prior == "learned" and grouped else None)
-                fitted = replace(self._em(idx, knowing0, spam0, smoothing, prior, topics, tol,
+                fitted = replace(self._em(idx, knowing0, spam0, smoothing, prior, topics,
+                                          strength, tol,
                                           lambda it, ll, r=run: progress(
                                               (r * self.n_iter + it) / total,
                                               f"restart {r + 1}/{len(starts) * len(priors)}, "
@@ -192,11 +287,9 @@ class MACE(Aggregator):
         self.cold_checked_at_ = (data.n_judgments if checked
                                  else int(getattr(init, "cold_checked_at_", 0)))
         self._store(data, idx, best[chosen])
-        temper_readout(self, data, self.temper_folds, self.random_state)  # gold-free read-out
-        return self
 
     def _em(self, idx: _Judgments, knowing: np.ndarray, spam: np.ndarray, smoothing: float,
-            prior: str, topics: ClassPrior | None, tol: float,
+            prior: str, topics: ClassPrior | None, strength: float, tol: float,
             report: Callable[[int, float], None], start: str, n_judgments: int) -> _Run:
         """One restart's EM (VB) from (knowing, spam), MACE's uniform prior in the first E step,
         until an iteration gains at most ``tol`` per judgment."""
@@ -208,7 +301,8 @@ class MACE(Aggregator):
         ll, proba, counts = _e_step(idx, knowing, spam, log_prior, out)
         history = [ll]
         for it in range(self.n_iter):
-            knowing, spam, log_prior = self._m_step(counts, smoothing, prior, proba, topics)
+            knowing, spam, log_prior = self._m_step(counts, smoothing, prior, proba, topics,
+                                                    strength)
             ll, proba, counts = _e_step(idx, knowing, spam, log_prior, out)
             history.append(ll)
             report(it + 1, ll)
@@ -279,8 +373,8 @@ class MACE(Aggregator):
         return (1.0 - theta) * self.spam_dist_[:, None, :] + theta * np.eye(k)[None]
 
     def _m_step(self, counts: tuple[np.ndarray, np.ndarray, np.ndarray], smoothing: float,
-                prior: str, proba: np.ndarray, topics: ClassPrior | None
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                prior: str, proba: np.ndarray, topics: ClassPrior | None,
+                strength: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(knowing, spam, log class prior) from the expected counts. The class prior is MACE's
         uniform one, or learned: the judged tasks' mean posterior (VB: its Dirichlet(1)
         posterior's exp E[log]), per topic with ``topics`` ((n_tasks, K) log prior rows). A
@@ -300,7 +394,7 @@ class MACE(Aggregator):
             log_prior = digamma(class_counts + 1.0) - digamma(class_counts.sum() + k)
         knowing_prior, spam_prior = mace_pseudo_counts(
             self.variant, smoothing, self.alpha, self.beta, self.strategy_prior, prior,
-            spam_counts)
+            spam_counts, strength, knowing_counts)
         knowing = knowing_counts + knowing_prior
         spam = spam_counts + spam_prior
         if self.variant == "em":
@@ -337,6 +431,7 @@ class MACE(Aggregator):
                 "prior": self.prior_.tolist(),
                 # only when a per-topic prior was kept (the fit page says so)
                 **({"class_prior_by": "topic"} if self.class_prior_groups_ > 1 else {}),
+                "competence_strength": float(self.competence_strength_),
                 "threshold": self.threshold,
                 "n_selected": int(self.selected_.sum()),
                 **warm_record(self),
@@ -359,6 +454,8 @@ class MACE(Aggregator):
                                      for v in classes], axis=1) if n else
                            np.empty((0, len(classes))))
         init.cold_checked_at_ = int(cold_checked_at)
+        if info.get("competence_strength") is not None:  # the strength the stored fit used
+            init.competence_strength_ = float(info["competence_strength"])
         return init
 
 

@@ -99,10 +99,16 @@ def judgment_table(prior: np.ndarray, confusion: np.ndarray, data: AnnotationDat
 
 
 def heldout_temperature(pieces: list[tuple[np.ndarray, np.ndarray]]) -> float:
-    """τ maximising Σ_a log Σ_t q_τ(t) π[t, y_a] over ``pieces`` of (table, others), class-major
-    as ``judgment_table`` gives them: the search evaluates the loss a dozen times, and a
-    reduction over K rows of n numbers is a few elementwise passes where one over n rows of K
-    is a call per row."""
+    """τ maximising Σ_a log Σ_t q_τ(t) π[t, y_a] over ``pieces`` of (table, others)."""
+    return heldout_fit(pieces)[0]
+
+
+def heldout_fit(pieces: list[tuple[np.ndarray, np.ndarray]]) -> tuple[float, float]:
+    """(τ, −Σ_a log Σ_t q_τ(t) π[t, y_a] at that τ) over ``pieces`` of (table, others),
+    class-major as ``judgment_table`` gives them: the held-out judgments' negative log
+    predictive, minimised over τ. The search evaluates the loss a dozen times, and a reduction
+    over K rows of n numbers is a few elementwise passes where one over n rows of K is a call
+    per row."""
     # the passes run over blocks of judgments small enough to stay in cache (the elementwise
     # operations of the whole arrays, in the same order: the same bits), into one (n,) array
     # per piece whose sum is taken whole, as before
@@ -124,7 +130,8 @@ def heldout_temperature(pieces: list[tuple[np.ndarray, np.ndarray]]) -> float:
             total -= float(lse.sum())
         return total
 
-    return float(scipy.optimize.minimize_scalar(loss, bounds=TAU_BOUNDS, method="bounded").x)
+    found = scipy.optimize.minimize_scalar(loss, bounds=TAU_BOUNDS, method="bounded")
+    return float(found.x), float(found.fun)
 
 
 def _logsumexp_rows(x: np.ndarray, work: np.ndarray | None = None) -> np.ndarray:
@@ -145,6 +152,16 @@ def crossfit_temperature(make: Callable[[], Any], data: AnnotationData, n_folds:
     ``confusion_`` [j, t, l]; tasks split in ``n_folds`` folds at random (seeded). ``warm``
     (model, training data) fits the half from a start of its own (``WARM_HALVES``); None: the
     model's own cold fit."""
+    return crossfit_score(make, data, n_folds, random_state, warm)[0]
+
+
+def crossfit_score(make: Callable[[], Any], data: AnnotationData, n_folds: int,
+                   random_state: int | None = None,
+                   warm: Callable[[Any, AnnotationData], Any] | None = None
+                   ) -> tuple[float, float]:
+    """(τ, the held-out judgments' negative log predictive at τ) of ``crossfit_temperature``:
+    how well the fits of ``make()`` on the other folds predict each held-out task's judgments
+    (``heldout_fit``); (1, 0) when no fold can be held out."""
     fold = np.random.default_rng(0 if random_state is None else random_state).permutation(
         data.n_tasks) % n_folds
     pieces = []
@@ -157,7 +174,7 @@ def crossfit_temperature(make: Callable[[], Any], data: AnnotationData, n_folds:
                        label=data.label[train])
         fitted = make().fit(half) if warm is None else warm(make(), half)
         pieces.append(judgment_table(fitted.prior_, fitted.confusion_, data, held))
-    return heldout_temperature(pieces) if pieces else 1.0
+    return heldout_fit(pieces) if pieces else (1.0, 0.0)
 
 
 def power_posterior(proba: np.ndarray, tau: float | np.ndarray) -> np.ndarray:
@@ -174,18 +191,21 @@ def power_posterior(proba: np.ndarray, tau: float | np.ndarray) -> np.ndarray:
 
 
 def temper_readout(model: Any, data: AnnotationData, n_folds: int,
-                   random_state: int | None = None) -> None:
+                   random_state: int | None = None, tau: float | None = None) -> None:
     """The read-out of the module doc: ``model`` (fitted on ``data``, with ``prior_``,
     ``confusion_`` and a ``temper_folds`` parameter, which its clones get as 0) gets
     ``temperature_`` (τ, cross-fitted), ``readout_rho_`` (ρ̄ by agreement moments,
     ``models.dependence.agreement_correlation``) and ``proba_`` to the power
-    τ_i = τ / (1 + (n_i − 1) max(ρ̄, 0)). ``n_folds`` 0: nothing changes (τ = 1, ρ̄ = 0)."""
+    τ_i = τ / (1 + (n_i − 1) max(ρ̄, 0)). ``n_folds`` 0: nothing changes (τ = 1, ρ̄ = 0).
+    ``tau``: τ already cross-fitted by the caller on these folds (MACE's choice of its
+    competence prior, ``models.mace``), not searched again."""
     model.temperature_, model.readout_rho_ = 1.0, 0.0
     if n_folds < 2 or data.n_judgments == 0:
         return
     warm = getattr(model, "warm_half_fit", None) if WARM_HALVES else None
-    tau = crossfit_temperature(lambda: clone(model, temper_folds=0), data, n_folds,
-                               random_state, warm)
+    if tau is None:
+        tau = crossfit_temperature(lambda: clone(model, temper_folds=0), data, n_folds,
+                                   random_state, warm)
     # a fit already tempered by its design effect (dense judges, models.dependence) has the
     # dependence in its posterior: only τ applies
     rho = (0.0 if getattr(model, "tempered_", False) else

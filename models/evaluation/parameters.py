@@ -201,7 +201,7 @@ class AnnotatorDraws:
         spammed = np.bincount(annotator * n_classes + label, weights=(1 - copied) * w,
                               minlength=n_annotators * n_classes).reshape(n_annotators,
                                                                           n_classes)
-        pair_prior, spam_prior = (row_prior or RowPrior()).mace(spammed)
+        pair_prior, spam_prior = (row_prior or RowPrior()).mace(spammed, knowing)
         pair = np.stack([knowing, spammed.sum(axis=1)], axis=1) + pair_prior  # (A, 2)
         theta = _dirichlet(pair, samples, rng)[..., 0]  # (S, A)
         spam_alpha = spammed + spam_prior
@@ -324,15 +324,21 @@ class RowPrior:
             return cls("ds", {"population_prior": params.get("population_prior")})
         if method in ("ibcc", "ebcc"):
             return cls(method, params, (info or {}).get("confusion_prior"))
-        if method == "mace":  # the class prior "auto" chose, which shapes ξ's prior
-            return cls(method, params, (info or {}).get("class_prior", params.get("class_prior")))
+        if method == "mace":  # the class prior "auto" chose, which shapes ξ's prior, and
+            # the strength of the crowd's prior on θ the fit used (chosen when None)
+            strength = (info or {}).get("competence_strength",
+                                        params.get("competence_strength"))
+            return cls(method, {**params, "competence_strength": strength},
+                       (info or {}).get("class_prior", params.get("class_prior")))
         return cls("chain")
 
-    def mace(self, spammed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def mace(self, spammed: np.ndarray, knowing: np.ndarray | None = None
+             ) -> tuple[np.ndarray, np.ndarray]:
         """MACE's prior ((knowing, spamming) (2,), on ξ_j (K,)) from the expected spam counts
-        ``spammed`` (A, K): the fit's own pseudo-counts (``models.mace.mace_pseudo_counts``),
-        the posterior's Dirichlet under VB; EM's M step is a MAP, whose prior is 1 + its
-        smoothing. Not a MACE fit: Beta(1, 1) and Dir(1)."""
+        ``spammed`` (A, K) and knowing counts ``knowing`` (A,): the fit's own pseudo-counts
+        (``models.mace.mace_pseudo_counts``, with the crowd's prior on θ at the fit's
+        ``competence_strength``), the posterior's Dirichlet under VB; EM's M step is a MAP,
+        whose prior is 1 + its smoothing. Not a MACE fit: Beta(1, 1) and Dir(1)."""
         k = spammed.shape[1]
         if self.method != "mace":
             return np.full(2, PRIOR), np.full(k, PRIOR)
@@ -342,9 +348,13 @@ class RowPrior:
         smoothing = (0.01 / k if given.get("smoothing") is None
                      else float(given["smoothing"]))
         used = self.used if self.used in ("uniform", "learned") else "uniform"
+        strength = given.get("competence_strength")
+        pairs = (None if knowing is None
+                 else np.stack([spammed.sum(axis=1), knowing], axis=1))  # (spamming, knowing)
         spamming_knowing, spam = mace_pseudo_counts(
             given["variant"], smoothing, float(given["alpha"]), float(given["beta"]),
-            float(given["strategy_prior"]), used, spammed)
+            float(given["strategy_prior"]), used, spammed,
+            0.0 if strength is None else float(strength), pairs)
         if given["variant"] == "em":
             spamming_knowing, spam = spamming_knowing + PRIOR, spam + PRIOR
         return spamming_knowing[::-1].copy(), spam

@@ -63,7 +63,12 @@ def test_schemathesis_finds_nothing(database_url, tmp_path) -> None:
             assert http.post(f"{API}/collections/st/samplings", json={
                 "budget_per_round": 1, "seed": 1, "strategy": "active"}).json()["id"] == 1
         failures = []
-        for who, headers in (("admin", bearer(admin)), ("read", bearer(reader)), ("none", {})):
+        keys = [("admin", bearer(admin)), ("read", bearer(reader)), ("none", {})]
+        if database_url.startswith("sqlite"):
+            # What a read key or no key may do (403 / 401 before any query) does not depend on
+            # the database: on SQLite the admin key's cases alone, a third of the CPU (50 s).
+            keys = keys[:1]
+        for who, headers in keys:
             command = [executable, "--config-file", str(CONFIG), "run", f"{base}/openapi.json",
                        "--checks", "all", "--max-examples", "3", "--no-color"]
             for name, value in headers.items():

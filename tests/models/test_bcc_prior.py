@@ -99,39 +99,105 @@ def test_ibcc_prior_values_validate() -> None:
 
 
 def test_ebcc_crowd_prior_holds_majority_vote_with_weak_sparse_workers() -> None:
-    """EBCC's ``prior="crowd-absolute"`` (the crowd's prior on every subtype row, from the
-    class-level counts) holds majority vote on weak sparse workers; the authors' fixed prior,
-    still EBCC's default on graded labels, falls below it."""
+    """EBCC's crowd prior by |l − t| holds majority vote on weak sparse workers with 4 grades,
+    as the option (``prior="crowd-absolute"``, M = 10) and as the default (``"auto"``: the same
+    prior, one subtype per class); the authors' fixed prior, EBCC's default on graded labels
+    before branch ebccweak, falls below it (docs/models.md, "EBCC on weak graded crowds")."""
     from models.bcc import EBCC
 
     s = crowd_dataset(1200, 600, grades=4, alpha=0.0, accuracy=(0.35, 0.85), random_state=0)
     data = s.to_annotation_data(with_features=False)
     mv = float(np.mean(MajorityVote().fit(data).labels_ == s.truth))
     crowd = EBCC(prior="crowd-absolute", random_state=0, temper_folds=0).fit(data)
-    fixed = EBCC(random_state=0, temper_folds=0).fit(data)
+    default = EBCC(random_state=0, temper_folds=0).fit(data)
+    fixed = EBCC(prior="fixed", random_state=0, temper_folds=0).fit(data)
     assert float(np.mean(crowd.labels_ == s.truth)) >= mv - 0.01
+    assert float(np.mean(default.labels_ == s.truth)) >= mv - 0.01
     assert float(np.mean(fixed.labels_ == s.truth)) < mv - 0.005
+    assert (default.prior_used_, default.n_subtypes_used_) == ("crowd-absolute", 1)
+    assert (crowd.n_subtypes_used_, fixed.n_subtypes_used_) == (10, 10)
     assert validate_params("ebcc", {"prior": "crowd-absolute"})
 
 
-def test_ebcc_default_is_the_crowds_prior_on_binary_crowds_only() -> None:
-    """EBCC's ``prior="auto"``: the crowd's prior on binary labels from a sparse crowd; the
-    authors' fixed prior on graded labels and on dense judges (docs/models.md, "EBCC's prior on
-    binary crowds")."""
-    from models.bcc import EBCC, subtype_prior_used
+def test_ebcc_default_is_the_crowds_prior_with_one_subtype_on_sparse_crowds() -> None:
+    """EBCC's ``prior="auto"``: the crowd's prior with one subtype per class on a sparse crowd,
+    binary or graded; the authors' fixed prior with ``n_subtypes`` on dense judges; an explicit
+    prior keeps ``n_subtypes`` (docs/models.md, "EBCC on weak graded crowds")."""
+    from models.bcc import EBCC, subtype_prior_used, subtypes_used
 
     assert make_aggregator("ebcc", {}).prior == "auto"
     sparse = np.repeat(np.arange(100), 3)
     dense = np.repeat(np.arange(100), 10)
     assert subtype_prior_used("auto", sparse, 2) == "crowd-absolute"
-    assert subtype_prior_used("auto", sparse, 3) == "fixed"
+    assert subtype_prior_used("auto", sparse, 3) == "crowd-absolute"
     assert subtype_prior_used("auto", dense, 2) == "fixed"
     assert subtype_prior_used("fixed", sparse, 2) == "fixed"
+    assert subtypes_used("auto", "crowd-absolute", 10) == 1
+    assert subtypes_used("auto", "fixed", 10) == 10
+    assert subtypes_used("crowd-absolute", "crowd-absolute", 10) == 10
     graded = crowd_dataset(300, 60, grades=4, alpha=0.0, random_state=0).to_annotation_data(
         with_features=False)
-    fit = EBCC(random_state=0, temper_folds=0).fit(graded)
-    assert fit.prior_used_ == "fixed"
-    assert fit.result(graded).info["confusion_prior"] == "fixed"
+    fit = EBCC(random_state=0).fit(graded)
+    assert fit.prior_used_ == "crowd-absolute"
+    assert fit.subtype_proba_.shape == (graded.n_tasks, 4, 1)
+    info = fit.result(graded).info
+    assert (info["confusion_prior"], info["n_subtypes"]) == ("crowd-absolute", 1)
+    judges = judges_dataset(200, 10, random_state=0).to_annotation_data(with_features=False)
+    dense_fit = EBCC(random_state=0, temper_folds=0).fit(judges)
+    assert (dense_fit.prior_used_, dense_fit.n_subtypes_used_) == ("fixed", 10)
+
+
+def test_ebcc_subtypes_under_the_crowd_prior_only_stall_on_a_plateau() -> None:
+    """Why one subtype per class under the crowd's prior: on a 70 / 30 crowd of alike workers
+    M = 10 near-identical subtypes move q(T) so little per iteration that the authors' stopping
+    rule (no q(T_i) moving by ``tol``) stops at majority vote's labels; run on, the same fit
+    ends with one subtype per class and the labels of the M = 1 fit, which ``"auto"`` reaches
+    directly, well above majority vote."""
+    from models.bcc import EBCC
+
+    s = crowd_dataset(1500, 150, grades=2, class_prior=(0.7, 0.3), alpha=1.0, random_state=0)
+    data = s.to_annotation_data(with_features=False)
+    mv = MajorityVote().fit(data).labels_
+    stalled = EBCC(prior="crowd-absolute", random_state=0, temper_folds=0).fit(data)
+    converged = EBCC(prior="crowd-absolute", random_state=0, temper_folds=0, tol=1e-5,
+                     n_iter=2000).fit(data)
+    default = EBCC(random_state=0, temper_folds=0).fit(data)
+    assert stalled.n_iter_ < 20 and np.mean(stalled.labels_ == mv) > 0.99
+    weights = converged.subtype_weights_
+    assert np.all(1.0 / (weights ** 2).sum(axis=1) < 1.05)  # one subtype per class in use
+    assert np.mean(converged.labels_ == default.labels_) > 0.995
+    accuracy = float(np.mean(default.labels_ == s.truth))
+    assert accuracy > float(np.mean(mv == s.truth)) + 0.02
+    assert accuracy > float(np.mean(stalled.labels_ == s.truth)) + 0.02
+
+
+def test_ebcc_half_fit_keeps_the_full_fits_prior_and_subtypes() -> None:
+    """The read-out's half fit starts from the full fit's q(T, G), so it keeps the full fit's
+    prior and number of subtypes where ``"auto"`` would choose otherwise on the half: here the
+    half holds only the densely judged tasks (12 judgments each; the whole 6.5 a task)."""
+    from dataclasses import replace
+
+    from models.bcc import EBCC
+    from models.data import AnnotationData
+
+    rng = np.random.default_rng(0)
+    per_task = np.where(np.arange(200) < 100, 12, 1)
+    task = np.repeat(np.arange(200), per_task)
+    truth = rng.integers(0, 3, size=200)
+    annotator = np.concatenate([rng.choice(40, size=n, replace=False) for n in per_task])
+    label = np.where(rng.random(task.shape[0]) < 0.7, truth[task],
+                     rng.integers(0, 3, size=task.shape[0]))
+    data = AnnotationData(task, annotator, label, np.array(["q"] * 200),
+                          np.array([f"d{i}" for i in range(200)]),
+                          np.array([f"a{j}" for j in range(40)]), np.arange(3))
+    keep = task < 100
+    half = replace(data, task=task[keep], annotator=annotator[keep], label=label[keep])
+    full = EBCC(random_state=0, temper_folds=0).fit(data)
+    assert (full.prior_used_, full.n_subtypes_used_) == ("crowd-absolute", 1)
+    assert EBCC(random_state=0, temper_folds=0).fit(half).prior_used_ == "fixed"
+    warm = full.warm_half_fit(EBCC(random_state=0, temper_folds=0), half)
+    assert (warm.prior_used_, warm.n_subtypes_used_) == ("crowd-absolute", 1)
+    assert warm.subtype_proba_.shape == (100, 3, 1)
 
 
 def test_ebcc_default_keeps_a_weak_binary_grid_cell_calibrated() -> None:

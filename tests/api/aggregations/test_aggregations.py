@@ -235,6 +235,11 @@ def test_bad_sort_is_422(jobs_client, synthetic_file) -> None:
     assert empty.status_code == 422 and empty.json()["code"] == "invalid_body"
 
 
+# On PostgreSQL only: the GP job's TensorFlow start dominates (20 CPU s a run), and what is
+# tested lies in the job and the model file, not in the database (both databases are
+# covered by the cheaper fits' tests).
+@pytest.mark.parametrize("database_url", [pytest.param("postgres", marks=pytest.mark.postgres)],
+                         indirect=True)
 def test_predict_with_topic_offsets(client, tmp_path) -> None:
     """magp with class_prior_by="topic" on a collection with features and several topics: the
     prediction endpoint takes each new task's topic, says which topics the fit knew, and refuses

@@ -157,6 +157,11 @@ def test_calibrated_graded_fit(client, graded_file, tmp_path) -> None:
     assert "has 0 (0 relevant)" in response.json()["detail"]
 
 
+# On PostgreSQL only: the GP job's TensorFlow start dominates (20 CPU s a run), and what is
+# tested lies in the job and the model file, not in the database (both databases are
+# covered by the cheaper fits' tests).
+@pytest.mark.parametrize("database_url", [pytest.param("postgres", marks=pytest.mark.postgres)],
+                         indirect=True)
 def test_ordinal_gp_cli_and_service_identical(client, graded_file, tmp_path) -> None:
     ingest(client, graded_file)
     params = {"n_iter": 3}

@@ -167,6 +167,10 @@ def test_json_lines_texts_with_a_key_twice_are_refused(client) -> None:
                                "detail": "line 2: duplicate key 'text'"}
 
 
+# The embedded default and the runner furthest from it: two GP jobs a run (18 CPU s), and the
+# inline runner on PostgreSQL adds no path of its own (the runners' tests cover it).
+@pytest.mark.parametrize("runner_settings", ["inline-sqlite", pytest.param(
+    "celery-postgres", marks=[pytest.mark.postgres, pytest.mark.redis])], indirect=True)
 def test_gp_fit_builds_missing_features_first(jobs_client) -> None:
     """magp on a collection with texts and runs but no features: the job builds them (no silent
     fallback to LK); without texts or runs it still falls back, and says so."""

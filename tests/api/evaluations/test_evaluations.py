@@ -122,6 +122,11 @@ def test_evaluation_job_matches_the_cli(client, tmp_path: Path) -> None:
     assert full["pairs"] == offline["pairs"]
 
 
+# On PostgreSQL only: the GP job's TensorFlow start dominates (20 CPU s a run), and what is
+# tested lies in the job and the model file, not in the database (both databases are
+# covered by the cheaper fits' tests).
+@pytest.mark.parametrize("database_url", [pytest.param("postgres", marks=pytest.mark.postgres)],
+                         indirect=True)
 def test_a_gp_fit_is_drawn_jointly_as_by_the_cli(client, tmp_path: Path) -> None:
     """LK with topic intercepts (a GP over the tasks' topics) stores its joint posterior; the
     evaluation job draws from it ("draws": "joint-gp"; a DS fit asking for labels: "labels"), and

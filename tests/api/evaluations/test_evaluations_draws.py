@@ -114,12 +114,15 @@ def test_mace_draws_its_own_parameters_and_match_the_cli(client, tmp_path: Path)
         f"{a['annotator']}\t{a['competence']!r}\t{a['extra']['spam_p_0']!r}\t"
         f"{a['extra']['spam_p_1']!r}\n" for a in annotators))
     full = client.get(f"{API}/evaluations/{done['id']}/measures").json()
-    # MACE's own prior (Beta(alpha, beta), Dirichlet(strategy_prior)), shaped by the class prior
-    # its "auto" chose: the CLI is told the method and that choice
+    # MACE's own prior (Beta(alpha, beta) plus the crowd's prior on θ at the strength the fit
+    # chose, Dirichlet(strategy_prior)), shaped by the class prior its "auto" chose: the CLI is
+    # told the method and those choices
     chosen = fit["info"].get("class_prior", "uniform")
+    strength = fit["info"]["competence_strength"]
     _same(full, _offline(client, tmp_path, fit["id"], "--annotators", str(table),
                          "--method", "mace", "--params",
-                         json.dumps({"random_state": 2, "class_prior": chosen}),
+                         json.dumps({"random_state": 2, "class_prior": chosen,
+                                     "competence_strength": strength}),
                          *_readout(client, fit["id"])))
 
 
