@@ -329,7 +329,8 @@ def criteria(args: argparse.Namespace) -> None:
             fitted = clone(model, temper_folds=0).fit(replace(
                 data, task=data.task[~held], annotator=data.annotator[~held],
                 label=data.label[~held], gold=None))
-            table, others = judgment_table(fitted.prior_, fitted.confusion_, data, held)
+            table, others = (x.T for x in judgment_table(fitted.prior_, fitted.confusion_,
+                                                         data, held))
             rows = np.log(np.maximum(fitted.confusion_[data.annotator[held]], _TINY))
             used = np.bincount(data.annotator[~held], minlength=data.n_annotators)
             mean = np.einsum("j,jtl->tl", used, fitted.confusion_) / used.sum()

@@ -239,7 +239,7 @@ def _rss_gib() -> tuple[float, float]:
 def job_stages(database_url: str, collection_name: str) -> dict[str, dict[str, float]]:
     """In this (fresh) process: a DS fit job's stages as ``app.aggregations.job`` runs them,
     each timed with its peak RSS."""
-    from sqlalchemy import create_engine, select
+    from sqlalchemy import create_engine, select, text
     from sqlalchemy.orm import Session
 
     from app.aggregations.gold import fit_record
@@ -254,15 +254,20 @@ def job_stages(database_url: str, collection_name: str) -> dict[str, dict[str, f
 
     def measure(name: str, work: Any) -> Any:
         _peak_reset()
-        start = time.perf_counter()
+        server = _cpu_seconds([backend])
+        start, cpu = time.perf_counter(), time.process_time()
         out = work()
-        seconds = time.perf_counter() - start
+        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
         rss, peak = _rss_gib()
-        stages[name] = {"seconds": seconds, "peak_gib": peak, "rss_after_gib": rss}
+        # CPU seconds of this process and of its PostgreSQL backend (/proc/PID/stat)
+        stages[name] = {"seconds": seconds, "cpu_s": cpu,
+                        "pg_cpu_s": _cpu_seconds([backend]) - server,
+                        "peak_gib": peak, "rss_after_gib": rss}
         print(f"  {name}: {stages[name]}", file=sys.stderr, flush=True)
         return out
 
     with Session(create_engine(database_url)) as session:
+        backend = session.execute(text("SELECT pg_backend_pid()")).scalar_one()
         collection = session.scalars(select(Collection).where(
             Collection.name == collection_name)).one()
         aggregation = Aggregation(collection_id=collection.id, method="ds", params={}, seed=0,
@@ -405,11 +410,11 @@ def service_stages(args: argparse.Namespace) -> None:
     stages = json.loads(proc.stdout.strip().splitlines()[-1])
     print(f"\nThe fit job's stages on the last upload's collection (load average "
           f"{os.getloadavg()[0]:.1f} at the end):\n")
-    print("| stage | seconds | judgments/s | peak RSS |")
-    print("|---|---:|---:|---:|")
+    print("| stage | seconds | judgments/s | CPU s | PostgreSQL CPU s | peak RSS |")
+    print("|---|---:|---:|---:|---:|---:|")
     for name, row in stages.items():
         print(f"| fit job: {name} | {row['seconds']:.1f} | {n / row['seconds']:,.0f} | "
-              f"{row['peak_gib']:.2f} GiB |")
+              f"{row['cpu_s']:.1f} | {row['pg_cpu_s']:.1f} | {row['peak_gib']:.2f} GiB |")
 
 
 def main() -> None:

@@ -120,6 +120,9 @@ class DawidSkene(Aggregator):
             if fit is None or cold.objective > fit.objective or fit.objective != fit.objective:
                 fit = cold
         assert fit is not None
+        # the judgments' index (two sparse matrices, 0.23 GiB at 10 M judgments) is not needed
+        # by the read-out, whose half fits build their own: freed before them
+        del idx
         self.annotator_ids_ = data.annotator_ids
         self.prior_ = fit.prior
         self.confusion_ = fit.confusion
