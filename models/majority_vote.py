@@ -55,42 +55,46 @@ class MajorityVote(Aggregator):
 
     def fit(self, data: AnnotationData, progress: ProgressCallback = no_progress) -> Self:
         # compiled passes (models.majority_vote_kernels): the counts in one pass over the
-        # judgments, the majority, ties and shares in one over the tasks
+        # judgments; the majority, ties and distinct vote rows in one over the tasks
         n, k = data.n_tasks, data.n_classes
-        counts = kernels.vote_counts(np.asarray(data.task, dtype=np.int64),
-                                     np.asarray(data.label, dtype=np.int64), n, k)
-        self.counts_ = np.empty((n, k))
-        self.shares_ = np.empty((n, k))
+        self.counts_ = np.zeros((n, k))
+        largest = kernels.vote_counts(np.asarray(data.task, dtype=np.int64),
+                                      np.asarray(data.label, dtype=np.int64), self.counts_)
+        base = largest + 1
+        countable = base ** k <= 1 << 24  # rows counted by their number (unique_rows)
+        # the vote shares are written only when they are the probability (else ``shares_``)
+        share = self.probability == "share"
+        proba = np.empty((n if share else 0, k))
         labels = np.empty(n, dtype=np.int64)
         self.tied_ = np.empty(n, dtype=bool)
-        largest, most = kernels.summarise(counts, self.tie == "highest", self.counts_,
-                                          self.shares_, labels, self.tied_)
-        proba = self.shares_
+        tally = np.zeros(base ** k if countable else 0, dtype=np.int64)
+        most = kernels.summarise(self.counts_, self.tie == "highest", base, proba, labels,
+                                 self.tied_, tally)
         self.accuracy_, self.concentration_ = float("nan"), float("nan")
-        if self.probability == "posterior" and k > 1 and most > 1:
+        if not share and k > 1 and most > 1:
             # a crowd has few distinct vote rows: fit and posterior on those, then gathered
-            base = largest + 1
-            if base ** k > 1 << 24:  # too many possible rows to count: numpy's unique
-                rows, inverse, weight = unique_rows(self.counts_)
-            else:  # unique_rows' counting, without the key array
-                tally = kernels.row_tally(counts, base)
+            if countable:
                 present = np.flatnonzero(tally)
                 rows, weight = _decode_rows(present, base, k), tally[present]
+            else:  # too many possible rows to count: numpy's unique
+                rows, inverse, weight = unique_rows(self.counts_)
             several = rows.sum(axis=1) > 1
             self.accuracy_, self.concentration_ = _fit_rows(rows[several], weight[several])
             row_proba = exchangeable_posterior(rows, self.accuracy_, self.concentration_)
-            if base ** k > 1 << 24:
-                proba = row_proba[inverse]
-                proba[~(self.counts_.sum(axis=1) > 0)] = 1.0 / k
-            else:
+            if countable:
                 position = np.zeros(tally.shape[0], dtype=np.int64)
                 position[present] = np.arange(present.shape[0])
                 proba = np.empty((n, k))
-                kernels.gather_rows(counts, base, position, row_proba, proba)
+                kernels.gather_rows(self.counts_, base, position, row_proba, proba)
+            else:
+                proba = row_proba[inverse]
+                proba[~(self.counts_.sum(axis=1) > 0)] = 1.0 / k
+        elif not share:  # no task has two votes: nothing to say about p, the shares
+            proba = _shares(self.counts_)
         self.proba_ = proba
         if self.tie == "random":
-            top = counts.max(axis=1, initial=0)
-            self.hard_labels_ = self._break_ties(counts == top[:, None])
+            top = self.counts_.max(axis=1, initial=0.0)
+            self.hard_labels_ = self._break_ties(self.counts_ == top[:, None])
         else:
             self.hard_labels_ = labels
         progress(1.0, "majority vote")
@@ -104,13 +108,19 @@ class MajorityVote(Aggregator):
         return np.argmax(keys, axis=1)
 
     @property
+    def shares_(self) -> np.ndarray:
+        """(n_tasks, K) vote shares n_ik / n_i, 1/K for an unjudged task (``proba_`` when
+        ``probability="share"``; else computed when asked: the fit does not need them)."""
+        return self.proba_ if self.probability == "share" else _shares(self.counts_)
+
+    @property
     def labels_(self) -> np.ndarray:
         """Class index per task after the tie rule (``proba_`` itself stays the vote shares)."""
         return self.hard_labels_
 
     def result(self, data: AnnotationData) -> AggregationResult:
         n_votes = data.judgments_per_task().astype(np.float64)
-        agreement = self.shares_[np.arange(data.n_tasks), self.hard_labels_]
+        agreement = self.shares_[np.arange(data.n_tasks), self.hard_labels_]  # top / n_i
         # Annotator agreement with the majority label of the tasks they judged.
         agrees = (data.label == self.hard_labels_[data.task]).astype(np.float64)
         n_judged = data.judgments_per_annotator().astype(np.float64)
@@ -135,6 +145,15 @@ class MajorityVote(Aggregator):
                       "vote_correlation": 1.0 / (1.0 + self.concentration_)}
                      if np.isfinite(self.accuracy_) else {})},
         )
+
+
+def _shares(counts: np.ndarray) -> np.ndarray:
+    """n_ik / n_i per row of ``counts``, 1/K for a row without votes (``kernels.summarise``'s
+    shares, the same divisions)."""
+    totals = counts.sum(axis=1)
+    shares = np.divide(counts, np.maximum(totals, 1.0)[:, None])
+    shares[totals == 0] = 1.0 / counts.shape[1]
+    return shares
 
 
 def _log_votes(counts: np.ndarray, p: float, s: float, totals: np.ndarray | None = None

@@ -29,36 +29,42 @@ _NONZDELT, _ZDELT = 0.05, 0.00025
 
 
 @njit(cache=True)
-def vote_counts(task: np.ndarray, label: np.ndarray, n_tasks: int, k: int) -> np.ndarray:
-    """(n_tasks, k) int64: votes per task and class, in one pass over the judgments."""
-    counts = np.zeros((n_tasks, k), dtype=np.int64)
+def vote_counts(task: np.ndarray, label: np.ndarray, counts: np.ndarray) -> int:
+    """Adds each judgment's vote to ``counts`` (n_tasks, K), float64, zeros: one pass over the
+    judgments. Returns the largest count."""
+    largest = 0.0
     for a in range(task.shape[0]):
-        counts[task[a], label[a]] += 1
-    return counts
+        value = counts[task[a], label[a]] + 1.0
+        counts[task[a], label[a]] = value
+        largest = max(largest, value)
+    return int(largest)
 
 
 @njit(cache=True)
-def summarise(counts: np.ndarray, highest: bool, counts_out: np.ndarray, shares: np.ndarray,
-              labels: np.ndarray, tied: np.ndarray) -> tuple[int, int]:
-    """One pass over the tasks. Writes ``counts_out`` (float64 counts), ``shares`` (n_ik / n_i;
-    1/K for an unjudged task), ``labels`` (the lowest class with most votes, or the highest if
-    ``highest``; an unjudged task's: 0, or K − 1) and ``tied`` (more than one class with most
-    votes, on a judged task). Returns (the largest count, the largest total)."""
+def summarise(counts: np.ndarray, highest: bool, base: int, shares: np.ndarray,
+              labels: np.ndarray, tied: np.ndarray, tally: np.ndarray) -> int:
+    """One pass over the tasks' ``counts`` (whole numbers, float64). Writes ``shares``
+    (n_ik / n_i, 1/K for an unjudged task; not if it has no rows), ``labels`` (the lowest
+    class with most votes, or the highest if ``highest``; an unjudged task's: 0, or K − 1),
+    ``tied`` (more than one class with most votes, on a judged task) and, unless ``tally`` is
+    empty, how many tasks have each row of votes, the row read as a number in base ``base``
+    (its first column the most significant: ``unique_rows``' numbers). Returns the largest
+    number of votes a task has."""
     n, k = counts.shape
-    largest = 0
-    most = 0
+    count_rows = tally.shape[0] > 0
+    most = 0.0
     for i in range(n):
-        total = 0
+        total = 0.0
         top = counts[i, 0]
+        key = 0
         for c in range(k):
             value = counts[i, c]
             total += value
-            if value > top:
-                top = value
-            if value > largest:
-                largest = value
-        if total > most:
-            most = total
+            top = max(top, value)
+            key = key * base + int(value)
+        most = max(most, total)
+        if count_rows:
+            tally[key] += 1
         n_top = 0
         label = -1
         for c in range(k):
@@ -68,29 +74,11 @@ def summarise(counts: np.ndarray, highest: bool, counts_out: np.ndarray, shares:
                     label = c
         labels[i] = label
         tied[i] = n_top > 1 and total > 0
-        denominator = float(max(total, 1))
-        for c in range(k):
-            value = float(counts[i, c])
-            counts_out[i, c] = value
-            shares[i, c] = value / denominator if total > 0 else 1.0 / k
-    return largest, most
-
-
-@njit(cache=True)
-def row_tally(counts: np.ndarray, base: int) -> np.ndarray:
-    """How many tasks have each row of votes, the row read as a number in base ``base`` (its
-    first column the most significant): ``unique_rows``' bincount of the keys, no key array."""
-    n, k = counts.shape
-    size = 1
-    for _ in range(k):
-        size *= base
-    tally = np.zeros(size, dtype=np.int64)
-    for i in range(n):
-        key = 0
-        for c in range(k):
-            key = key * base + counts[i, c]
-        tally[key] += 1
-    return tally
+        if shares.shape[0] > 0:
+            denominator = max(total, 1.0)
+            for c in range(k):
+                shares[i, c] = counts[i, c] / denominator if total > 0 else 1.0 / k
+    return int(most)
 
 
 @njit(cache=True)
@@ -100,9 +88,9 @@ def gather_rows(counts: np.ndarray, base: int, position: np.ndarray, row_proba: 
     n, k = counts.shape
     for i in range(n):
         key = 0
-        total = 0
+        total = 0.0
         for c in range(k):
-            key = key * base + counts[i, c]
+            key = key * base + int(counts[i, c])
             total += counts[i, c]
         row = position[key]
         for c in range(k):
