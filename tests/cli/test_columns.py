@@ -146,3 +146,15 @@ def test_bad_rows_are_named_by_line_as_before(tmp_path, capsys) -> None:  # type
     assert main(["aggregate", str(path), "--method", "mv", "--quiet"]) == 2
     assert capsys.readouterr().err.strip() == ("crowdqrels aggregate: error: "
                                                + file_error(err.value, str(path)))
+
+
+def test_short_and_long_ids_stay_apart() -> None:
+    """Ids of up to 7 bytes are compared as one packed integer, longer ones byte by byte: ids
+    that are prefixes of each other, across that length, stay distinct ids."""
+    names = ["w1", "w12", "w123456", "w1234567", "w12345678", "w123456789", "1w", "~~~~~~~"]
+    lines = [f"{1 + i % 2}\t{names[(i + 3) % 8]}\t{names[i % 8]}\t{i % 2}\n" for i in range(64)]
+    raw = ("topic\tdoc\tworker\tlabel\n" + "".join(lines)).encode()
+    fast, full = _both(raw)
+    _equal(fast, full)
+    assert sorted(fast.annotator_ids.tolist()) == sorted(names)
+    assert sorted(fast.doc_ids.tolist()) == sorted(names)
