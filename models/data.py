@@ -223,8 +223,8 @@ class AnnotationData:
         # Only the tasks and annotators the judgments name, ordered by name as from_rows does
         # (numpy's string order: by code point, as Python's).
         present, task = _unique_codes(task, len(task_topics))
-        topics = np.asarray(task_topics, dtype=object)[present].astype(str)
-        docs = np.asarray(task_docs, dtype=object)[present].astype(str)
+        topics = _str_subset(task_topics, present)
+        docs = _str_subset(task_docs, present)
         by_name = np.lexsort((docs, topics))
         rank = np.empty_like(by_name)
         rank[by_name] = np.arange(by_name.shape[0])
@@ -232,7 +232,7 @@ class AnnotationData:
         if task_gold is not None:
             gold = np.asarray(task_gold, dtype=np.int64)[present][by_name]
         used, annotator = _unique_codes(annotator, len(annotator_names))
-        names = np.asarray(annotator_names, dtype=object)[used].astype(str)
+        names = _str_subset(annotator_names, used)
         name_order = np.argsort(names, kind="stable")
         name_rank = np.empty_like(name_order)
         name_rank[name_order] = np.arange(name_order.shape[0])
@@ -338,6 +338,22 @@ class AnnotationData:
         )
 
 
+def _str_subset(values: Sequence[str], at: np.ndarray) -> np.ndarray:
+    """``np.asarray(values, dtype=object)[at].astype(str)``: a str array of the items ``at``,
+    as wide as the longest; a str array given is indexed directly (no Python string per
+    item: 2,000,000 document ids)."""
+    if isinstance(values, np.ndarray) and values.dtype.kind == "U" and values.ndim == 1:
+        subset = np.ascontiguousarray(values[at])
+        width = subset.dtype.itemsize // 4
+        if width == 0 or subset.shape[0] == 0:
+            return subset.astype("<U1")
+        characters = subset.view(np.uint32).reshape(subset.shape[0], width)
+        while width > 1 and not characters[:, width - 1].any():  # the longest id's length
+            width -= 1
+        return subset.astype(f"<U{width}")
+    return np.asarray(values, dtype=object)[at].astype(str)
+
+
 def _unique_codes(codes: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
     """``np.unique(codes, return_inverse=True)`` for codes in [0, size): the same arrays from a
     count per code instead of a sort (10 million judgments: one pass, not n log n)."""
@@ -360,9 +376,8 @@ def _known_gold(gold: np.ndarray, ignore: set[int]) -> np.ndarray:
 def _latest_usable(task: np.ndarray, annotator: np.ndarray, label: np.ndarray, *,
                    n_annotators: int, ignore: set[int], notes: list[str]) -> np.ndarray | None:
     """The rows kept (sorted): no ignored label, and the latest judgment per (task,
-    annotator); None when that is every row. What was dropped is said in ``notes``. Three
-    judgment-sized arrays at a time (10,000,000 judgments: 240 MB), not a sort's copies of
-    several."""
+    annotator); None when that is every row. What was dropped is said in ``notes``. Two
+    compiled passes (``models.data_kernels``), no sort."""
     idx = None
     if ignore:
         dropped = np.isin(label, list(ignore))
@@ -370,23 +385,22 @@ def _latest_usable(task: np.ndarray, annotator: np.ndarray, label: np.ndarray, *
             notes.append(f"dropped {int(dropped.sum())} 'could not judge' judgments")
             idx = np.flatnonzero(~dropped)
         del dropped
-    key = task.astype(np.int64) if idx is None else task[idx].astype(np.int64, copy=False)
-    key *= np.int64(n_annotators)
-    key += annotator if idx is None else annotator[idx]
-    # Latest judgment per (task, annotator): the last of each run of equal keys in a stable
-    # sort (arrival order within a key).
-    order = np.argsort(key, kind="stable")
-    ordered = key[order]
-    del key
-    last = np.ones(ordered.shape[0], dtype=bool)
-    np.not_equal(ordered[1:], ordered[:-1], out=last[:-1])
-    del ordered
-    if last.all():
+    from models.data_kernels import latest_per_pair
+
+    task = task if idx is None else task[idx]
+    annotator = annotator if idx is None else annotator[idx]
+    n_tasks = int(task.max()) + 1 if task.shape[0] else 0
+    # Latest judgment per (task, annotator): the last row of each pair, in arrival order (a
+    # stable sort's last of each run of equal keys, found without the sort)
+    last = latest_per_pair(np.asarray(task, dtype=np.int64),
+                           np.asarray(annotator, dtype=np.int64), n_tasks, n_annotators)
+    n_kept = int(np.count_nonzero(last))
+    if n_kept == last.shape[0]:
         return idx
-    kept = np.sort(order[last])
+    kept = np.flatnonzero(last)
     if idx is not None:
         kept = idx[kept]
-    notes.append(f"kept the latest of repeated judgments: dropped {int((~last).sum())}")
+    notes.append(f"kept the latest of repeated judgments: dropped {last.shape[0] - n_kept}")
     return kept
 
 

@@ -29,13 +29,11 @@ ties are broken by the ``tie`` parameter, never by the order of a dict or of the
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Literal, Self
 
 import numpy as np
-import scipy.optimize
-from scipy.special import gammaln
 
+from models import majority_vote_kernels as kernels
 from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
 from models.data import AnnotationData
 from models.params import Seed, validated
@@ -56,52 +54,64 @@ class MajorityVote(Aggregator):
         self.random_state = random_state
 
     def fit(self, data: AnnotationData, progress: ProgressCallback = no_progress) -> Self:
-        # Column by column (K is small): numpy's reductions along a row of K elements cost a
-        # call per task, while a column operation is one pass over the tasks.
-        counts = data.counts().astype(np.float64)
-        columns = [counts[:, c] for c in range(data.n_classes)]
-        totals = columns[0].copy()  # = judgments_per_task, without a second pass over them
-        for column in columns[1:]:
-            totals += column
-        judged = totals > 0
-        proba = np.divide(counts, np.maximum(totals, 1.0)[:, None])
-        proba[~judged] = 1.0 / data.n_classes
-        self.counts_ = counts
-        self.shares_ = proba
+        # compiled passes (models.majority_vote_kernels): the counts in one pass over the
+        # judgments; the majority, ties and distinct vote rows in one over the tasks
+        n, k = data.n_tasks, data.n_classes
+        self.counts_ = np.zeros((n, k))
+        largest = kernels.vote_counts(np.asarray(data.task, dtype=np.int64),
+                                      np.asarray(data.label, dtype=np.int64), self.counts_)
+        base = largest + 1
+        countable = base ** k <= 1 << 24  # rows counted by their number (unique_rows)
+        # the vote shares are written only when they are the probability (else ``shares_``)
+        share = self.probability == "share"
+        proba = np.empty((n if share else 0, k))
+        labels = np.empty(n, dtype=np.int64)
+        self.tied_ = np.empty(n, dtype=bool)
+        tally = np.zeros(base ** k if countable else 0, dtype=np.int64)
+        most = kernels.summarise(self.counts_, self.tie == "highest", base, proba, labels,
+                                 self.tied_, tally)
         self.accuracy_, self.concentration_ = float("nan"), float("nan")
-        if self.probability == "posterior" and data.n_classes > 1 and (totals > 1).any():
+        if not share and k > 1 and most > 1:
             # a crowd has few distinct vote rows: fit and posterior on those, then gathered
-            rows, inverse, weight = unique_rows(counts)
+            if countable:
+                present = np.flatnonzero(tally)
+                rows, weight = _decode_rows(present, base, k), tally[present]
+            else:  # too many possible rows to count: numpy's unique
+                rows, inverse, weight = unique_rows(self.counts_)
             several = rows.sum(axis=1) > 1
             self.accuracy_, self.concentration_ = _fit_rows(rows[several], weight[several])
-            proba = exchangeable_posterior(rows, self.accuracy_, self.concentration_)[inverse]
-            proba[~judged] = 1.0 / data.n_classes
+            row_proba = exchangeable_posterior(rows, self.accuracy_, self.concentration_)
+            if countable:
+                position = np.zeros(tally.shape[0], dtype=np.int64)
+                position[present] = np.arange(present.shape[0])
+                proba = np.empty((n, k))
+                kernels.gather_rows(self.counts_, base, position, row_proba, proba)
+            else:
+                proba = row_proba[inverse]
+                proba[~(self.counts_.sum(axis=1) > 0)] = 1.0 / k
+        elif not share:  # no task has two votes: nothing to say about p, the shares
+            proba = _shares(self.counts_)
         self.proba_ = proba
-        top = columns[0].copy()
-        for column in columns[1:]:
-            np.maximum(top, column, out=top)
-        tied = np.stack([column == top for column in columns], axis=1)  # the top classes
-        n_top = sum(column == top for column in columns[1:]) + (columns[0] == top)
-        self.tied_ = (n_top > 1) & judged
-        self.hard_labels_ = self._break_ties(tied)
+        if self.tie == "random":
+            top = self.counts_.max(axis=1, initial=0.0)
+            self.hard_labels_ = self._break_ties(self.counts_ == top[:, None])
+        else:
+            self.hard_labels_ = labels
         progress(1.0, "majority vote")
         return self
 
     def _break_ties(self, tied: np.ndarray) -> np.ndarray:
-        n_classes = tied.shape[1]
-        if self.tie in ("lowest", "highest"):
-            # = np.argmax over each row (of its reverse for "highest"), column by column: the
-            # first tied class in the rule's order wins (a row with none tied gets argmax's 0)
-            order = range(n_classes - 1, -1, -1) if self.tie == "lowest" else range(n_classes)
-            labels = np.full(tied.shape[0], 0 if self.tie == "lowest" else n_classes - 1,
-                             dtype=np.int64)
-            for c in order:
-                labels[tied[:, c]] = c
-            return labels
-        # Random: a uniform key per (task, class); the tied class with the largest key wins.
+        """The "random" rule: a uniform key per (task, class); the tied class with the largest
+        key wins (the lowest and highest rules are ``kernels.summarise``'s)."""
         rng = np.random.default_rng(self.random_state)
         keys = np.where(tied, rng.random(tied.shape), -1.0)
         return np.argmax(keys, axis=1)
+
+    @property
+    def shares_(self) -> np.ndarray:
+        """(n_tasks, K) vote shares n_ik / n_i, 1/K for an unjudged task (``proba_`` when
+        ``probability="share"``; else computed when asked: the fit does not need them)."""
+        return self.proba_ if self.probability == "share" else _shares(self.counts_)
 
     @property
     def labels_(self) -> np.ndarray:
@@ -110,7 +120,7 @@ class MajorityVote(Aggregator):
 
     def result(self, data: AnnotationData) -> AggregationResult:
         n_votes = data.judgments_per_task().astype(np.float64)
-        agreement = self.shares_[np.arange(data.n_tasks), self.hard_labels_]
+        agreement = self.shares_[np.arange(data.n_tasks), self.hard_labels_]  # top / n_i
         # Annotator agreement with the majority label of the tasks they judged.
         agrees = (data.label == self.hard_labels_[data.task]).astype(np.float64)
         n_judged = data.judgments_per_annotator().astype(np.float64)
@@ -137,6 +147,15 @@ class MajorityVote(Aggregator):
         )
 
 
+def _shares(counts: np.ndarray) -> np.ndarray:
+    """n_ik / n_i per row of ``counts``, 1/K for a row without votes (``kernels.summarise``'s
+    shares, the same divisions)."""
+    totals = counts.sum(axis=1)
+    shares = np.divide(counts, np.maximum(totals, 1.0)[:, None])
+    shares[totals == 0] = 1.0 / counts.shape[1]
+    return shares
+
+
 def _log_votes(counts: np.ndarray, p: float, s: float, totals: np.ndarray | None = None
                ) -> np.ndarray:
     """(n_tasks, K): log P(votes | T = t) up to a term shared by every t and (p, s)-free:
@@ -144,10 +163,22 @@ def _log_votes(counts: np.ndarray, p: float, s: float, totals: np.ndarray | None
     rows' sums n, when the caller has them."""
     k = counts.shape[1]
     hit, miss = s * p, s * (1.0 - p) / (k - 1)
-    missed = gammaln(counts + miss) - gammaln(miss)
+    missed = _log_rising(counts, miss)
     totals = counts.sum(axis=1) if totals is None else totals
-    shared = missed.sum(axis=1) - (gammaln(totals + s) - gammaln(s))
-    return shared[:, None] + (gammaln(counts + hit) - gammaln(hit)) - missed
+    shared = missed.sum(axis=1) - _log_rising(totals, s)
+    return shared[:, None] + _log_rising(counts, hit) - missed
+
+
+def _log_rising(counts: np.ndarray, a: float) -> np.ndarray:
+    """log Γ(n + a) − log Γ(a) = Σ_{j<n} log(a + j) for whole n ≥ 0, from a table of the
+    cumulative sums. As a difference of two ``gammaln`` it lost digits where a is large: at
+    the independent crowd's s = e^14 both are ~1.6e7, and their rounding (2e-9 each, times the
+    tasks) was louder than the loss's changes near its least, so the bounded search stopped
+    where the rounding put it (machine-dependent, docs/models.md)."""
+    whole = counts.astype(np.int64)
+    table = np.zeros(int(whole.max(initial=0)) + 1)
+    np.cumsum(np.log(a + np.arange(table.shape[0] - 1)), out=table[1:])
+    return table[whole]
 
 
 def exchangeable_fit(counts: np.ndarray) -> tuple[float, float]:
@@ -188,69 +219,38 @@ def unique_rows(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     present = np.flatnonzero(tally)
     position = np.zeros(tally.shape[0], dtype=np.int64)
     position[present] = np.arange(present.shape[0])
-    rows = np.empty((present.shape[0], k), dtype=counts.dtype)
-    rest = present.copy()
+    return _decode_rows(present, base, k).astype(counts.dtype), position[key], tally[present]
+
+
+def _decode_rows(keys: np.ndarray, base: int, k: int) -> np.ndarray:
+    """(len(keys), k) float64: the rows of counts whose base-``base`` numbers are ``keys``."""
+    rows = np.empty((keys.shape[0], k))
+    rest = keys.copy()
     for c in range(k - 1, -1, -1):
         rows[:, c] = rest % base
         rest //= base
-    return rows, position[key], tally[present]
+    return rows
 
 
 def _fit_rows(rows: np.ndarray, weight: np.ndarray) -> tuple[float, float]:
-    """``exchangeable_fit`` of the distinct rows ``rows``, each ``weight`` times."""
+    """``exchangeable_fit`` of the distinct rows ``rows``, each ``weight`` times: scipy's
+    bounded search and Nelder–Mead, compiled (``kernels.exchangeable_search``; the calls of
+    the loss from scipy were the cost). Loss: −Σ_r w_r log Σ_t P(votes_r | t) / K in
+    x = (logit of p's place in (1/K, 1), log s), logsumexp's steps in log space (a task's
+    likelihood is a product over its votes)."""
     k = rows.shape[1]
-    totals = rows.sum(axis=1)
 
-    def unpack(x: np.ndarray) -> tuple[float, float]:
-        return 1.0 / k + (1.0 - 1.0 / k) / (1.0 + np.exp(-x[0])), float(np.exp(x[1]))
-
-    def loss(x: np.ndarray) -> float:
-        # log space: a task's likelihood is a product over its votes. scipy's logsumexp's
-        # steps, without its checks (a few hundred calls on a handful of rows: the calls were
-        # the cost); the same operations, so the same bits
-        log_joint = _log_votes(rows, *unpack(x), totals)
-        top = log_joint.max(axis=1, keepdims=True)
-        top[~np.isfinite(top)] = 0
-        total = np.log(np.exp(log_joint - top).sum(axis=1))
-        total += top[:, 0]
-        return -float(total @ weight)
+    def unpack(a: float, b: float) -> tuple[float, float]:
+        return 1.0 / k + (1.0 - 1.0 / k) / (1.0 + np.exp(-np.float64(a))), float(np.exp(b))
 
     high = _LOG_S_BOUNDS[1]
-    single = scipy.optimize.minimize_scalar(lambda a: loss(np.array([a, high])),
-                                            bounds=(-12.0, 12.0), method="bounded")
-    grid = [np.array([a, b]) for a in np.linspace(-6.0, 6.0, 12)
-            for b in np.linspace(*_LOG_S_BOUNDS, 12)]
-    res = scipy.optimize.minimize(loss, _grid_start(grid, loss, rows, weight, totals),
-                                  method="Nelder-Mead",
-                                  bounds=[(-12.0, 12.0), _LOG_S_BOUNDS],
-                                  options={"xatol": 1e-6, "fatol": 1e-9, "maxiter": 2000})
-    if float(single.fun) - float(res.fun) > 0.5 * np.log(max(int(weight.sum()), 2)):
-        return unpack(res.x)
-    return unpack(np.array([single.x, high]))
-
-
-def _grid_start(grid: list[np.ndarray], loss: Callable[[np.ndarray], float],
-                rows: np.ndarray, weight: np.ndarray, totals: np.ndarray) -> np.ndarray:
-    """``min(grid, key=loss)``: the loss over the whole grid in one vectorised pass (a call
-    per point cost more than the points), then ``loss`` itself on the points within 1e-9 of
-    the least (the pass rounds differently: numpy's vectorised exp, a matrix product), so the
-    point returned is the one ``min`` returns, bit for bit."""
-    k = rows.shape[1]
-    points = np.array(grid)
-    p = 1.0 / k + (1.0 - 1.0 / k) / (1.0 + np.exp(-points[:, 0]))
-    s = np.exp(points[:, 1])
-    hit, miss = (s * p)[:, None, None], (s * (1.0 - p) / (k - 1))[:, None, None]
-    missed = gammaln(rows[None] + miss) - gammaln(miss)  # (points, rows, K)
-    shared = missed.sum(axis=2) - (gammaln(totals[None] + s[:, None]) - gammaln(s)[:, None])
-    log_joint = shared[:, :, None] + (gammaln(rows[None] + hit) - gammaln(hit)) - missed
-    top = log_joint.max(axis=2, keepdims=True)
-    top[~np.isfinite(top)] = 0
-    values = -((np.log(np.exp(log_joint - top).sum(axis=2)) + top[:, :, 0]) @ weight)
-    if not np.all(np.isfinite(values)):
-        return min(grid, key=loss)
-    least = values.min()
-    near = np.flatnonzero(values <= least + 1e-9 * max(abs(least), 1.0))
-    return min((grid[i] for i in near), key=loss)
+    single_a, single_fun, a, b, fun = kernels.exchangeable_search(
+        rows.astype(np.int64), weight.astype(np.float64), np.linspace(-6.0, 6.0, 12),
+        np.linspace(*_LOG_S_BOUNDS, 12), np.array([-12.0, _LOG_S_BOUNDS[0]]),
+        np.array([12.0, high]))
+    if single_fun - fun > 0.5 * np.log(max(int(weight.sum()), 2)):
+        return unpack(a, b)
+    return unpack(single_a, high)
 
 
 def exchangeable_posterior(counts: np.ndarray, p: float, s: float) -> np.ndarray:

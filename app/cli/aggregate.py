@@ -156,7 +156,7 @@ def _outputs(args: argparse.Namespace, fitted: Fitted, published: np.ndarray
     """(path, text) of the qrels (--output), annotator and task tables asked for."""
     import numpy as np
 
-    from app.formats.qrels import format_qrels
+    from app.formats.qrels import format_qrels_columns
 
     data, result = fitted.data, fitted.result
     outputs: list[tuple[str, str]] = []
@@ -166,11 +166,10 @@ def _outputs(args: argparse.Namespace, fitted: Fitted, published: np.ndarray
             from models.ordinal_scale import expected_grade_index
 
             qrels_labels = expected_grade_index(result.proba, data.classes)
-        values = data.classes[qrels_labels]
-        outputs.append((args.output, format_qrels(
-            (str(data.topic_ids[i]), str(data.doc_ids[i]), int(values[i]))
-            for i in np.flatnonzero(published)
-        )))
+        shown = np.flatnonzero(published)
+        outputs.append((args.output, format_qrels_columns(
+            data.topic_ids[shown].astype(str), data.doc_ids[shown].astype(str),
+            data.classes[qrels_labels][shown])))
     if args.annotators:
         header, rows = annotator_table(data, result.annotator_columns)
         outputs.append((args.annotators, tsv_text(header, rows)))

@@ -99,3 +99,62 @@ def test_aggregate_reads_a_plain_file_column_wise(tmp_path, capsys) -> None:  # 
                      "--output", str(tmp_path / f"{path.stem}.qrels")]) == 0
     capsys.readouterr()
     assert (tmp_path / "plain.qrels").read_text() == (tmp_path / "crlf.qrels").read_text()
+
+
+def test_edge_cases_read_as_the_full_parser_reads_them() -> None:
+    """The same judgments written plainly (read column-wise) and with quotes, blank lines and
+    \\r\\n ends (read by the full parser): equal data, and the data the rules say: a repeated
+    judgment's later label kept, an ignored label dropped with its task and annotator."""
+    rows = [("t2", "d1", "w1", "1"), ("t1", "d2", "w2", "0"), ("t1", "d2", "w1", "1"),
+            ("t2", "d1", "w1", "0"), ("t1", "d1", "w3", "1"), ("t1", "d2", "w2", "1"),
+            ("t3", "d9", "w4", "-2"), ("t1", "d1", "w2", "0")]
+    plain = "topic\tdoc\tworker\tlabel\n" + "".join("\t".join(r) + "\n" for r in rows)
+    fancy = ('"topic","doc","worker","label"\r\n\r\n'
+             + "".join(f'"{t}",{d},"{w}",{y}\r\n' + ("\r\n" if i % 3 == 0 else "")
+                       for i, (t, d, w, y) in enumerate(rows)))
+    assert read_columns(plain.encode()) is not None and read_columns(fancy.encode()) is None
+    fast, full = _both(plain.encode())
+    _equal(fast, full)
+    _equal(fast, load_annotation_data(fancy.encode(), ignore=(-2,)))
+    assert (fast.topic_ids.tolist(), fast.doc_ids.tolist()) == (["t1", "t1", "t2"],
+                                                                ["d1", "d2", "d1"])
+    assert fast.annotator_ids.tolist() == ["w1", "w2", "w3"]
+    kept = sorted(zip(fast.task.tolist(), fast.annotator.tolist(), fast.label.tolist(),
+                      strict=True))
+    # (t1, d2, w2): 0 then 1, the later kept; (t2, d1, w1): 1 then 0
+    assert kept == [(0, 1, 0), (0, 2, 1), (1, 0, 1), (1, 1, 1), (2, 0, 0)]
+    assert fast.notes == ("dropped 1 'could not judge' judgments",
+                          "kept the latest of repeated judgments: dropped 2",
+                          "dropped 1 tasks without a usable judgment",
+                          "dropped 1 annotators without a usable judgment")
+
+
+def test_bad_rows_are_named_by_line_as_before(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """A file the scan gives up on at a bad row fails with the full parser's message, which
+    names the line."""
+    from app.cli import main
+    from app.cli.loading import file_error
+    from app.formats.errors import FileFormatError
+    from app.formats.judgments_file import parse_judgments
+
+    path = tmp_path / "bad.tsv"
+    path.write_bytes(b"topic\tdoc\tworker\tlabel\n1\td1\tw1\t1\n1\td2\tw1\t1\n1\td3\tw1\tyes\n")
+    assert read_columns(path.read_bytes()) is None
+    with pytest.raises(FileFormatError) as err:
+        parse_judgments(path.read_bytes())
+    assert err.value.line == 4
+    assert main(["aggregate", str(path), "--method", "mv", "--quiet"]) == 2
+    assert capsys.readouterr().err.strip() == ("crowdqrels aggregate: error: "
+                                               + file_error(err.value, str(path)))
+
+
+def test_short_and_long_ids_stay_apart() -> None:
+    """Ids of up to 7 bytes are compared as one packed integer, longer ones byte by byte: ids
+    that are prefixes of each other, across that length, stay distinct ids."""
+    names = ["w1", "w12", "w123456", "w1234567", "w12345678", "w123456789", "1w", "~~~~~~~"]
+    lines = [f"{1 + i % 2}\t{names[(i + 3) % 8]}\t{names[i % 8]}\t{i % 2}\n" for i in range(64)]
+    raw = ("topic\tdoc\tworker\tlabel\n" + "".join(lines)).encode()
+    fast, full = _both(raw)
+    _equal(fast, full)
+    assert sorted(fast.annotator_ids.tolist()) == sorted(names)
+    assert sorted(fast.doc_ids.tolist()) == sorted(names)

@@ -250,3 +250,24 @@ def test_a_file_error_names_its_line_exactly_once(raw: str, line: int) -> None:
     assert str(err.value) == err.value.detail
     assert err.value.detail.startswith(f"line {line}: ")
     assert err.value.detail.count(f"line {line}") == 1
+
+
+def test_qrels_from_columns_are_the_rows_text() -> None:
+    """``format_qrels_columns`` writes ``format_qrels``' text: sorted columns as they are,
+    unsorted ones sorted (by code point, as Python sorts), a bad id refused the same way."""
+    import numpy as np
+
+    from app.formats.qrels import format_qrels_columns
+
+    rng = np.random.default_rng(0)
+    topics = np.array([str(t) for t in rng.integers(1, 40, 500)] + ["Z", "a", "é1"])
+    docs = np.array([f"d{rng.integers(0, 10_000)}x{i}" for i in range(503)])
+    values = rng.integers(-1, 4, 503)
+    rows = list(zip(topics.tolist(), docs.tolist(), values.tolist(), strict=True))
+    assert format_qrels_columns(topics, docs, values) == format_qrels(rows)
+    order = np.lexsort((docs, topics))
+    assert format_qrels_columns(topics[order], docs[order], values[order]) == format_qrels(rows)
+    for topic, doc, column in [("1", "d 1", "doc"), ("1 2", "d1", "topic"), ("1", "", "doc")]:
+        with pytest.raises(UnwritableId) as err:
+            format_qrels_columns(np.array(["1", topic]), np.array(["d0", doc]), np.array([1, 0]))
+        assert err.value.column == column and (err.value.topic, err.value.doc) == (topic, doc)

@@ -141,3 +141,22 @@ def test_unique_codes_is_numpys_unique() -> None:
         expected_present, expected_inverse = np.unique(codes, return_inverse=True)
         assert np.array_equal(present, expected_present)
         assert np.array_equal(inverse, expected_inverse)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_latest_per_pair_is_the_stable_sorts_last(seed: int) -> None:
+    """The compiled latest judgment per (task, annotator) keeps the rows numpy's way kept:
+    the last of each run of equal keys in a stable argsort of task·M + annotator."""
+    from models.data_kernels import latest_per_pair
+
+    rng = np.random.default_rng(seed)
+    n_tasks, n_annotators, n = int(rng.integers(1, 60)), int(rng.integers(1, 20)), 3000
+    task = rng.integers(0, n_tasks, n)
+    annotator = rng.integers(0, n_annotators, n)
+    key = task * n_annotators + annotator
+    order = np.argsort(key, kind="stable")
+    last = np.ones(n, dtype=bool)
+    last[:-1] = key[order][1:] != key[order][:-1]
+    want = np.zeros(n, dtype=bool)
+    want[order[last]] = True
+    np.testing.assert_array_equal(latest_per_pair(task, annotator, n_tasks, n_annotators), want)

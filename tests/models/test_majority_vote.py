@@ -159,21 +159,30 @@ def test_single_votes_keep_the_shares() -> None:
     np.testing.assert_allclose(MajorityVote().fit(data).proba_, [[0, 1], [1, 0], [0, 1]])
 
 
-def _reference_fit(counts: np.ndarray) -> tuple[float, float]:
-    """exchangeable_fit as it was before 2026-11-27 (speed3): rows by np.unique(axis=0), the
-    loss through scipy's logsumexp; the fast path must give the same bits."""
+def _scipy_fit(counts: np.ndarray, compiled_loss: bool = False
+               ) -> tuple[tuple[float, float], tuple[float, float, float, float, float]]:
+    """exchangeable_fit through scipy's optimisers, as it was before 2026-11-27 (mvcli): rows by
+    np.unique(axis=0), the loss in numpy through scipy's logsumexp (or, ``compiled_loss``, the
+    kernels' own loss). Returns (p, s) and the searches' (a, loss, a, log s, loss)."""
     import scipy.optimize
     from scipy.special import logsumexp
 
+    from models import majority_vote_kernels as kernels
     from models.majority_vote import _LOG_S_BOUNDS, _log_votes
 
     k = counts.shape[1]
     rows, weight = np.unique(counts, axis=0, return_counts=True)
+    whole, totals = rows.astype(np.int64), rows.sum(axis=1).astype(np.int64)
+    scratch = (np.empty(int(whole.max()) + 1), np.empty(int(whole.max()) + 1),
+               np.empty(int(totals.max()) + 1), np.empty(k))
 
     def unpack(x: np.ndarray) -> tuple[float, float]:
         return 1.0 / k + (1.0 - 1.0 / k) / (1.0 + np.exp(-x[0])), float(np.exp(x[1]))
 
     def loss(x: np.ndarray) -> float:
+        if compiled_loss:
+            return kernels._loss(float(x[0]), float(x[1]), whole, totals,
+                                 weight.astype(np.float64), *scratch)
         return -float(logsumexp(_log_votes(rows, *unpack(x)), axis=1) @ weight)
 
     high = _LOG_S_BOUNDS[1]
@@ -184,9 +193,80 @@ def _reference_fit(counts: np.ndarray) -> tuple[float, float]:
     res = scipy.optimize.minimize(loss, min(grid, key=loss), method="Nelder-Mead",
                                   bounds=[(-12.0, 12.0), _LOG_S_BOUNDS],
                                   options={"xatol": 1e-6, "fatol": 1e-9, "maxiter": 2000})
+    searches = (float(single.x), float(single.fun), float(res.x[0]), float(res.x[1]),
+                float(res.fun))
     if float(single.fun) - float(res.fun) > 0.5 * np.log(max(int(weight.sum()), 2)):
-        return unpack(res.x)
-    return unpack(np.array([single.x, high]))
+        return unpack(res.x), searches
+    return unpack(np.array([single.x, high])), searches
+
+
+def _crowd(seed: int, n: int, k: int, correlation: float) -> np.ndarray:
+    """Vote counts (n, k) of a crowd whose tasks differ in difficulty by ``correlation``."""
+    rng = np.random.default_rng(seed)
+    task = np.repeat(np.arange(n), rng.integers(2, int(rng.integers(3, 12)), n))
+    truth = rng.integers(0, k, n)
+    share = rng.beta(8 * (1 - correlation) + 1, 2, n)
+    right = rng.random(task.shape[0]) < share[task]
+    label = np.where(right, truth[task], rng.integers(0, k, task.shape[0]))
+    counts = np.zeros((n, k))
+    np.add.at(counts, (task, label), 1.0)
+    return counts
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_compiled_searches_are_scipys(seed: int) -> None:
+    """The compiled bounded search and Nelder–Mead take scipy's steps: on the same (compiled)
+    loss they end on the same bits, point and value, both searches."""
+    from models import majority_vote_kernels as kernels
+    from models.majority_vote import _LOG_S_BOUNDS
+
+    rng = np.random.default_rng(seed)
+    counts = _crowd(seed, int(rng.integers(50, 3000)), int(rng.integers(2, 5)),
+                    float(rng.uniform(0.0, 0.6)))
+    rows, weight = np.unique(counts, axis=0, return_counts=True)
+    got = kernels.exchangeable_search(
+        rows.astype(np.int64), weight.astype(np.float64), np.linspace(-6.0, 6.0, 12),
+        np.linspace(*_LOG_S_BOUNDS, 12), np.array([-12.0, _LOG_S_BOUNDS[0]]),
+        np.array([12.0, _LOG_S_BOUNDS[1]]))
+    assert got == _scipy_fit(counts, compiled_loss=True)[1]
+
+
+def test_compiled_loss_is_numpys() -> None:
+    """The compiled loss equals numpy's (``_log_votes`` and logsumexp) to rounding, where the
+    log-Γ differences of before lost up to nine digits at large s."""
+    from scipy.special import logsumexp
+
+    from models import majority_vote_kernels as kernels
+    from models.majority_vote import _log_votes
+
+    counts = _crowd(3, 2000, 3, 0.3)
+    rows, weight = np.unique(counts, axis=0, return_counts=True)
+    whole, totals = rows.astype(np.int64), rows.sum(axis=1).astype(np.int64)
+    scratch = (np.empty(int(whole.max()) + 1), np.empty(int(whole.max()) + 1),
+               np.empty(int(totals.max()) + 1), np.empty(3))
+    for a, b in [(-3.0, -5.0), (0.2, 0.0), (1.5, 3.9), (6.0, 14.0), (-11.9, 12.0)]:
+        p, s = 1.0 / 3 + (2.0 / 3) / (1.0 + np.exp(-a)), float(np.exp(b))
+        want = -float(logsumexp(_log_votes(rows, p, s), axis=1) @ weight)
+        got = kernels._loss(a, b, whole, totals, weight.astype(np.float64), *scratch)
+        assert got == pytest.approx(want, rel=1e-13)
+
+
+def test_log_rising_is_exact_at_large_arguments() -> None:
+    """log Γ(n + a) − log Γ(a) = log Π_{j<n} (a + j): the product of a's binary value and
+    whole numbers taken exactly (Fraction), against the table, for the concentrations the fit
+    reaches (s up to e^14) and small ones."""
+    import math
+    from fractions import Fraction
+
+    from models.majority_vote import _log_rising
+
+    counts = np.array([[0.0, 1.0, 5.0, 20.0]])
+    for a in [float(np.exp(14.0)), 1234.5, 0.73, float(np.exp(-5.0)) * 0.01]:
+        got = _log_rising(counts, a)[0]
+        for n, value in zip(counts[0].astype(int), got, strict=True):
+            product = math.prod([Fraction(a) + j for j in range(n)], start=Fraction(1))
+            exact = math.log(product.numerator) - math.log(product.denominator)
+            assert value == pytest.approx(exact, rel=1e-14, abs=1e-14)
 
 
 @pytest.mark.parametrize(("k", "top"), [(2, 6), (3, 4), (4, 30), (2, 5000)])
@@ -209,8 +289,11 @@ def test_unique_rows_is_numpys(k: int, top: int) -> None:
 
 @pytest.mark.parametrize("correlation", [0.0, 0.3])
 def test_fast_fit_equals_the_reference_path(correlation: float) -> None:
-    """MV's posterior from the distinct rows (fit, posterior, gather) equals the reference
-    (np.unique + scipy's logsumexp on every task), bit for bit, and so do the tie rules."""
+    """MV's fit from the distinct rows equals scipy's optimisers on numpy's loss over
+    np.unique's rows, to the searches' precision: the compiled loss differs from numpy's in the
+    last bit (C library exp and log, a sum in order for a dot), which moves the searches' stops
+    within their tolerance (docs/models.md). The posterior (fit, posterior of the distinct
+    rows, gather) equals numpy's on every task bit for bit, and so do the tie rules."""
     from models.majority_vote import exchangeable_fit, exchangeable_posterior
 
     rng = np.random.default_rng(11)
@@ -228,16 +311,34 @@ def test_fast_fit_equals_the_reference_path(correlation: float) -> None:
                           classes=np.arange(k))
     counts = data.counts().astype(np.float64)
     several = counts.sum(axis=1) > 1
-    p, s = _reference_fit(counts[several])
-    assert exchangeable_fit(counts[several]) == (p, s)
+    (p, s), _ = _scipy_fit(counts[several])
+    np.testing.assert_allclose(exchangeable_fit(counts[several]), (p, s), rtol=1e-6)
     fitted = MajorityVote().fit(data)
-    assert (fitted.accuracy_, fitted.concentration_) == (p, s)
-    want = exchangeable_posterior(counts, p, s)
+    assert (fitted.accuracy_, fitted.concentration_) == exchangeable_fit(counts[several])
+    want = exchangeable_posterior(counts, fitted.accuracy_, fitted.concentration_)
     want[counts.sum(axis=1) == 0] = 1.0 / k
     np.testing.assert_array_equal(fitted.proba_, want)
+    np.testing.assert_array_equal(fitted.counts_, counts)
+    np.testing.assert_array_equal(fitted.shares_, MajorityVote(probability="share")
+                                  .fit(data).proba_)
     for tie in ("lowest", "highest"):
         top = counts.max(axis=1, keepdims=True)
         tied = counts == top
         ref = (np.argmax(tied, axis=1) if tie == "lowest"
                else k - 1 - np.argmax(tied[:, ::-1], axis=1))
         np.testing.assert_array_equal(MajorityVote(tie=tie).fit(data).labels_, ref)
+
+
+def test_wide_rows_take_numpys_unique() -> None:
+    """Votes too many to count rows by their number (base^K > 2^24) take np.unique's path:
+    the same posterior as numpy's on every task."""
+    from models.majority_vote import exchangeable_posterior
+
+    data = _toy([[0] * 300 + [1] * 5, [1, 1, 0], [0, 1], [2, 2, 1, 0], [], [0, 0, 0, 2]] * 3,
+                n_classes=3)
+    fitted = MajorityVote().fit(data)
+    counts = data.counts().astype(np.float64)
+    want = exchangeable_posterior(counts, fitted.accuracy_, fitted.concentration_)
+    want[counts.sum(axis=1) == 0] = 1.0 / 3
+    np.testing.assert_array_equal(fitted.proba_, want)
+    np.testing.assert_array_equal(fitted.labels_, [0, 1, 0, 2, 0, 0] * 3)
