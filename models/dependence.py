@@ -84,6 +84,31 @@ def tempering(task: np.ndarray, n_tasks: int, rho: float) -> np.ndarray:
 
 
 
+def panel_judges(task: np.ndarray, annotator: np.ndarray, n_tasks: int, n_annotators: int
+                 ) -> np.ndarray:
+    """(n_annotators,) bool: the panel, the annotators who judged at least half the judged
+    tasks (``models.judge_family_model``'s dense annotators)."""
+    judged = max(int(np.count_nonzero(np.bincount(task, minlength=n_tasks))), 1)
+    return np.bincount(annotator, minlength=n_annotators) >= 0.5 * judged
+
+
+def panel_weights(task: np.ndarray, annotator: np.ndarray, n_tasks: int, n_annotators: int,
+                  rho: float) -> np.ndarray:
+    """Per judgment, the power of its likelihood when only a panel's judgments share errors:
+    τ_i = 1 / (1 + (m_i − 1) max(ρ̄, 0)) for a judgment by a panel judge (an annotator who
+    judged at least half the judged tasks, as ``models.judge_family_model`` calls a judge
+    dense), m_i the panel's judgments of task i; 1 for any other annotator's (a sparse crowd's
+    workers, a sample's experts: their errors are not the panel's). The design effect of the
+    cluster that shares errors, not of the whole task: on a pure panel m_i = n_i and these are
+    ``tempering``'s τ_i; on mixed data the crowd's 3 judgments keep their weight beside 12-30
+    correlated ones (docs/models.md, "MACE on mixed data: the panel's design effect")."""
+    in_panel = panel_judges(task, annotator, n_tasks, n_annotators)[annotator]
+    m = np.bincount(task[in_panel], minlength=n_tasks).astype(np.float64)
+    tau = 1.0 / (1.0 + np.maximum(m - 1.0, 0.0) * max(rho, 0.0))
+    return np.where(in_panel, tau[task], 1.0)
+
+
+
 def agreement_correlation(task: np.ndarray, annotator: np.ndarray, label: np.ndarray,
                           prior: np.ndarray, confusion: np.ndarray) -> float:
     """ρ̄ of a fitted model, by moments, without conditioning on any task's posterior.

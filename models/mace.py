@@ -48,7 +48,7 @@ from scipy.special import digamma
 
 from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
 from models.data import UNKNOWN, AnnotationData
-from models.dependence import wanted
+from models.dependence import Dependence, panel_judges, panel_weights, wanted
 from models.dirichlet import ClassPrior, Grouping, e_log_dirichlet
 from models.params import (
     MAX_PRIOR,
@@ -119,8 +119,10 @@ class MACE(Aggregator):
         class_prior_by: Grouping = "topic",
         temper_folds: TemperFolds = 2,
         competence_strength: Annotated[float | None, Range(0.0, MAX_PRIOR)] = 0.0,
+        dependence: Dependence = "auto",
     ) -> None:
         self.competence_strength = competence_strength
+        self.dependence = dependence
         self.temper_folds = check_folds(temper_folds)
         self.class_prior = class_prior
         self.class_prior_by = class_prior_by
@@ -139,7 +141,7 @@ class MACE(Aggregator):
     # -- fitting -----------------------------------------------------------------------------
     def fit(self, data: AnnotationData, progress: ProgressCallback = no_progress, *,
             init: MACE | None = None, check: bool | None = None,
-            only_draw: int | None = None) -> Self:
+            only_draw: int | None = None, dependence_rho: float | None = None) -> Self:
         """EM (or VB) with ``n_restarts`` random restarts; with ``init`` (a fitted MACE, e.g. on an
         earlier snapshot of the same collection) one warm restart from its competences and spam
         distributions (matched by annotator id; a new annotator gets their mean) instead, stopping
@@ -159,7 +161,14 @@ class MACE(Aggregator):
         (``temper_folds`` 0), s = 0 (MACE's model is then narrower than
         the errors of a graded crowd, and the judgments it predicts best are not the truth's:
         docs/models.md, "MACE's competence prior"); a number: that strength.
-        ``competence_strength_`` is the one used."""
+        ``competence_strength_`` is the one used.
+
+        ``dependence`` (``models.dependence``; "auto": dense judgments only): each panel
+        judge's judgment of task i counts τ_i = 1 / (1 + (m_i − 1) ρ̄) in the E and M steps
+        (``panel_weights``: m_i the panel's judgments of the task, ρ̄ DS's design correlation,
+        ``models.design_effect``), a sparse annotator's 1; ``dependence_rho``: that ρ̄ instead
+        of estimating it (the read-out's half fits take the full fit's)."""
+        self._set_dependence(data, dependence_rho)
         strength = self.competence_strength
         folds = self.temper_folds
         if (strength is None and self.variant == "vb" and data.n_classes == 2 and folds >= 2
@@ -176,6 +185,30 @@ class MACE(Aggregator):
                      check, only_draw)
         temper_readout(self, data, folds, self.random_state)  # gold-free read-out
         return self
+
+    def _set_dependence(self, data: AnnotationData, rho: float | None) -> None:
+        """``dependence_rho_`` and ``tempered_``: whether (and by which ρ̄) the fit weights a
+        dense panel's judgments by their design effect. ρ̄ is DS's (the larger of the
+        majority-vote start's residual correlation and, on an ordinal scale, the task-effect
+        model's: ``DawidSkene``'s ``dependence_rho_`` on the same data), estimated once per
+        fit; ρ̄ ≤ 0 leaves the fit as it was."""
+        self.dependence_rho_ = 0.0
+        # a pure panel (every judgment a panel judge's) is left as it was: there every judgment
+        # of a task gets the same τ_i, which moves no task's vote at given parameters (MACE keeps
+        # its uniform class prior on dense data), only the M step's counts (−.026 to +.004 on
+        # the 9 panels of bench_robust.py judges; docs/models.md)
+        if (data.n_judgments and wanted(self.dependence, data.task)
+                and not np.all(panel_judges(data.task, data.annotator, data.n_tasks,
+                                            data.n_annotators)[data.annotator])):
+            if rho is None:
+                # DS's estimate, not a second one (models.dawid_skene imports no MACE)
+                from models.dawid_skene import SPARSE_SMOOTHING, Judgments
+
+                gold = data.gold if (self.use_gold and data.gold is not None) else None
+                rho = Judgments.from_data(data, gold).adjusted_for_dependence(
+                    data, gold, SPARSE_SMOOTHING).rho
+            self.dependence_rho_ = float(rho)
+        self.tempered_ = self.dependence_rho_ > 0
 
     def _choose_strength(self, data: AnnotationData, progress: ProgressCallback,
                          init: MACE | None, check: bool | None, only_draw: int | None
@@ -229,6 +262,8 @@ class MACE(Aggregator):
         smoothing = 0.01 / k if self.smoothing is None else float(self.smoothing)
         gold = data.gold if (self.use_gold and data.gold is not None) else None
         idx = _Judgments.from_data(data, gold)
+        if self.tempered_:
+            idx = idx.weighted(self.dependence_rho_)
         rng = np.random.default_rng(self.random_state)
         checked = init is None or cold_check_due(init, data.n_judgments, check)
         priors = ([self.class_prior] if self.class_prior != "auto"
@@ -363,7 +398,9 @@ class MACE(Aggregator):
         (``AnnotationData.judged_only``: the random starts draw per annotator, not per task)."""
         draw = getattr(self, "start_draw_", -1)
         data = data.judged_only()
-        return half.fit(data) if draw < 0 else half.fit(data, only_draw=draw)
+        # a tempered fit's halves take its ρ̄ (the panel's dependence, not re-estimated per half)
+        given = {"dependence_rho": self.dependence_rho_} if self.tempered_ else {}
+        return half.fit(data, **given) if draw < 0 else half.fit(data, only_draw=draw, **given)
 
     @property
     def confusion_(self) -> np.ndarray:
@@ -432,6 +469,8 @@ class MACE(Aggregator):
                 # only when a per-topic prior was kept (the fit page says so)
                 **({"class_prior_by": "topic"} if self.class_prior_groups_ > 1 else {}),
                 "competence_strength": float(self.competence_strength_),
+                # only when tempered (a dense panel): other fits' info stays as it was
+                **({"dependence_rho": self.dependence_rho_} if self.tempered_ else {}),
                 "threshold": self.threshold,
                 "n_selected": int(self.selected_.sum()),
                 **warm_record(self),
@@ -511,6 +550,20 @@ class _Judgments:
     label_counts: np.ndarray  # (n_annotators, K): judgments per annotator and label
     judged: np.ndarray  # (n_tasks,) bool: tasks with a judgment
     impossible: np.ndarray | None  # (n_tasks, K) True where a control label rules a class out
+    # (n_judgments,) in task order: each judgment's likelihood power (a dense panel's design
+    # effect, ``weighted``); None: all 1, and the E step is the unweighted sweep
+    weight: np.ndarray | None = None
+
+    def weighted(self, rho: float) -> _Judgments:
+        """These judgments with ``models.dependence.panel_weights`` at ``rho``: the weights
+        in task order, and the per-annotator counts the M step reads weighted by them."""
+        k = self.n_classes
+        task = np.repeat(np.arange(self.n_tasks), np.diff(self.ptr))
+        weight = panel_weights(task, self.cell // k, self.n_tasks, self.n_annotators, rho)
+        label_counts = np.bincount(self.cell, weights=weight,
+                                   minlength=self.n_annotators * k).reshape(-1, k)
+        return replace(self, weight=weight, label_counts=label_counts,
+                       per_annotator=label_counts.sum(axis=1))
 
     @classmethod
     def from_data(cls, data: AnnotationData, gold: np.ndarray | None) -> _Judgments:
@@ -597,7 +650,11 @@ def _e_step(
     # = proba[idx.judged].sum(axis=0), bit for bit (kernel doc); a new array: the M step keeps it
     class_counts = np.empty(k)
     prior_rows = np.ascontiguousarray(prior_rows, dtype=np.float64)
-    if k == 2:  # the same operations, two classes in registers (mace_kernels.e_step_binary)
+    if idx.weight is not None:  # a dense panel's design effect (any K)
+        mace_kernels.e_step_weighted(idx.ptr, idx.cell, idx.label, idx.weight, table,
+                                     prior_rows, impossible, proba, norm, top, know_cells,
+                                     class_counts)
+    elif k == 2:  # the same operations, two classes in registers (mace_kernels.e_step_binary)
         mace_kernels.e_step_binary(idx.ptr, idx.cell, table, prior_rows, impossible, proba,
                                    norm, top, know_cells, class_counts)
     else:

@@ -150,3 +150,55 @@ def task_order(task: np.ndarray, ptr: np.ndarray, annotator: np.ndarray, label: 
         cursor[t] = dst + 1
         cell[dst] = annotator[a] * k + label[a]
         label_out[dst] = label[a]
+
+
+@njit(cache=True)
+def e_step_weighted(ptr: np.ndarray, cell: np.ndarray, label: np.ndarray, weight: np.ndarray,
+                    table: np.ndarray, log_prior: np.ndarray, impossible: np.ndarray,
+                    proba: np.ndarray, norm: np.ndarray, top: np.ndarray, know: np.ndarray,
+                    class_total: np.ndarray) -> None:
+    """``e_step`` with judgment a's likelihood raised to the power ``weight[a]`` (task order):
+    its log terms and its expected knowing count weighted by it (``models.mace``, a dense panel's
+    design effect). Any K; a fit without weights never runs it (``e_step`` and
+    ``e_step_binary`` are unchanged)."""
+    n_tasks, k = proba.shape
+    shared_prior = log_prior.shape[0] == 1
+    clamp = impossible.shape[0] > 0
+    know[:] = 0.0
+    class_total[:] = 0.0
+    joint = np.empty(k)
+    for i in range(n_tasks):
+        start, end = ptr[i], ptr[i + 1]
+        for t in range(k):
+            joint[t] = 0.0
+        base = 0.0
+        for a in range(start, end):
+            c = cell[a]
+            w = weight[a]
+            base += w * table[c, 0]
+            joint[label[a]] += w * table[c, 1]
+        row = 0 if shared_prior else i
+        best = -np.inf
+        for t in range(k):
+            value = (joint[t] + base) + log_prior[row, t]
+            if clamp and impossible[i, t]:
+                value = -np.inf
+            joint[t] = value
+            if t == 0 or value > best:
+                best = value
+        total = 0.0
+        for t in range(k):
+            shifted = joint[t] - best
+            p = 1.0 if shifted == 0.0 else np.exp(shifted)
+            proba[i, t] = p
+            total = p if t == 0 else total + p
+        for t in range(k):
+            proba[i, t] = proba[i, t] / total
+        norm[i] = total
+        top[i] = best
+        if end > start:
+            for t in range(k):
+                class_total[t] += proba[i, t]
+        for a in range(start, end):
+            c = cell[a]
+            know[c] += weight[a] * table[c, 2] * proba[i, label[a]]
