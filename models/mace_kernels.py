@@ -21,6 +21,35 @@ import numpy as np
 from numba import njit
 
 
+@njit(cache=True, inline="always")
+def _task_posterior(joint: np.ndarray, base: float, log_prior: np.ndarray, row: int,
+                    clamp: bool, impossible: np.ndarray, i: int, proba: np.ndarray,
+                    norm: np.ndarray, top: np.ndarray) -> None:
+    """Task i's posterior from its log joint (``joint[t] + base``, plus the prior's ``row``),
+    normalised into ``proba[i]``, with its normaliser and maximum in ``norm[i]``, ``top[i]``:
+    the part ``e_step`` and ``e_step_weighted`` share (inlined: the same operations in the same
+    order as when it was written out in each)."""
+    k = joint.shape[0]
+    best = -np.inf
+    for t in range(k):
+        value = (joint[t] + base) + log_prior[row, t]
+        if clamp and impossible[i, t]:
+            value = -np.inf
+        joint[t] = value
+        if t == 0 or value > best:
+            best = value
+    total = 0.0
+    for t in range(k):
+        shifted = joint[t] - best
+        p = 1.0 if shifted == 0.0 else np.exp(shifted)
+        proba[i, t] = p
+        total = p if t == 0 else total + p
+    for t in range(k):
+        proba[i, t] = proba[i, t] / total
+    norm[i] = total
+    top[i] = best
+
+
 @njit(cache=True)
 def e_step(ptr: np.ndarray, cell: np.ndarray, label: np.ndarray, table: np.ndarray,
            log_prior: np.ndarray, impossible: np.ndarray, proba: np.ndarray,
@@ -53,25 +82,8 @@ def e_step(ptr: np.ndarray, cell: np.ndarray, label: np.ndarray, table: np.ndarr
             c = cell[a]
             base += table[c, 0]
             joint[label[a]] += table[c, 1]
-        row = 0 if shared_prior else i
-        best = -np.inf
-        for t in range(k):
-            value = (joint[t] + base) + log_prior[row, t]
-            if clamp and impossible[i, t]:
-                value = -np.inf
-            joint[t] = value
-            if t == 0 or value > best:
-                best = value
-        total = 0.0
-        for t in range(k):
-            shifted = joint[t] - best
-            p = 1.0 if shifted == 0.0 else np.exp(shifted)
-            proba[i, t] = p
-            total = p if t == 0 else total + p
-        for t in range(k):
-            proba[i, t] = proba[i, t] / total
-        norm[i] = total
-        top[i] = best
+        _task_posterior(joint, base, log_prior, 0 if shared_prior else i, clamp, impossible, i,
+                        proba, norm, top)
         if end > start:
             for t in range(k):
                 class_total[t] += proba[i, t]
@@ -177,25 +189,8 @@ def e_step_weighted(ptr: np.ndarray, cell: np.ndarray, label: np.ndarray, weight
             w = weight[a]
             base += w * table[c, 0]
             joint[label[a]] += w * table[c, 1]
-        row = 0 if shared_prior else i
-        best = -np.inf
-        for t in range(k):
-            value = (joint[t] + base) + log_prior[row, t]
-            if clamp and impossible[i, t]:
-                value = -np.inf
-            joint[t] = value
-            if t == 0 or value > best:
-                best = value
-        total = 0.0
-        for t in range(k):
-            shifted = joint[t] - best
-            p = 1.0 if shifted == 0.0 else np.exp(shifted)
-            proba[i, t] = p
-            total = p if t == 0 else total + p
-        for t in range(k):
-            proba[i, t] = proba[i, t] / total
-        norm[i] = total
-        top[i] = best
+        _task_posterior(joint, base, log_prior, 0 if shared_prior else i, clamp, impossible, i,
+                        proba, norm, top)
         if end > start:
             for t in range(k):
                 class_total[t] += proba[i, t]
