@@ -65,6 +65,10 @@ WeightPosterior = Literal["laplace", "moments"]
 # The evaluation draws of those weights (docs/gp.md, "Drawing the weights"): MCMC draws of their
 # posterior, or the Gaussian (``weight_posterior``'s) the loadings describe.
 WeightDraws = Literal["mcmc", "gaussian"]
+# The weights' prior sd (docs/gp.md, "The weights' prior scale by the evidence"): fixed at 1,
+# or estimated by the layer's marginal likelihood (type-II maximum likelihood), one sd shared by
+# the weights or one per weight.
+WeightPrior = Literal["fixed", "evidence", "evidence-ard"]
 
 
 class CrowdGP(Aggregator):
@@ -105,10 +109,12 @@ class CrowdGP(Aggregator):
         label_layer: LabelLayer = "discrete-regression",
         weight_posterior: WeightPosterior = "laplace",
         weight_draws: WeightDraws = "mcmc",
+        weight_prior: WeightPrior = "fixed",
     ) -> None:
         self.class_prior_by = class_prior_by
         self.weight_posterior = weight_posterior
         self.weight_draws = weight_draws
+        self.weight_prior = weight_prior
         self.readout_noise = readout_noise
         self.label_layer = label_layer
         if label_layer in DISCRETE_LAYERS and readout_noise > 0:
@@ -279,6 +285,8 @@ class CrowdGP(Aggregator):
                     core.X.numpy()[:, d], self.topics_.shape[0])])
             layer, weights, covariance, loadings = fit_regression_prior(
                 judgments, features, layer,
+                prior_sd=None if getattr(self, "weight_prior", "fixed") != "fixed" else 1.0,
+                per_weight=getattr(self, "weight_prior", "fixed") == "evidence-ard",
                 moments=getattr(self, "weight_posterior", "laplace") == "moments")
             q2 = np.sum(loadings * loadings, axis=1)
             self.layer_loadings_ = loadings
@@ -290,10 +298,12 @@ class CrowdGP(Aggregator):
             info["weights"] = weights[:-1].tolist()
             info["intercept"] = float(weights[-1])
             info["weight_sd"] = np.sqrt(np.diag(covariance))[:-1].tolist()
+            if getattr(self, "weight_prior", "fixed") != "fixed":
+                info["weight_prior_sd"] = np.ravel(layer.prior_sd).tolist()
             if getattr(self, "weight_draws", "gaussian") == "mcmc" and layer.log_z is not None:
                 self.layer_draws_, rate = whitened_weight_draws(
                     np.column_stack([features, np.ones(features.shape[0])]), layer.log_z,
-                    weights, covariance)
+                    weights, covariance, layer.prior_sd)
                 info["weight_draws"] = {"draws": int(self.layer_draws_.shape[0]),
                                         "acceptance": rate}
         self.info_["truth_layer"] = {"separation": layer.separation,

@@ -30,12 +30,12 @@ that prior, ``regression_prior``. Numpy only.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import scipy.linalg
-from scipy.optimize import minimize
+from scipy.optimize import minimize, minimize_scalar
 from scipy.special import log_ndtr, logsumexp, ndtr
 
 from models.gp.constants import M_STEP_MAX_TASKS
@@ -60,6 +60,7 @@ class TruthLayer:
     deviation: float  # s²
     log_likelihood: float  # Σ_i log Σ_y π_i(y) Z_i(y) at (c, s)
     log_z: np.ndarray | None = None  # (2, n) log Z_i(y) at (c, s), y = +1, −1
+    prior_sd: Any = None  # the regression prior's weight sd τ (float or per weight; None: none)
 
 
 @dataclass(frozen=True)
@@ -197,6 +198,11 @@ MOMENT_PROPOSALS = 4000
 MOMENT_DF = 4.0
 MOMENT_SCALE = 1.5
 MOMENT_MAX_TASKS = M_STEP_MAX_TASKS
+# The weights' prior sd τ by type-II maximum likelihood (``prior_sd=None``, ``weight_prior:
+# "evidence"``; docs/gp.md, "The weights' prior scale by the evidence"): the Laplace
+# approximation of the layer's marginal likelihood maximised over log τ within these bounds
+# (a numerical guard: a quasi-separable collection's evidence can keep rising with τ).
+PRIOR_SD_BOUNDS = (0.05, 20.0)
 
 
 def log_evidence(judgments: LayerJudgments, separation: float, deviation_sd: float,
@@ -215,15 +221,17 @@ def log_evidence(judgments: LayerJudgments, separation: float, deviation_sd: flo
 
 def _regression_objective(wb: np.ndarray, design: np.ndarray, log_z: np.ndarray,
                           prior_sd: float) -> tuple[float, np.ndarray]:
-    """−Σ_i log Σ_y Φ(y η_i) Z_i(y) + |w|² / 2 prior_sd² and its gradient (intercept flat)."""
+    """−Σ_i log Σ_y Φ(y η_i) Z_i(y) + Σ_j w_j² / 2 prior_sd_j² and its gradient (intercept
+    flat; ``prior_sd`` a float or one per weight)."""
     eta = design @ wb
     a, b = log_ndtr(eta) + log_z[0], log_ndtr(-eta) + log_z[1]
     total = np.logaddexp(a, b)
     phi = np.exp(-0.5 * eta * eta - 0.5 * np.log(2.0 * np.pi))
     g_eta = phi * (np.exp(log_z[0] - total) - np.exp(log_z[1] - total))
     w = wb[:-1]
-    value = -float(np.sum(total)) + 0.5 * float(np.sum(w * w)) / prior_sd**2
-    return value, -(design.T @ g_eta) + np.r_[w / prior_sd**2, 0.0]
+    precision = 1.0 / np.square(prior_sd)  # a float, or one per weight
+    value = -float(np.sum(total)) + 0.5 * float(np.sum(w * w * precision))
+    return value, -(design.T @ g_eta) + np.r_[w * precision, 0.0]
 
 
 def _regression_hessian(wb: np.ndarray, design: np.ndarray, log_z: np.ndarray,
@@ -244,10 +252,47 @@ def _regression_hessian(wb: np.ndarray, design: np.ndarray, log_z: np.ndarray,
     return (eigvec * np.maximum(eigval, 1e-8)) @ eigvec.T
 
 
+def _laplace_evidence(log_sd: np.ndarray, wb: np.ndarray, design: np.ndarray,
+                      log_z: np.ndarray) -> tuple[float, np.ndarray]:
+    """(−log p(judgments | τ) + const by the Laplace approximation, the mode) at τ = exp(log_sd)
+    (one sd shared by the weights, or one per weight): the layer's marginal likelihood
+    ∫ Π_j N(w_j; 0, τ_j²) Π_i Σ_y Φ(y x̃_i·w) Z_i(y) dw db (the intercept b flat)
+    ≈ −J(ŵ) − Σ_j log τ_j − ½ log |H|, J the penalised objective (``_regression_objective``),
+    H its Hessian at its mode ŵ."""
+    d = design.shape[1] - 1
+    log_tau = np.broadcast_to(np.asarray(log_sd, dtype=np.float64), (d,))
+    tau = np.exp(log_tau)
+    result = minimize(_regression_objective, wb, args=(design, log_z, tau), jac=True,
+                      method="L-BFGS-B", options={"maxiter": 500})
+    hessian = _regression_hessian(result.x, design, log_z, tau)
+    log_det = float(np.linalg.slogdet(hessian)[1])
+    return float(result.fun) + float(np.sum(log_tau)) + 0.5 * log_det, result.x
+
+
+def evidence_prior_sd(design: np.ndarray, log_z: np.ndarray, wb: np.ndarray,
+                      bounds: tuple[float, float] = PRIOR_SD_BOUNDS, per_weight: bool = False
+                      ) -> float | np.ndarray:
+    """The weights' prior sd τ that maximises the layer's Laplace-approximated marginal
+    likelihood (type-II maximum likelihood, as the GP's own hyperparameters; docs/gp.md, "The
+    weights' prior scale by the evidence"), searched over log τ from the mode ``wb``: one τ
+    shared by the weights (a float), or with ``per_weight`` one per weight (automatic relevance
+    determination, an array: L-BFGS-B on the log sds, numerical gradient)."""
+    lo, hi = np.log(bounds[0]), np.log(bounds[1])
+    if not per_weight:
+        result = minimize_scalar(lambda t: _laplace_evidence(np.asarray(t), wb, design, log_z)[0],
+                                 bounds=(lo, hi), method="bounded", options={"xatol": 1e-2})
+        return float(np.exp(result.x))
+    d = design.shape[1] - 1
+    found = minimize(lambda t: _laplace_evidence(t, wb, design, log_z)[0], np.zeros(d),
+                     method="L-BFGS-B", bounds=[(lo, hi)] * d,
+                     options={"maxiter": 50, "eps": 1e-4})
+    return np.exp(found.x)
+
+
 def fit_regression_prior(judgments: LayerJudgments, features: np.ndarray,
-                         start: TruthLayer, *, prior_sd: float = PRIOR_SD,
+                         start: TruthLayer, *, prior_sd: float | None = PRIOR_SD,
                          rounds: int = REGRESSION_ROUNDS, nodes: int = NODES,
-                         moments: bool = False
+                         moments: bool = False, per_weight: bool = False
                          ) -> tuple[TruthLayer, np.ndarray, np.ndarray, np.ndarray]:
     """The layer with its class prior a probit regression on the (standardised) features,
     fitted by the layer's marginal likelihood Σ_i log Σ_y Φ(y x̃_i·w) Z_i(y) with w ~ N(0, 1)
@@ -256,7 +301,9 @@ def fit_regression_prior(judgments: LayerJudgments, features: np.ndarray,
     predictive probability under a Gaussian posterior N(w̄, Σ) of w, Φ(x̃·w̄ / √(1 + q²)),
     q² = x̃ᵀ Σ x̃: with ``moments`` w̄ and Σ are the posterior's own mean and
     covariance (``weight_moments``), else (the default) the Laplace approximation (mode,
-    inverse Hessian).
+    inverse Hessian). ``prior_sd`` None: the weights' prior sd τ is estimated each round by the
+    layer's marginal likelihood (``evidence_prior_sd``; ``per_weight``: one per weight), the
+    layer records it (``prior_sd``).
 
     Returns (layer, w̄ (d + 1,), Σ (d + 1, d + 1), loadings X̃ chol(Σ) (n, d + 1))."""
     design = np.column_stack([np.asarray(features, dtype=np.float64),
@@ -264,14 +311,22 @@ def fit_regression_prior(judgments: LayerJudgments, features: np.ndarray,
     layer = start
     wb = np.zeros(design.shape[1])
     mean, sigma = wb, np.eye(design.shape[1])
+    tau = PRIOR_SD
     for _ in range(rounds):
         log_z = layer.log_z if layer.log_z is not None else log_evidence(
             judgments, layer.separation, float(np.sqrt(layer.deviation)), nodes)
-        result = minimize(_regression_objective, wb, args=(design, log_z, prior_sd), jac=True,
+        if prior_sd is None:
+            # from w = 0 each round: a steep start (a large τ of an earlier round) sits where
+            # the probit saturates and the likelihood is flat, and L-BFGS stops there
+            wb = np.zeros(design.shape[1])
+            tau = evidence_prior_sd(design, log_z, wb, per_weight=per_weight)
+        else:
+            tau = prior_sd
+        result = minimize(_regression_objective, wb, args=(design, log_z, tau), jac=True,
                           method="L-BFGS-B", options={"maxiter": 500})
         wb = result.x
-        laplace = np.linalg.inv(_regression_hessian(wb, design, log_z, prior_sd))
-        mean, sigma = (weight_moments(design, log_z, wb, laplace, prior_sd) if moments
+        laplace = np.linalg.inv(_regression_hessian(wb, design, log_z, tau))
+        mean, sigma = (weight_moments(design, log_z, wb, laplace, tau) if moments
                        else (wb, laplace))
         loadings = design @ np.linalg.cholesky(0.5 * (sigma + sigma.T))
         q2 = np.sum(loadings * loadings, axis=1)
@@ -280,7 +335,7 @@ def fit_regression_prior(judgments: LayerJudgments, features: np.ndarray,
         # come in ± pairs), so a round started where the last ended at s = 0 stays there
         layer = fit_layer(judgments, prior, nodes)
     loadings = design @ np.linalg.cholesky(0.5 * (sigma + sigma.T))
-    return layer, mean, sigma, loadings
+    return replace(layer, prior_sd=tau), mean, sigma, loadings
 
 
 def _log_posterior(weights: np.ndarray, design: np.ndarray, log_z: np.ndarray,
@@ -292,7 +347,7 @@ def _log_posterior(weights: np.ndarray, design: np.ndarray, log_z: np.ndarray,
         eta = weights[lo:lo + 256] @ design.T
         out[lo:lo + 256] = scale * np.sum(np.logaddexp(log_ndtr(eta) + log_z[0],
                                                        log_ndtr(-eta) + log_z[1]), axis=1)
-    return out - 0.5 * np.sum(weights[:, :-1] ** 2, axis=1) / prior_sd**2
+    return out - 0.5 * np.sum(weights[:, :-1] ** 2 / np.square(prior_sd), axis=1)
 
 
 def _likelihood_subset(design: np.ndarray, log_z: np.ndarray, max_tasks: int,
@@ -419,24 +474,26 @@ def weight_draws(design: np.ndarray, log_z: np.ndarray, mode: np.ndarray, laplac
 
 
 def whitened_weight_draws(design: np.ndarray, log_z: np.ndarray, mean: np.ndarray,
-                          covariance: np.ndarray) -> tuple[np.ndarray, float]:
+                          covariance: np.ndarray, prior_sd: float = PRIOR_SD
+                          ) -> tuple[np.ndarray, float]:
     """(ζ (draws, d + 1), acceptance rate): ``weight_draws`` of the weights' posterior written
     as ζ^s = chol(Σ)⁻¹ (w^s − w̄) in the frame of the Gaussian N(w̄, Σ) whose loadings
     l = X̃ chol(Σ) the fit stores, so that η̂_i + l_i ζ^s = x̃_i·w^s exactly: the evaluation's
     joint draws (``models.evaluation.joint``) read them in place of ζ ~ N(0, I)."""
-    draws, rate = weight_draws(design, log_z, mean, covariance)
+    draws, rate = weight_draws(design, log_z, mean, covariance, prior_sd)
     chol = np.linalg.cholesky(0.5 * (covariance + covariance.T))
     zeta = scipy.linalg.solve_triangular(chol, (draws - mean).T, lower=True).T
     return zeta, rate
 
 
 def regression_prior(features: np.ndarray, weights: np.ndarray, covariance: np.ndarray,
-                     topics: Any = None, seen_topics: np.ndarray | None = None) -> np.ndarray:
+                     topics: Any = None, seen_topics: np.ndarray | None = None,
+                     prior_sd: float = PRIOR_SD) -> np.ndarray:
     """The regression class prior Φ(x̃·ŵ / √(1 + x̃ᵀ Σ x̃ + e)) of standardised feature rows
     (x̃ = [x, the topic columns of a fit with topic offsets, 1]): what ``fit_regression_prior``
     gives each task, for tasks nobody judged. ``topics``: the rows' topics (None: unknown) when
     the fit saw ``seen_topics``; ``e``, for a topic the fit never saw, is its weight's prior
-    variance PRIOR_SD²."""
+    variance ``prior_sd``² (the fit's τ)."""
     design = np.asarray(features, dtype=np.float64)
     unseen: np.ndarray | float = 0.0
     if seen_topics is not None:
@@ -444,7 +501,7 @@ def regression_prior(features: np.ndarray, weights: np.ndarray, covariance: np.n
 
         code, known = row_codes(topics, seen_topics, design.shape[0])
         design = np.column_stack([design, topic_columns(code, seen_topics.shape[0])])
-        unseen = np.where(known, 0.0, PRIOR_SD**2)
+        unseen = np.where(known, 0.0, prior_sd**2)
     design = np.column_stack([design, np.ones(design.shape[0])])
     q2 = np.einsum("nd,de,ne->n", design, covariance, design) + unseen
     return ndtr(design @ weights / np.sqrt(1.0 + np.maximum(q2, 0.0)))

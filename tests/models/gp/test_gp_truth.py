@@ -354,3 +354,59 @@ def test_discrete_layer_refuses_a_judge_read_out_and_spam():
         MAGP(label_layer="discrete", asymmetric_noise=True)
     with pytest.raises(ValueError, match="readout_noise"):
         MAGP(label_layer="discrete-regression", readout_noise=1.0)
+
+
+def test_evidence_prior_sd_recovers_the_planted_scale():
+    """Type-II maximum likelihood of the weights' prior sd (``evidence_prior_sd``): with twelve
+    features whose weights are drawn from N(0, τ²), the Laplace marginal likelihood of the layer
+    picks τ within 35 % of the planted 0.3 and 1.5 (the fixed N(0, 1) prior would be off by a
+    factor of 3 and 1.5), and ``fit_regression_prior(prior_sd=None)`` records it on the layer."""
+    from models.gp.truth import evidence_prior_sd
+
+    for tau, seed in ((0.3, 21), (1.5, 22)):
+        rng = np.random.default_rng(seed)
+        n, k = 3000, 12
+        x = rng.standard_normal((n, k))
+        w = tau * rng.standard_normal(k)
+        y = np.where(rng.random(n) < ndtr(x @ w), 1.0, -1.0)
+        f = 1.0 * y + 0.2 * rng.standard_normal(n)
+        task = np.repeat(np.arange(n), 3)
+        scale = np.sqrt(1.0 + rng.uniform(0.5, 1.5, task.shape[0]))
+        label = rng.random(task.shape[0]) < ndtr(f[task] / scale)
+        d = LayerJudgments(task=task, sign=2.0 * label - 1.0, shift=np.zeros(task.shape[0]),
+                           scale=scale, n_tasks=n)
+        # the sd the planted weights give, as an estimate from k draws can at best recover
+        planted = float(np.sqrt(np.mean(w * w)))
+        design = np.column_stack([x, np.ones(n)])
+        estimate = evidence_prior_sd(design, log_evidence(d, 1.0, 0.2), np.zeros(k + 1))
+        assert estimate == pytest.approx(planted, rel=0.35)
+        start = fit_layer(d, np.full(n, 0.5))
+        layer, _, _, _ = fit_regression_prior(d, x, start, prior_sd=None)
+        assert layer.prior_sd == pytest.approx(planted, rel=0.35)
+        fixed, _, _, _ = fit_regression_prior(d, x, start, rounds=1)
+        assert fixed.prior_sd == 1.0
+
+
+def test_evidence_prior_sd_per_weight_frees_the_one_steep_weight():
+    """One steep weight among small ones (the best run among weak ones): the shared τ averages
+    them (about 1: it would hold the steep weight back), one τ per weight (``per_weight``,
+    automatic relevance determination) gives the steep one about its own size and shrinks the
+    others to the search's lower bound."""
+    from models.gp.truth import PRIOR_SD_BOUNDS, evidence_prior_sd
+
+    rng = np.random.default_rng(23)
+    n, k = 3000, 6
+    x = rng.standard_normal((n, k))
+    y = np.where(rng.random(n) < ndtr(2.5 * x[:, 0]), 1.0, -1.0)
+    f = 1.0 * y + 0.2 * rng.standard_normal(n)
+    task = np.repeat(np.arange(n), 3)
+    scale = np.sqrt(1.0 + rng.uniform(0.5, 1.5, task.shape[0]))
+    label = rng.random(task.shape[0]) < ndtr(f[task] / scale)
+    d = LayerJudgments(task=task, sign=2.0 * label - 1.0, shift=np.zeros(task.shape[0]),
+                       scale=scale, n_tasks=n)
+    design, log_z = np.column_stack([x, np.ones(n)]), log_evidence(d, 1.0, 0.2)
+    shared = evidence_prior_sd(design, log_z, np.zeros(k + 1))
+    each = evidence_prior_sd(design, log_z, np.zeros(k + 1), per_weight=True)
+    assert shared < 1.3
+    assert each.shape == (k,) and 1.8 < each[0] < 3.5
+    assert np.all(each[1:] < 0.2) and np.all(each >= PRIOR_SD_BOUNDS[0])
