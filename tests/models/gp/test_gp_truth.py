@@ -104,6 +104,19 @@ def test_cavity_removes_the_site():
     assert mc[1] == m[1] and vc[1] == pytest.approx(v[1])
 
 
+def _three_judgments(rng: np.random.Generator, y: np.ndarray, c: float,
+                     noise: tuple[float, float]) -> LayerJudgments:
+    """Three judgments per task from the layer: f = c y + 0.2 ε, each judgment's scale
+    √(1 + U(noise)); the draws in the order the tests made them inline."""
+    n = y.shape[0]
+    f = c * y + 0.2 * rng.standard_normal(n)
+    task = np.repeat(np.arange(n), 3)
+    scale = np.sqrt(1.0 + rng.uniform(*noise, task.shape[0]))
+    label = rng.random(task.shape[0]) < ndtr(f[task] / scale)
+    return LayerJudgments(task=task, sign=2.0 * label - 1.0, shift=np.zeros(task.shape[0]),
+                          scale=scale, n_tasks=n)
+
+
 def _regression_data(n: int, seed: int) -> tuple[LayerJudgments, np.ndarray, np.ndarray,
                                                 np.ndarray]:
     """Judgments from the layer with a probit class prior on two features: π = Φ(2 x₁ − x₂)
@@ -113,12 +126,7 @@ def _regression_data(n: int, seed: int) -> tuple[LayerJudgments, np.ndarray, np.
     x = rng.standard_normal((n, 2))
     prior = ndtr(2.0 * x[:, 0] - 1.0 * x[:, 1])
     y = np.where(rng.random(n) < prior, 1.0, -1.0)
-    f = 0.6 * y + 0.2 * rng.standard_normal(n)
-    task = np.repeat(np.arange(n), 3)
-    scale = np.sqrt(1.0 + rng.uniform(1.0, 3.0, task.shape[0]))
-    label = rng.random(task.shape[0]) < ndtr(f[task] / scale)
-    d = LayerJudgments(task=task, sign=2.0 * label - 1.0, shift=np.zeros(task.shape[0]),
-                       scale=scale, n_tasks=n)
+    d = _three_judgments(rng, y, 0.6, (1.0, 3.0))
     return d, x, prior, y
 
 
@@ -369,12 +377,7 @@ def test_evidence_prior_sd_recovers_the_planted_scale():
         x = rng.standard_normal((n, k))
         w = tau * rng.standard_normal(k)
         y = np.where(rng.random(n) < ndtr(x @ w), 1.0, -1.0)
-        f = 1.0 * y + 0.2 * rng.standard_normal(n)
-        task = np.repeat(np.arange(n), 3)
-        scale = np.sqrt(1.0 + rng.uniform(0.5, 1.5, task.shape[0]))
-        label = rng.random(task.shape[0]) < ndtr(f[task] / scale)
-        d = LayerJudgments(task=task, sign=2.0 * label - 1.0, shift=np.zeros(task.shape[0]),
-                           scale=scale, n_tasks=n)
+        d = _three_judgments(rng, y, 1.0, (0.5, 1.5))
         # the sd the planted weights give, as an estimate from k draws can at best recover
         planted = float(np.sqrt(np.mean(w * w)))
         design = np.column_stack([x, np.ones(n)])
@@ -398,12 +401,7 @@ def test_evidence_prior_sd_per_weight_frees_the_one_steep_weight():
     n, k = 3000, 6
     x = rng.standard_normal((n, k))
     y = np.where(rng.random(n) < ndtr(2.5 * x[:, 0]), 1.0, -1.0)
-    f = 1.0 * y + 0.2 * rng.standard_normal(n)
-    task = np.repeat(np.arange(n), 3)
-    scale = np.sqrt(1.0 + rng.uniform(0.5, 1.5, task.shape[0]))
-    label = rng.random(task.shape[0]) < ndtr(f[task] / scale)
-    d = LayerJudgments(task=task, sign=2.0 * label - 1.0, shift=np.zeros(task.shape[0]),
-                       scale=scale, n_tasks=n)
+    d = _three_judgments(rng, y, 1.0, (0.5, 1.5))
     design, log_z = np.column_stack([x, np.ones(n)]), log_evidence(d, 1.0, 0.2)
     shared = evidence_prior_sd(design, log_z, np.zeros(k + 1))
     each = evidence_prior_sd(design, log_z, np.zeros(k + 1), per_weight=True)
