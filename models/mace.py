@@ -66,6 +66,9 @@ from models.warm import cold_check_due, result_column, warm_record
 
 Variant = Literal["em", "vb"]  # EM with smoothing, or variational Bayes with priors
 ClassPriorKind = Literal["auto", "learned", "uniform"]
+# what a knowing annotator reports: the truth (MACE's model), or the truth up to one grade
+# (``models.mace_ordinal``); "auto": the latter on a dense panel's ordinal scale of ≥ 3 grades
+Knowing = Literal["auto", "exact", "ordinal"]
 WARM_TOL = 1e-5  # log-likelihood gain per judgment below which a warm start stops
 # the strengths (pseudo-judgments) of the crowd's prior on θ_j that ``competence_strength=None``
 # chooses among by cross-fitting: 0 (MACE's own prior) and factors of 4 up to 256, more
@@ -120,7 +123,9 @@ class MACE(Aggregator):
         temper_folds: TemperFolds = 2,
         competence_strength: Annotated[float | None, Range(0.0, MAX_PRIOR)] = 0.0,
         dependence: Dependence = "auto",
+        knowing: Knowing = "auto",
     ) -> None:
+        self.knowing = knowing
         self.competence_strength = competence_strength
         self.dependence = dependence
         self.temper_folds = check_folds(temper_folds)
@@ -168,7 +173,12 @@ class MACE(Aggregator):
         (``panel_weights``: m_i the panel's judgments of the task, ρ̄ DS's design correlation,
         ``models.design_effect``), a sparse annotator's 1; ``dependence_rho``: that ρ̄ instead
         of estimating it (the read-out's half fits take the full fit's)."""
+        self.ordinal_ = self._wants_ordinal(data)
         self._set_dependence(data, dependence_rho)
+        if self.ordinal_:
+            self._fit_ordinal(data, only_draw)
+            temper_readout(self, data, self.temper_folds, self.random_state)
+            return self
         strength = self.competence_strength
         folds = self.temper_folds
         if (strength is None and self.variant == "vb" and data.n_classes == 2 and folds >= 2
@@ -193,13 +203,16 @@ class MACE(Aggregator):
         model's: ``DawidSkene``'s ``dependence_rho_`` on the same data), estimated once per
         fit; ρ̄ ≤ 0 leaves the fit as it was."""
         self.dependence_rho_ = 0.0
-        # a pure panel (every judgment a panel judge's) is left as it was: there every judgment
-        # of a task gets the same τ_i, which moves no task's vote at given parameters (MACE keeps
-        # its uniform class prior on dense data), only the M step's counts (−.026 to +.004 on
-        # the 9 panels of bench_robust.py judges; docs/models.md)
+        # a pure panel (every judgment a panel judge's) is left as it was by the nominal fit:
+        # there every judgment of a task gets the same τ_i, which moves no task's vote at given
+        # parameters (MACE keeps its uniform class prior on dense data), only the M step's
+        # counts (−.026 to +.004 on the 9 panels of bench_robust.py judges; docs/models.md).
+        # The ordinal variant learns its class prior, against which τ_i does weigh the
+        # evidence, as for DS: it is tempered on pure panels too.
         if (data.n_judgments and wanted(self.dependence, data.task)
-                and not np.all(panel_judges(data.task, data.annotator, data.n_tasks,
-                                            data.n_annotators)[data.annotator])):
+                and (getattr(self, "ordinal_", False)
+                     or not np.all(panel_judges(data.task, data.annotator, data.n_tasks,
+                                                data.n_annotators)[data.annotator]))):
             if rho is None:
                 # DS's estimate, not a second one (models.dawid_skene imports no MACE)
                 from models.dawid_skene import SPARSE_SMOOTHING, Judgments
@@ -209,6 +222,77 @@ class MACE(Aggregator):
                     data, gold, SPARSE_SMOOTHING).rho
             self.dependence_rho_ = float(rho)
         self.tempered_ = self.dependence_rho_ > 0
+
+    def _wants_ordinal(self, data: AnnotationData) -> bool:
+        """Whether this fit is ``models.mace_ordinal``'s: ``knowing`` "ordinal" (on any K ≥ 3),
+        or "auto" on a dense panel's ordinal scale of at least three grades."""
+        from models import mace_ordinal
+
+        if self.knowing == "exact" or data.n_classes < mace_ordinal.MIN_GRADES:
+            return False
+        return self.knowing == "ordinal" or mace_ordinal.ordinal_wanted(data)
+
+    def _fit_ordinal(self, data: AnnotationData, only_draw: int | None) -> None:
+        """The ordinal variant's fit (``models.mace_ordinal``): MACE's random restarts (the
+        same draws of θ_j and ξ_j, δ_j at its prior mean), uniform class prior, a dense
+        panel's design-effect weights on mixed data as the nominal fit's, the restart of the
+        highest log-likelihood kept. A warm ``init`` is not used (a stored nominal fit has no
+        δ_j): the fit is cold, as its record says."""
+        from models import mace_ordinal
+
+        k = data.n_classes
+        smoothing = 0.01 / k if self.smoothing is None else float(self.smoothing)
+        gold = data.gold if (self.use_gold and data.gold is not None) else None
+        weight = (panel_weights(data.task, data.annotator, data.n_tasks, data.n_annotators,
+                                self.dependence_rho_) if self.tempered_ else None)
+        model = mace_ordinal.OrdinalMACE(
+            data, weight, variant=self.variant, alpha=self.alpha, beta=self.beta,
+            strategy_prior=self.strategy_prior, smoothing=smoothing, gold=gold)
+        rng = np.random.default_rng(self.random_state)
+        priors = ["uniform", "learned"] if self.class_prior == "auto" else [self.class_prior]
+        best: dict[str, mace_ordinal.Fit] = {}
+        restart_ll: dict[str, list[float]] = {prior: [] for prior in priors}
+        for draw in range(self.n_restarts):
+            start = mace_ordinal.random_start(rng, data.n_annotators, k, smoothing)
+            if only_draw is not None and draw != only_draw:
+                continue
+            for prior in priors:
+                # "auto": the learned prior starts where the uniform one ended, as MACE's
+                fitted = model.run(*start, self.n_iter, self.tol, draw, prior == "learned")
+                start = (fitted.competence, fitted.shift, fitted.spam)
+                restart_ll[prior].append(fitted.log_likelihood)
+                if prior not in best or fitted.log_likelihood > best[prior].log_likelihood:
+                    best[prior] = fitted
+        # Schwarz's criterion, as the nominal fit's: K − 1 free parameters for a learned prior
+        n_judged = max(int(np.count_nonzero(data.judgments_per_task())), 1)
+        self.class_prior_scores_ = {
+            prior: model.log_likelihood(best[prior])
+            - (0.0 if prior == "uniform" else 0.5 * (k - 1) * np.log(n_judged))
+            for prior in best}
+        chosen = max(best, key=lambda p: self.class_prior_scores_[p])
+        self.class_prior_used_ = chosen
+        self.class_prior_groups_ = 1
+        fit = best[chosen]
+        self.prior_ = fit.prior
+        self.competence_strength_ = 0.0
+        self.strength_scores_ = {}
+        self.restart_log_likelihoods_ = restart_ll[chosen]
+        self.start_draw_ = fit.draw
+        self.start_ = "cold"
+        self.cold_checked_, self.cold_checked_at_ = False, data.n_judgments
+        self.log_likelihood_ = fit.log_likelihood
+        self.loss_history_ = [-v / max(data.n_judgments, 1) for v in fit.history]
+        self.objective_history_ = fit.history
+        self.annotator_ids_ = data.annotator_ids
+        self.competence_ = fit.competence[:, 1] / fit.competence.sum(axis=1)
+        self.shift_ = fit.shift / fit.shift.sum(axis=1, keepdims=True)
+        self.spam_dist_ = fit.spam / fit.spam.sum(axis=1, keepdims=True)
+        proba = fit.proba
+        self.proba_ = proba
+        self.entropy_ = -np.sum(np.where(proba > 0, proba * np.log(np.where(proba > 0, proba, 1)),
+                                         0.0), axis=1)
+        self.selected_ = _select_confident(self.entropy_, data.judgments_per_task() > 0,
+                                           self.threshold)
 
     def _choose_strength(self, data: AnnotationData, progress: ProgressCallback,
                          init: MACE | None, check: bool | None, only_draw: int | None
@@ -404,7 +488,13 @@ class MACE(Aggregator):
 
     @property
     def confusion_(self) -> np.ndarray:
-        """(n_annotators, K, K) [j, t, l]: P(y = l | T = t) = (1 − θ_j) ξ_jl + θ_j [t = l]."""
+        """(n_annotators, K, K) [j, t, l]: P(y = l | T = t) = (1 − θ_j) ξ_jl + θ_j [t = l];
+        the ordinal variant's: θ_j's part shifted by δ_j (``models.mace_ordinal``)."""
+        if getattr(self, "ordinal_", False):
+            from models.mace_ordinal import confusion
+
+            theta = self.competence_[:, None]
+            return confusion(np.hstack([1.0 - theta, theta]), self.shift_, self.spam_dist_)
         k = self.spam_dist_.shape[1]
         theta = self.competence_[:, None, None]
         return (1.0 - theta) * self.spam_dist_[:, None, :] + theta * np.eye(k)[None]
@@ -448,6 +538,9 @@ class MACE(Aggregator):
         }
         for c, value in enumerate(data.classes.tolist()):
             annotator_columns[f"spam_p_{value}"] = self.spam_dist_[:, c]
+        if getattr(self, "ordinal_", False):  # the knowing report's shift (ordinal variant)
+            annotator_columns["shift_down"] = self.shift_[:, 0]
+            annotator_columns["shift_up"] = self.shift_[:, 2]
         return AggregationResult(
             method=self.method,
             classes=data.classes,
@@ -463,6 +556,7 @@ class MACE(Aggregator):
                 "log_likelihood": self.log_likelihood_,
                 "restart_log_likelihoods": list(self.restart_log_likelihoods_),
                 "variant": self.variant,
+                **({"knowing": "ordinal"} if getattr(self, "ordinal_", False) else {}),
                 "class_prior": self.class_prior_used_,
                 "class_prior_scores": dict(self.class_prior_scores_),
                 "prior": self.prior_.tolist(),
