@@ -60,13 +60,15 @@ def test_weighted_e_step_with_unit_weights_is_the_sweep(k: int) -> None:
 def test_mace_holds_majority_vote_on_mixed_data() -> None:
     """A sparse unbiased crowd beside a dense lenient correlated panel: with the panel's
     design effect MACE is above majority vote; counting the panel as independent (what MACE did
-    before) it fell below (here .604 against MV .624; bench: −.021 to −.046)."""
+    before) it fell below (here .604 against MV .624; bench: −.021 to −.046). MACE's nominal
+    fit (``knowing="exact"``): the default's ordinal variant is tempered the same way."""
     s = mixed_dataset(1000, 12, judge_correlation=0.6, leniency=0.5, noise=0.8, experts=0,
                       random_state=1)
     data = s.to_annotation_data(with_features=False)
     mv = float(np.mean(MajorityVote().fit(data).labels_ == s.truth))
-    fitted = MACE(random_state=0, temper_folds=0).fit(data)
-    ignored = MACE(random_state=0, temper_folds=0, dependence="ignore").fit(data)
+    fitted = MACE(random_state=0, temper_folds=0, knowing="exact").fit(data)
+    ignored = MACE(random_state=0, temper_folds=0, dependence="ignore",
+                   knowing="exact").fit(data)
     assert fitted.tempered_ and not ignored.tempered_
     # the design correlation is DS's, estimated once
     assert fitted.dependence_rho_ == pytest.approx(DawidSkene(temper_folds=0).fit(data)
@@ -87,14 +89,19 @@ def test_sparse_crowd_is_untouched() -> None:
 
 
 def test_pure_panel_is_left_as_it_was() -> None:
-    """Every judgment a panel judge's: the same τ_i on every judgment of a task moves no vote,
-    so the fit is MACE's own (no ρ̄ estimated)."""
+    """Every judgment a panel judge's: the same τ_i on every judgment of a task moves no vote
+    of MACE's nominal fit (uniform class prior), so that fit is MACE's own (no ρ̄ estimated).
+    The ordinal variant (the default on graded panels) learns its class prior, against which
+    τ_i weighs: it is tempered."""
     s = judges_dataset(300, 12, judge_correlation=0.6, leniency=0.5, random_state=1)
     data = s.to_annotation_data(with_features=False)
-    auto = MACE(random_state=0, temper_folds=0).fit(data)
-    ignored = MACE(random_state=0, temper_folds=0, dependence="ignore").fit(data)
+    auto = MACE(random_state=0, temper_folds=0, knowing="exact").fit(data)
+    ignored = MACE(random_state=0, temper_folds=0, dependence="ignore",
+                   knowing="exact").fit(data)
     assert not auto.tempered_
     assert np.array_equal(auto.proba_, ignored.proba_)
+    ordinal = MACE(random_state=0, temper_folds=0, n_restarts=2).fit(data)
+    assert ordinal.ordinal_ and ordinal.tempered_ and ordinal.dependence_rho_ > 0
 
 
 def test_readout_half_fits_take_the_full_fits_rho(monkeypatch: pytest.MonkeyPatch) -> None:
