@@ -19,7 +19,8 @@ fit MAGP with run features (the defaults, or ``--params``), draw the qrels joint
 ``--evidence true`` replaces the fit's judgments evidence (logit p − logit of the class prior)
 by the generator's own (Algorithm 10's likelihood ratio of the task's judgments, with its true
 annotator and task noise), keeping the fit's class prior and weight draws: a bound on what a
-right evidence gives. ``--cache DIR`` keeps each fit's P(relevant) and layer loadings there.
+right evidence gives. ``--cache DIR`` keeps each fit's P(relevant), layer loadings, weight
+draws and CPU seconds there (the summary's CPU s per fit is over the fits made in this run).
 
     nice -n 5 python bench/coverage_ap_diagnosis.py --seeds 30
     nice -n 5 python bench/coverage_ap_diagnosis.py --seeds 30 \
@@ -32,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -58,14 +60,17 @@ def fitted(seed: int, args: argparse.Namespace, ns: argparse.Namespace):  # type
     if path is not None and path.exists():
         f = np.load(path)
         proba, loadings, prior, draws = f["proba"], f["loadings"], f["prior"], f["draws"]
+        cpu = float(f["cpu"]) if "cpu" in f else float("nan")
     else:
         from models.gp.joint import layer_draws, layer_loadings
 
+        start = time.process_time()  # the fit's CPU seconds (every thread), draws included
         model = bc.fit("magp", data, runs, seed, json.loads(args.params or "{}"))
+        cpu = time.process_time() - start
         loadings, prior, _ = layer_loadings(model)
         proba, draws = np.asarray(model.proba_), layer_draws(model)
         if path is not None:
-            np.savez(path, proba=proba, loadings=loadings, prior=prior, draws=draws)
+            np.savez(path, proba=proba, loadings=loadings, prior=prior, draws=draws, cpu=cpu)
     if args.evidence == "true":  # the generator's evidence with the fit's class prior
         p1 = expit(log_ndtr(prior) - log_ndtr(-prior) + true_evidence(synth))
         proba = np.column_stack([1.0 - p1, p1])
@@ -76,7 +81,7 @@ def fitted(seed: int, args: argparse.Namespace, ns: argparse.Namespace):  # type
     evidence = np.column_stack([np.log(p) - np.log1p(-p) - prior_logit, true_evidence(synth),
                                 prior_logit, truth])
     return ((data, truth, runs), proba, joint, float(np.mean((proba[:, 1] >= 0.5) == truth)),
-            evidence)
+            evidence, cpu)
 
 
 def true_evidence(synth) -> np.ndarray:  # type: ignore[no-untyped-def]
@@ -99,7 +104,7 @@ def average_precision(labels: np.ndarray) -> np.ndarray:
 
 
 def one_seed(seed: int, args: argparse.Namespace, ns: argparse.Namespace) -> dict:
-    (data, truth, runs), proba, joint, accuracy, evidence = fitted(seed, args, ns)
+    (data, truth, runs), proba, joint, accuracy, evidence, cpu = fitted(seed, args, ns)
     measures = parse_measures(["P@10", "AP", "nDCG@10"])
     post = Posterior(topics=data.topic_ids, docs=data.doc_ids, proba=proba,
                      classes=np.array([0, 1]), relevant_index=1)
@@ -134,9 +139,9 @@ def one_seed(seed: int, args: argparse.Namespace, ns: argparse.Namespace) -> dic
             if span is not None:
                 drawn[:, span[0]:span[1]] = y[span[0]:span[1]]
             bias[name].append(target - average_precision(drawn).mean())
-    return {"seed": seed, "accuracy": accuracy, "evidence": evidence, "intervals": intervals,
-            "topics": topics, "positions": np.stack(positions), "bias": {k: float(np.mean(v))
-                                                       for k, v in bias.items()}}
+    return {"seed": seed, "accuracy": accuracy, "cpu": cpu, "evidence": evidence,
+            "intervals": intervals, "topics": topics, "positions": np.stack(positions),
+            "bias": {k: float(np.mean(v)) for k, v in bias.items()}}
 
 
 def logistic_scales(prior_logit: np.ndarray, evidence: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -152,6 +157,8 @@ def logistic_scales(prior_logit: np.ndarray, evidence: np.ndarray, y: np.ndarray
 
 def summarise(out: list[dict]) -> None:
     print("accuracy per seed: " + " ".join(f"{o['accuracy']:.3f}" for o in out))
+    print(f"mean accuracy {np.mean([o['accuracy'] for o in out]):.4f}; CPU s per fit (mean over"
+          f" the fits made now, not the cached) {np.nanmean([o['cpu'] for o in out]):.2f}")
     rows = [dict(r, seed=o["seed"]) for o in out for r in o["intervals"]]
     print("measure\trun\tcoverage\tbelow\tabove\tmean(t-e)\tsd(t-e)\tdraws' sd\tmean z\tsd z")
     for m in ("P@10", "AP", "nDCG@10"):

@@ -67,8 +67,10 @@ WeightPosterior = Literal["laplace", "moments"]
 WeightDraws = Literal["mcmc", "gaussian"]
 # The weights' prior sd (docs/gp.md, "The weights' prior scale by the evidence"): fixed at 1,
 # or estimated by the layer's marginal likelihood (type-II maximum likelihood), one sd shared by
-# the weights or one per weight.
-WeightPrior = Literal["fixed", "evidence", "evidence-ard"]
+# the weights or one per weight; or (``"hierarchical"``, the default since 2026-11-28; docs/gp.md,
+# "A scale per weight, integrated over") one per weight under a half-normal(1), integrated out in
+# the MCMC draws (P(relevant) keeps N(0, 1)'s Laplace Gaussian).
+WeightPrior = Literal["fixed", "evidence", "evidence-ard", "hierarchical"]
 
 
 class CrowdGP(Aggregator):
@@ -109,7 +111,7 @@ class CrowdGP(Aggregator):
         label_layer: LabelLayer = "discrete-regression",
         weight_posterior: WeightPosterior = "laplace",
         weight_draws: WeightDraws = "mcmc",
-        weight_prior: WeightPrior = "fixed",
+        weight_prior: WeightPrior = "hierarchical",
     ) -> None:
         self.class_prior_by = class_prior_by
         self.weight_posterior = weight_posterior
@@ -283,10 +285,13 @@ class CrowdGP(Aggregator):
             if getattr(self, "topics_", None) is not None:  # class_prior_by="topic": a weight
                 features = np.column_stack([features, topic_columns(  # per topic, prior N(0, 1)
                     core.X.numpy()[:, d], self.topics_.shape[0])])
+            weight_prior = getattr(self, "weight_prior", "fixed")  # "fixed": an older pickle
+            # "hierarchical" reads the prior in the draws only: P(relevant) keeps N(0, 1)'s
+            # Laplace Gaussian (E w² is 1 under both)
             layer, weights, covariance, loadings = fit_regression_prior(
                 judgments, features, layer,
-                prior_sd=None if getattr(self, "weight_prior", "fixed") != "fixed" else 1.0,
-                per_weight=getattr(self, "weight_prior", "fixed") == "evidence-ard",
+                prior_sd=None if weight_prior.startswith("evidence") else 1.0,
+                per_weight=weight_prior == "evidence-ard",
                 moments=getattr(self, "weight_posterior", "laplace") == "moments")
             q2 = np.sum(loadings * loadings, axis=1)
             self.layer_loadings_ = loadings
@@ -298,14 +303,17 @@ class CrowdGP(Aggregator):
             info["weights"] = weights[:-1].tolist()
             info["intercept"] = float(weights[-1])
             info["weight_sd"] = np.sqrt(np.diag(covariance))[:-1].tolist()
-            if getattr(self, "weight_prior", "fixed") != "fixed":
+            if weight_prior.startswith("evidence"):
                 info["weight_prior_sd"] = np.ravel(layer.prior_sd).tolist()
             if getattr(self, "weight_draws", "gaussian") == "mcmc" and layer.log_z is not None:
                 self.layer_draws_, rate = whitened_weight_draws(
                     np.column_stack([features, np.ones(features.shape[0])]), layer.log_z,
-                    weights, covariance, layer.prior_sd)
+                    weights, covariance, layer.prior_sd,
+                    hierarchical=weight_prior == "hierarchical")
                 info["weight_draws"] = {"draws": int(self.layer_draws_.shape[0]),
                                         "acceptance": rate}
+                if weight_prior == "hierarchical":
+                    info["weight_draws"]["prior"] = "hierarchical"
         self.info_["truth_layer"] = {"separation": layer.separation,
                                      "deviation": layer.deviation,
                                      "log_likelihood": layer.log_likelihood, **info}

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import scipy.linalg
 from scipy.optimize import minimize, minimize_scalar
-from scipy.special import log_ndtr, logsumexp, ndtr
+from scipy.special import k0e, log_ndtr, logsumexp, ndtr
 
 from models.gp.constants import M_STEP_MAX_TASKS
 
@@ -404,9 +404,29 @@ ACCEPT = 0.25
 PRIOR_DF = 7.0
 
 
-def _log_prior(weights: np.ndarray, prior_sd: float, prior_df: float | None) -> np.ndarray:
+def log_hierarchical_prior(weights: np.ndarray, scale: float = PRIOR_SD) -> np.ndarray:
+    """Elementwise log p(w_j) + const of the hierarchical prior w_j | τ_j ~ N(0, τ_j²),
+    τ_j ~ half-normal(scale), with τ_j integrated out in closed form (docs/gp.md, "A scale per
+    weight, integrated over"):
+
+        p(w) = ∫₀^∞ N(w; 0, τ²) HN(τ; scale) dτ = K₀(|w| / scale) / (π scale),
+
+    K₀ the modified Bessel function of the second kind: w is a product of two independent
+    N(0, 1) times ``scale``, so E w² = scale² (the fixed prior's variance) and every moment
+    exists (tails ∝ exp(−|w| / scale) / √|w|). In log space (K₀ = k0e · e^{−x}) since K₀
+    underflows past x ≈ 700; the log singularity at w = 0 is integrable (a guard of 1e-300)."""
+    x = np.maximum(np.abs(weights) / scale, 1e-300)
+    return np.log(k0e(x)) - x
+
+
+def _log_prior(weights: np.ndarray, prior_sd: float, prior_df: float | None,
+               hierarchical: bool = False) -> np.ndarray:
     """(M,) log p(w) + const of weight rows (intercept flat): N(0, prior_sd²) per weight, or with
-    ``prior_df`` a Student-t of that many degrees of freedom and scale ``prior_sd``."""
+    ``prior_df`` a Student-t of that many degrees of freedom and scale ``prior_sd``, or with
+    ``hierarchical`` a per-weight scale under a half-normal(prior_sd) integrated out
+    (``log_hierarchical_prior``)."""
+    if hierarchical:
+        return np.sum(log_hierarchical_prior(weights[:, :-1], prior_sd), axis=1)
     w = weights[:, :-1] / prior_sd
     if prior_df is None:
         return -0.5 * np.sum(w * w, axis=1)
@@ -414,18 +434,19 @@ def _log_prior(weights: np.ndarray, prior_sd: float, prior_df: float | None) -> 
 
 
 def _log_target(weights: np.ndarray, design: np.ndarray, log_z: np.ndarray, prior_sd: float,
-                prior_df: float | None, scale: float) -> np.ndarray:
+                prior_df: float | None, scale: float, hierarchical: bool = False) -> np.ndarray:
     """(M,) log p(w | the judgments) + const: the layer's likelihood × the prior."""
     eta = weights @ design.T
     like = np.sum(np.logaddexp(log_ndtr(eta) + log_z[0], log_ndtr(-eta) + log_z[1]), axis=1)
-    return scale * like + _log_prior(weights, prior_sd, prior_df)
+    return scale * like + _log_prior(weights, prior_sd, prior_df, hierarchical)
 
 
 def weight_draws(design: np.ndarray, log_z: np.ndarray, mode: np.ndarray, laplace: np.ndarray,
                  prior_sd: float = PRIOR_SD, prior_df: float | None = None,
                  draws: int = WEIGHT_DRAWS, chains: int = DRAW_CHAINS,
                  burn_in: int = DRAW_BURN_IN, thin: int = DRAW_THIN,
-                 max_tasks: int = MOMENT_MAX_TASKS) -> tuple[np.ndarray, float]:
+                 max_tasks: int = MOMENT_MAX_TASKS, hierarchical: bool = False
+                 ) -> tuple[np.ndarray, float]:
     """(draws (draws, d + 1), the sampling phase's acceptance rate) of the weights' posterior
     p(w | judgments) ∝ p(w) Π_i Σ_y Φ(y x̃_i·w) Z_i(y) (docs/gp.md, "Drawing the weights"):
     ``chains`` random-walk Metropolis chains started from the Laplace approximation, their
@@ -434,13 +455,15 @@ def weight_draws(design: np.ndarray, log_z: np.ndarray, mode: np.ndarray, laplac
     burn-in's second half (the posterior is skewed and, on the steep side, wider than the
     Laplace fit), h adapted again. The weight vector is low-dimensional (a feature per run and
     an intercept), so a few thousand steps mix. Past ``max_tasks`` tasks the likelihood is that
-    of a seeded random subset scaled by n / subset (as ``weight_moments``). Seeded."""
+    of a seeded random subset scaled by n / subset (as ``weight_moments``). ``hierarchical``:
+    the prior is ``log_hierarchical_prior`` with scale ``prior_sd`` (each weight's own prior sd
+    drawn with it, integrated out), else N(0, prior_sd²) or the Student-t. Seeded."""
     rng = np.random.default_rng(0)
     design, log_z, scale = _likelihood_subset(design, log_z, max_tasks, rng)
     k = mode.shape[0]
 
     def target(w: np.ndarray) -> np.ndarray:
-        return _log_target(w, design, log_z, prior_sd, prior_df, scale)
+        return _log_target(w, design, log_z, prior_sd, prior_df, scale, hierarchical)
 
     chol = np.linalg.cholesky(0.5 * (laplace + laplace.T) + 1e-10 * np.eye(k))
     w = mode + 0.5 * rng.standard_normal((chains, k)) @ chol.T
@@ -474,13 +497,14 @@ def weight_draws(design: np.ndarray, log_z: np.ndarray, mode: np.ndarray, laplac
 
 
 def whitened_weight_draws(design: np.ndarray, log_z: np.ndarray, mean: np.ndarray,
-                          covariance: np.ndarray, prior_sd: float = PRIOR_SD
-                          ) -> tuple[np.ndarray, float]:
+                          covariance: np.ndarray, prior_sd: float = PRIOR_SD,
+                          hierarchical: bool = False) -> tuple[np.ndarray, float]:
     """(ζ (draws, d + 1), acceptance rate): ``weight_draws`` of the weights' posterior written
     as ζ^s = chol(Σ)⁻¹ (w^s − w̄) in the frame of the Gaussian N(w̄, Σ) whose loadings
     l = X̃ chol(Σ) the fit stores, so that η̂_i + l_i ζ^s = x̃_i·w^s exactly: the evaluation's
     joint draws (``models.evaluation.joint``) read them in place of ζ ~ N(0, I)."""
-    draws, rate = weight_draws(design, log_z, mean, covariance, prior_sd)
+    draws, rate = weight_draws(design, log_z, mean, covariance, prior_sd,
+                               hierarchical=hierarchical)
     chol = np.linalg.cholesky(0.5 * (covariance + covariance.T))
     zeta = scipy.linalg.solve_triangular(chol, (draws - mean).T, lower=True).T
     return zeta, rate

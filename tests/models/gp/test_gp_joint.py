@@ -205,3 +205,24 @@ def test_regression_layer_carries_the_weights_draws(twins) -> None:  # type: ign
     np.testing.assert_array_equal(gaussian.proba_, model.proba_)
     with pytest.raises(ValueError):
         JointLoadings(data.topic_ids, data.doc_ids, stored.loadings, draws=stored.draws)
+
+
+def test_hierarchical_weight_prior_moves_the_draws_only(twins) -> None:  # type: ignore[no-untyped-def]
+    """``weight_prior: "hierarchical"`` (the default: a per-weight scale under a half-normal,
+    integrated out) is read by the weights' MCMC draws only: P(relevant) and the stored loadings
+    are those of the fixed N(0, 1) fit (``"fixed"``), the draws are not, and ``info`` says which
+    prior they drew."""
+    from models.gp.joint import layer_draws, layer_loadings
+    from models.gp.model import MAGP
+
+    data, _ = twins
+    fixed = MAGP(random_state=0, n_iter=10, weight_prior="fixed").fit(data)
+    hier = MAGP(random_state=0, n_iter=10).fit(data)
+    assert hier.weight_prior == "hierarchical"
+    np.testing.assert_array_equal(hier.proba_, fixed.proba_)
+    np.testing.assert_array_equal(layer_loadings(hier)[0], layer_loadings(fixed)[0])
+    z_hier, z_fixed = layer_draws(hier), layer_draws(fixed)
+    assert z_hier is not None and z_fixed is not None and z_hier.shape == z_fixed.shape
+    assert not np.allclose(z_hier, z_fixed)
+    assert hier.info_["truth_layer"]["weight_draws"]["prior"] == "hierarchical"
+    assert "prior" not in fixed.info_["truth_layer"]["weight_draws"]
