@@ -47,6 +47,8 @@ NODES = 16
 C_BOUNDS = (0.05, 20.0)
 S_BOUNDS = (0.0, 10.0)
 MAX_ITER = 100
+# A fit that stops at s below this is checked against s = S_PROBE (``fit_layer``).
+S_PROBE = 0.05
 # Tasks that fit (c, s) (``fit_layer``): the GP's M-step subset size.
 LAYER_MAX_TASKS = M_STEP_MAX_TASKS
 
@@ -135,11 +137,21 @@ def fit_layer(judgments: LayerJudgments, prior: np.ndarray, nodes: int = NODES,
     the tasks at that (c, s). A 1,000,000-judgment fit costs a pass over the judgments per
     evaluation otherwise (about 2.5 s of CPU each, 15-20 evaluations a fit)."""
     fitted, fitted_prior = subset(judgments, prior, max_tasks)
-    result = minimize(lambda t: _objective(t, fitted, fitted_prior, nodes)[:2],
-                      np.clip(np.asarray(start, dtype=np.float64),
-                              [C_BOUNDS[0], S_BOUNDS[0]], [C_BOUNDS[1], S_BOUNDS[1]]),
-                      jac=True, method="L-BFGS-B", bounds=[C_BOUNDS, S_BOUNDS],
-                      options={"maxiter": MAX_ITER})
+
+    def fit(x0: np.ndarray) -> Any:
+        return minimize(lambda t: _objective(t, fitted, fitted_prior, nodes)[:2],
+                        np.clip(x0, [C_BOUNDS[0], S_BOUNDS[0]], [C_BOUNDS[1], S_BOUNDS[1]]),
+                        jac=True, method="L-BFGS-B", bounds=[C_BOUNDS, S_BOUNDS],
+                        options={"maxiter": MAX_ITER})
+
+    result = fit(np.asarray(start, dtype=np.float64))
+    if result.x[1] < S_PROBE:
+        # The objective is even in s (the nodes come in ± pairs), so s = 0 is always a
+        # stationary point and L-BFGS-B can stop there when a step lands on the bound, whether
+        # or not it is a maximum: go on from s = S_PROBE when the likelihood is higher there.
+        probe = np.array([result.x[0], S_PROBE])
+        if _objective(probe, fitted, fitted_prior, nodes)[0] < result.fun:
+            result = min(result, fit(probe), key=lambda r: float(r.fun))
     c, s = float(result.x[0]), float(result.x[1])
     log_z = log_evidence(judgments, c, s, nodes)
     joint, total = _label_joint(prior, log_z)
