@@ -159,10 +159,10 @@ def node_sums(task: np.ndarray, du: np.ndarray, shift: np.ndarray, separation: f
               ) -> tuple[np.ndarray, np.ndarray]:
     """(ell, slope), each (2, nodes, n): per task, Σ_a log Φ(u_a) and Σ_a ∂ log Φ(u_a) / ∂t
     = Σ_a φ(u_a)/Φ(u_a) du_a at u_a = du_a (t + shift_a), t = y c + s x_k, y = +1, −1 (rows 0,
-    1), x_k the nodes. ``with_slope`` False: slope stays zero (not computed)."""
+    1), x_k the nodes. ``with_slope`` False: slope is not computed (zeros, one column)."""
     nodes = x.shape[0]
     ell = np.zeros((2, nodes, n_tasks))
-    slope = np.zeros((2, nodes, n_tasks))
+    slope = np.zeros((2, nodes, n_tasks if with_slope else 1))
     task = np.ascontiguousarray(task, dtype=np.int64)
     du = np.ascontiguousarray(du, dtype=np.float64)
     shift = np.ascontiguousarray(shift, dtype=np.float64)
