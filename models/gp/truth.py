@@ -25,7 +25,8 @@ maximise the layer's marginal likelihood, every other parameter at the fit:
 
 and a task nobody judged keeps π_i = Φ(m_i / √v_i), the read-out P(f > 0) (so ``predict_proba``
 for new tasks is unchanged); with the regression prior (``"discrete-regression"``) it keeps
-that prior, ``regression_prior``. Numpy only.
+that prior, ``regression_prior``. Numpy, with the passes over judgments and tasks compiled
+(``models.gp.truth_kernels``).
 """
 
 from __future__ import annotations
@@ -135,7 +136,9 @@ def fit_layer(judgments: LayerJudgments, prior: np.ndarray, nodes: int = NODES,
     subset of that many (about 1/√5,000 = 1.4 % of sampling error, as the GP's own M step,
     ``M_STEP_MAX_TASKS``), then every task's P(y = +1) and the log likelihood are those of all
     the tasks at that (c, s). A 1,000,000-judgment fit costs a pass over the judgments per
-    evaluation otherwise (about 2.5 s of CPU each, 15-20 evaluations a fit)."""
+    evaluation otherwise (about 2.5 s of CPU each, 15-20 evaluations a fit). A fit that stops
+    at s < ``S_PROBE`` goes on from s = ``S_PROBE`` when the likelihood is higher there (s = 0
+    is a stationary point of the objective, which is even in s)."""
     fitted, fitted_prior = subset(judgments, prior, max_tasks)
 
     def fit(x0: np.ndarray) -> Any:
