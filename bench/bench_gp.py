@@ -212,20 +212,23 @@ def cmd_rf10(args: argparse.Namespace) -> None:
               f"{time.perf_counter() - t0:.1f} s\t{extra}", flush=True)
 
 
-def _time_stages() -> dict[str, list[float]]:
-    """Wrap the EM stages (E step, the M step's two L-BFGS blocks, task difficulty, k-means)
-    so that each call's seconds (and each L-BFGS block's number of evaluations) are recorded."""
+def _time_stages() -> dict[str, list[tuple[float, float]]]:
+    """Wrap the EM stages (E step, the M step's two L-BFGS blocks, task difficulty, k-means, the
+    truth layer) so that each call's (wall, CPU) seconds are recorded (and each L-BFGS block's
+    number of evaluations, as (count, 0)). CPU over wall is the stage's use of the cores."""
+    import models.gp.model as gp_model
     import models.gp.training as training
 
-    stages: dict[str, list[float]] = {}
+    stages: dict[str, list[tuple[float, float]]] = {}
 
     def timed(owner, name: str, label: str) -> None:  # noqa: ANN001 - a class or module
         inner = getattr(owner, name)
 
         def wrapper(*a, **k):  # noqa: ANN002, ANN003, ANN202
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             out = inner(*a, **k)
-            stages.setdefault(label, []).append(time.perf_counter() - start)
+            stages.setdefault(label, []).append((time.perf_counter() - start,
+                                                 time.process_time() - cpu))
             return out
 
         setattr(owner, name, wrapper)
@@ -233,6 +236,7 @@ def _time_stages() -> dict[str, list[float]]:
     timed(training.CrowdGPCore, "e_step", "E steps")
     timed(training, "fit_task_noise", "task difficulty")
     timed(training, "kmeans_inducing", "k-means")
+    timed(gp_model.MAGP, "_discrete_layer", "truth layer")
     lbfgs = training._lbfgs
 
     def counted(loss_and_grads, variables, maxiter, *rest):  # noqa: ANN001, ANN002, ANN202
@@ -242,12 +246,14 @@ def _time_stages() -> dict[str, list[float]]:
             calls[0] += 1
             return loss_and_grads()
 
-        start = time.perf_counter()
-        lbfgs(count, variables, maxiter, *rest)
+        start, cpu = time.perf_counter(), time.process_time()
+        out = lbfgs(count, variables, maxiter, *rest)
         noise = any("annotator" in v.name or "task_" in v.name for v in variables)
         label = "M step, noise block" if noise else "M step, GP block"
-        stages.setdefault(label, []).append(time.perf_counter() - start)
-        stages.setdefault(label + " evaluations", []).append(calls[0])
+        stages.setdefault(label, []).append((time.perf_counter() - start,
+                                             time.process_time() - cpu))
+        stages.setdefault(label + " evaluations", []).append((calls[0], 0.0))
+        return out
 
     training._lbfgs = counted
     return stages
@@ -274,7 +280,12 @@ def cmd_speed(args: argparse.Namespace) -> None:
           f"accuracy {_accuracy(model.labels_, s.truth):.4f}\tpeak RSS {peak:.2f} GiB\t"
           f"load average {load:.1f} -> {os.getloadavg()[0]:.1f}", flush=True)
     for label, values in (stages or {}).items():
-        print(f"  {label}: {sum(values):.1f} in {len(values)} calls", flush=True)
+        wall, stage_cpu = (sum(v) for v in zip(*values, strict=True))
+        if label.endswith("evaluations"):
+            print(f"  {label}: {wall:.0f} in {len(values)} calls", flush=True)
+        else:
+            print(f"  {label}: {wall:.2f} s wall, {stage_cpu:.2f} s CPU (CPU/wall "
+                  f"{stage_cpu / max(wall, 1e-9):.2f}) in {len(values)} calls", flush=True)
 
 
 def cmd_reference(args: argparse.Namespace) -> None:

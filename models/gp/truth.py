@@ -25,7 +25,8 @@ maximise the layer's marginal likelihood, every other parameter at the fit:
 
 and a task nobody judged keeps π_i = Φ(m_i / √v_i), the read-out P(f > 0) (so ``predict_proba``
 for new tasks is unchanged); with the regression prior (``"discrete-regression"``) it keeps
-that prior, ``regression_prior``. Numpy only.
+that prior, ``regression_prior``. Numpy, with the passes over judgments and tasks compiled
+(``models.gp.truth_kernels``).
 """
 
 from __future__ import annotations
@@ -36,9 +37,10 @@ from typing import Any
 import numpy as np
 import scipy.linalg
 from scipy.optimize import minimize, minimize_scalar
-from scipy.special import k0e, log_ndtr, logsumexp, ndtr
+from scipy.special import k0e, logsumexp, ndtr
 
 from models.gp.constants import M_STEP_MAX_TASKS
+from models.gp.truth_kernels import mixture_log_likelihood, mixture_terms, node_sums
 
 # Gauss–Hermite nodes of the integral over f around each class.
 NODES = 16
@@ -46,6 +48,8 @@ NODES = 16
 C_BOUNDS = (0.05, 20.0)
 S_BOUNDS = (0.0, 10.0)
 MAX_ITER = 100
+# A fit that stops at s below this is checked against s = S_PROBE (``fit_layer``).
+S_PROBE = 0.05
 # Tasks that fit (c, s) (``fit_layer``): the GP's M-step subset size.
 LAYER_MAX_TASKS = M_STEP_MAX_TASKS
 
@@ -82,12 +86,6 @@ def cavity(m_f: np.ndarray, v_f: np.ndarray, nat1: np.ndarray, nat2: np.ndarray
     return (m_f / v_f - nat1) / precision, 1.0 / precision
 
 
-def _inverse_mills(u: np.ndarray, log_cdf: np.ndarray | None = None) -> np.ndarray:
-    """φ(u) / Φ(u), in log space (``log_cdf``: log Φ(u) if already computed)."""
-    log_cdf = log_ndtr(u) if log_cdf is None else log_cdf
-    return np.exp(-0.5 * u * u - 0.5 * np.log(2.0 * np.pi) - log_cdf)
-
-
 def _label_joint(prior: np.ndarray, log_z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(2, n) log π_i(y) Z_i(y) for y = +1, −1, and (n,) their log sum over y."""
     joint = np.log(np.clip(np.stack([prior, 1.0 - prior]), 1e-300, 1.0)) + log_z
@@ -101,18 +99,9 @@ def _objective(theta: np.ndarray, d: LayerJudgments, prior: np.ndarray, nodes: i
     x, w = np.polynomial.hermite_e.hermegauss(nodes)
     log_w = np.log(w / np.sqrt(2.0 * np.pi))
     ys = (1.0, -1.0)
-    ell = np.empty((2, nodes, d.n_tasks))  # Σ_a log Φ(u_a) per task at each (class, node)
-    # Σ_a ∂ log Φ(u_a) / ∂(y c + s x_k) per task: the gradient's judgment sums, from the same
-    # log Φ(u) (one pass over the judgments per (class, node), not two)
-    slope = np.empty((2, nodes, d.n_tasks))
-    du_dshift = d.sign / d.scale
-    for ci, y in enumerate(ys):
-        for k in range(nodes):
-            u = du_dshift * (y * c + s * x[k] + d.shift)
-            log_cdf = log_ndtr(u)
-            ell[ci, k] = np.bincount(d.task, log_cdf, minlength=d.n_tasks)
-            slope[ci, k] = np.bincount(d.task, _inverse_mills(u, log_cdf) * du_dshift,
-                                       minlength=d.n_tasks)
+    # per task at each (class, node): ell = Σ_a log Φ(u_a), slope = Σ_a ∂ log Φ(u_a) /
+    # ∂(y c + s x_k), the gradient's judgment sums from the same log Φ(u) (one compiled pass)
+    ell, slope = node_sums(d.task, d.sign / d.scale, d.shift, c, s, x, d.n_tasks, True)
     log_z = logsumexp(ell + log_w[None, :, None], axis=1)  # (2, n)
     joint, total = _label_joint(prior, log_z)
     resp = np.exp(joint - total[None, :])  # P(y | everything)
@@ -147,13 +136,25 @@ def fit_layer(judgments: LayerJudgments, prior: np.ndarray, nodes: int = NODES,
     subset of that many (about 1/√5,000 = 1.4 % of sampling error, as the GP's own M step,
     ``M_STEP_MAX_TASKS``), then every task's P(y = +1) and the log likelihood are those of all
     the tasks at that (c, s). A 1,000,000-judgment fit costs a pass over the judgments per
-    evaluation otherwise (about 2.5 s of CPU each, 15-20 evaluations a fit)."""
+    evaluation otherwise (about 2.5 s of CPU each, 15-20 evaluations a fit). A fit that stops
+    at s < ``S_PROBE`` goes on from s = ``S_PROBE`` when the likelihood is higher there (s = 0
+    is a stationary point of the objective, which is even in s)."""
     fitted, fitted_prior = subset(judgments, prior, max_tasks)
-    result = minimize(lambda t: _objective(t, fitted, fitted_prior, nodes)[:2],
-                      np.clip(np.asarray(start, dtype=np.float64),
-                              [C_BOUNDS[0], S_BOUNDS[0]], [C_BOUNDS[1], S_BOUNDS[1]]),
-                      jac=True, method="L-BFGS-B", bounds=[C_BOUNDS, S_BOUNDS],
-                      options={"maxiter": MAX_ITER})
+
+    def fit(x0: np.ndarray) -> Any:
+        return minimize(lambda t: _objective(t, fitted, fitted_prior, nodes)[:2],
+                        np.clip(x0, [C_BOUNDS[0], S_BOUNDS[0]], [C_BOUNDS[1], S_BOUNDS[1]]),
+                        jac=True, method="L-BFGS-B", bounds=[C_BOUNDS, S_BOUNDS],
+                        options={"maxiter": MAX_ITER})
+
+    result = fit(np.asarray(start, dtype=np.float64))
+    if result.x[1] < S_PROBE:
+        # The objective is even in s (the nodes come in ± pairs), so s = 0 is always a
+        # stationary point and L-BFGS-B can stop there when a step lands on the bound, whether
+        # or not it is a maximum: go on from s = S_PROBE when the likelihood is higher there.
+        probe = np.array([result.x[0], S_PROBE])
+        if _objective(probe, fitted, fitted_prior, nodes)[0] < result.fun:
+            result = min(result, fit(probe), key=lambda r: float(r.fun))
     c, s = float(result.x[0]), float(result.x[1])
     log_z = log_evidence(judgments, c, s, nodes)
     joint, total = _label_joint(prior, log_z)
@@ -210,12 +211,8 @@ def log_evidence(judgments: LayerJudgments, separation: float, deviation_sd: flo
     """(2, n) log Z_i(y) for y = +1, −1: each task's judgments given its class."""
     x, w = np.polynomial.hermite_e.hermegauss(nodes)
     log_w = np.log(w / np.sqrt(2.0 * np.pi))
-    ell = np.empty((2, nodes, judgments.n_tasks))
-    for ci, y in enumerate((1.0, -1.0)):
-        for k in range(nodes):
-            u = judgments.sign * (y * separation + deviation_sd * x[k] + judgments.shift) \
-                / judgments.scale
-            ell[ci, k] = np.bincount(judgments.task, log_ndtr(u), minlength=judgments.n_tasks)
+    ell, _ = node_sums(judgments.task, judgments.sign / judgments.scale, judgments.shift,
+                       separation, deviation_sd, x, judgments.n_tasks)
     return logsumexp(ell + log_w[None, :, None], axis=1)
 
 
@@ -223,11 +220,7 @@ def _regression_objective(wb: np.ndarray, design: np.ndarray, log_z: np.ndarray,
                           prior_sd: float) -> tuple[float, np.ndarray]:
     """−Σ_i log Σ_y Φ(y η_i) Z_i(y) + Σ_j w_j² / 2 prior_sd_j² and its gradient (intercept
     flat; ``prior_sd`` a float or one per weight)."""
-    eta = design @ wb
-    a, b = log_ndtr(eta) + log_z[0], log_ndtr(-eta) + log_z[1]
-    total = np.logaddexp(a, b)
-    phi = np.exp(-0.5 * eta * eta - 0.5 * np.log(2.0 * np.pi))
-    g_eta = phi * (np.exp(log_z[0] - total) - np.exp(log_z[1] - total))
+    total, g_eta = mixture_terms(design @ wb, log_z[0], log_z[1])
     w = wb[:-1]
     precision = 1.0 / np.square(prior_sd)  # a float, or one per weight
     value = -float(np.sum(total)) + 0.5 * float(np.sum(w * w * precision))
@@ -344,9 +337,8 @@ def _log_posterior(weights: np.ndarray, design: np.ndarray, log_z: np.ndarray,
     Φ(y x̃_i·w) Z_i(y) − |w|² / 2 prior_sd² (intercept flat)."""
     out = np.empty(weights.shape[0])
     for lo in range(0, weights.shape[0], 256):  # (256, n) temporaries
-        eta = weights[lo:lo + 256] @ design.T
-        out[lo:lo + 256] = scale * np.sum(np.logaddexp(log_ndtr(eta) + log_z[0],
-                                                       log_ndtr(-eta) + log_z[1]), axis=1)
+        out[lo:lo + 256] = scale * mixture_log_likelihood(weights[lo:lo + 256] @ design.T,
+                                                          log_z[0], log_z[1])
     return out - 0.5 * np.sum(weights[:, :-1] ** 2 / np.square(prior_sd), axis=1)
 
 
@@ -436,8 +428,7 @@ def _log_prior(weights: np.ndarray, prior_sd: float, prior_df: float | None,
 def _log_target(weights: np.ndarray, design: np.ndarray, log_z: np.ndarray, prior_sd: float,
                 prior_df: float | None, scale: float, hierarchical: bool = False) -> np.ndarray:
     """(M,) log p(w | the judgments) + const: the layer's likelihood × the prior."""
-    eta = weights @ design.T
-    like = np.sum(np.logaddexp(log_ndtr(eta) + log_z[0], log_ndtr(-eta) + log_z[1]), axis=1)
+    like = mixture_log_likelihood(weights @ design.T, log_z[0], log_z[1])
     return scale * like + _log_prior(weights, prior_sd, prior_df, hierarchical)
 
 

@@ -74,6 +74,21 @@ def test_recovers_the_planted_separation_and_is_calibrated():
     assert again.p_relevant[-1] == pytest.approx(0.3)
 
 
+def test_a_fit_stopped_at_s_zero_goes_on_where_the_likelihood_is_higher(monkeypatch):
+    """s = 0 is a stationary point of the layer's objective (even in s): a fit started there
+    stays there unless the probe beside it finds a higher likelihood."""
+    import models.gp.truth as truth
+
+    d, prior, _ = _layer_data(2000, 1.5, 0.8, 3)
+    free = fit_layer(d, prior)
+    from_zero = fit_layer(d, prior, start=(1.0, 0.0))
+    assert free.deviation > 0.3
+    assert from_zero.deviation == pytest.approx(free.deviation, rel=1e-3)
+    assert from_zero.log_likelihood == pytest.approx(free.log_likelihood, abs=1e-3)
+    monkeypatch.setattr(truth, "S_PROBE", 0.0)  # no probe: the fit stays at s = 0
+    assert fit_layer(d, prior, start=(1.0, 0.0)).deviation < 1e-6
+
+
 def test_a_large_layer_fits_c_and_s_on_a_subset_and_reads_every_task():
     """Past max_tasks tasks (c, s) come from a seeded random subset; every task's P(y = +1) and
     the log likelihood are then the whole data's at that (c, s): as the objective computes them,
