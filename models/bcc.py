@@ -79,7 +79,6 @@ from dataclasses import dataclass
 from typing import Annotated, Literal, Self
 
 import numpy as np
-import scipy.sparse as sp
 from scipy.special import digamma
 
 from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
@@ -105,6 +104,7 @@ from models.dirichlet import (
     kl_dirichlet_shared,
     polya_fixed_point,
 )
+from models.onehot import OneHot
 from models.params import (
     Iterations1,
     Prior,
@@ -190,9 +190,9 @@ def confusion_prior_fixed(k: int, diagonal: float, off_diagonal: float) -> np.nd
 
 @dataclass(frozen=True)
 class _Design:
-    """The judgments as a sparse one-hot matrix: row = task, column = annotator·K + label."""
+    """The judgments as one-hot rows by task (``models.onehot``): column annotator·K + label."""
 
-    onehot: sp.csr_matrix  # (n_tasks, n_annotators * K)
+    rows: OneHot  # (n_tasks, n_annotators * K)
     n_tasks: int
     n_annotators: int
     n_classes: int
@@ -204,32 +204,26 @@ class _Design:
     def from_data(cls, data: AnnotationData, use_gold: bool) -> _Design:
         k = data.n_classes
         cols = data.annotator * k + data.label
-        onehot = sp.csr_matrix(
-            (np.ones(data.n_judgments), (data.task, cols)),
-            shape=(data.n_tasks, data.n_annotators * k),
-        )
+        rows = OneHot.build(data.task, cols, data.n_tasks, data.n_annotators * k)
         impossible = None
         if use_gold and data.gold is not None and (data.gold != UNKNOWN).any():
             known = np.flatnonzero(data.gold != UNKNOWN)
             impossible = np.zeros((data.n_tasks, k), dtype=bool)
             impossible[known] = True
             impossible[known, data.gold[known]] = False
-        judged = data.judgments_per_task() > 0
-        return cls(onehot, data.n_tasks, data.n_annotators, k, judged, bool(judged.all()),
+        judged = np.diff(rows.ptr) > 0
+        return cls(rows, data.n_tasks, data.n_annotators, k, judged, bool(judged.all()),
                    impossible)
 
     def counts(self, weights: np.ndarray) -> np.ndarray:
         """Σ over judgments of weights[task, c] per (annotator, label, c): (J, K, C)."""
-        # onehotᵀ as CSC: each task's row scatters into the small (J·K, C) table, adding each
-        # output's terms in task order as the CSR transpose did (the same bits), 2.6× faster
-        # than gathering rows of the long (n_tasks, C) operand (1 M judgments, C = 20)
-        out = self.onehot.T @ weights
-        return np.asarray(out).reshape(self.n_annotators, self.n_classes, -1)
+        # each task's judgments scatter into the small (J·K, C) table in task order, as scipy's
+        # product by the transpose did (the same bits)
+        return self.rows.column_sums(weights).reshape(self.n_annotators, self.n_classes, -1)
 
     def scores(self, table: np.ndarray) -> np.ndarray:
         """Σ_{a ∈ i} table[j(a), y_a, c] per task: (n_tasks, C); table is (J, K, C)."""
-        flat = table.reshape(self.n_annotators * self.n_classes, -1)
-        return np.asarray(self.onehot @ flat)
+        return self.rows.row_sums(table.reshape(self.n_annotators * self.n_classes, -1))
 
 
 def _normalise_log(log_joint: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
