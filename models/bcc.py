@@ -229,24 +229,24 @@ class _Design:
 def _normalise_log(log_joint: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Row-normalised probabilities and the log normaliser of each row (log space).
 
-    For K < 8 classes the row maximum and the row sum run column by column (one elementwise
-    pass per class, where numpy's reductions over a short last axis make a call per row): the
-    same bits, as numpy adds fewer than 8 elements of a row in sequence."""
+    For K < 8 classes the row maximum and the row sum run row by row in compiled passes, where
+    numpy's reductions over a short last axis make a call per row: the same bits, as numpy adds
+    fewer than 8 elements of a row in sequence."""
     k = log_joint.shape[1]
     if k >= 8:
         top = log_joint.max(axis=1, keepdims=True)
         p = np.exp(log_joint - top)
         total = p.sum(axis=1, keepdims=True)
         return p / total, np.log(total[:, 0]) + top[:, 0]
-    top = log_joint[:, 0].copy()
-    for c in range(1, k):
-        np.maximum(top, log_joint[:, c], out=top)
-    p = log_joint - top[:, None]
+    # the maximum, the shift, the sum and the division compiled (models.bcc_kernels), the exp
+    # and log by numpy (its vectorised routines round differently from the C library's)
+    from models import bcc_kernels
+
+    n = log_joint.shape[0]
+    top, total, p = np.empty(n), np.empty(n), np.empty((n, k))
+    bcc_kernels.shift_rows(log_joint, top, p)
     np.exp(p, out=p)
-    total = p[:, 0].copy()
-    for c in range(1, k):
-        total += p[:, c]
-    p /= total[:, None]
+    bcc_kernels.divide_rows(p, total)
     return p, np.log(total) + top
 
 

@@ -170,8 +170,9 @@ def crossfit_score(make: Callable[[], Any], data: AnnotationData, n_folds: int,
     fold = np.random.default_rng(0 if random_state is None else random_state).permutation(
         data.n_tasks) % n_folds
     pieces = []
+    fold_of = fold[data.task]  # each judgment's fold, gathered once
     for f in range(n_folds):
-        held = fold[data.task] == f
+        held = fold_of == f
         if not held.any() or held.all():
             continue
         train = ~held
