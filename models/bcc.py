@@ -68,8 +68,9 @@ as IBCC's fixed prior (docs/models.md, "EBCC's prior on binary crowds" and "EBCC
 crowds").
 
 Long format throughout: the judgments form a sparse (n_tasks × n_annotators·K) one-hot matrix
-(one non-zero per judgment, memory O(#judgments)), so every E step is one sparse product with a
-small (n_annotators·K × K·M) table and every M step one product with its transpose. With
+(one non-zero per judgment, memory O(#judgments); ``models.onehot``), so every E step is one
+compiled pass gathering from a small (n_annotators·K × K·M) table and every M step one pass
+scattering into it. With
 ``use_gold`` a task with a gold label has its posterior held at that label.
 """
 

@@ -24,8 +24,8 @@ say rather than one number for every crowd (docs/models.md, "Weak workers spread
 ``use_gold`` the posterior of a task with a gold label is held at that label. Stops after
 ``n_iter`` iterations or when the log-likelihood per judgment changes by less than ``tol``.
 
-Confusion matrices are (n_annotators, K, K) — K is tiny; both EM passes are one sparse product over
-the judgments each (``Judgments``), never a tasks × annotators array.
+Confusion matrices are (n_annotators, K, K) — K is tiny; both EM passes are one compiled pass over
+the judgments each (``Judgments``, ``models.onehot``), never a tasks × annotators array.
 """
 
 from __future__ import annotations
