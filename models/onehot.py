@@ -7,7 +7,7 @@ Dawid–Skene, j·K + l for IBCC), each distinct column once with the number of 
 M step's scatter, Σ_{a in column} weights[task(a), c] per column. A CSR matrix built by counting,
 with compiled passes (``models.onehot_kernels``) that read it once for all the classes, where
 scipy's products read it once per class and needed its transpose too: at 10,000,000 judgments
-the two scipy matrices took 0.9 s of CPU and 0.24 GiB to build per fit, this 0.1 s and 0.06 GiB
+the two scipy matrices took 0.9 s of CPU and 0.24 GiB to build per fit, this 0.2 s and 0.06 GiB
 (docs/benchmarks.md, "branch ds10m"). The sums are scipy's, in scipy's order: the same bits.
 """
 
