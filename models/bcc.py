@@ -68,8 +68,9 @@ as IBCC's fixed prior (docs/models.md, "EBCC's prior on binary crowds" and "EBCC
 crowds").
 
 Long format throughout: the judgments form a sparse (n_tasks × n_annotators·K) one-hot matrix
-(one non-zero per judgment, memory O(#judgments)), so every E step is one sparse product with a
-small (n_annotators·K × K·M) table and every M step one product with its transpose. With
+(one non-zero per judgment, memory O(#judgments); ``models.onehot``), so every E step is one
+compiled pass gathering from a small (n_annotators·K × K·M) table and every M step one pass
+scattering into it. With
 ``use_gold`` a task with a gold label has its posterior held at that label.
 """
 
@@ -79,7 +80,6 @@ from dataclasses import dataclass
 from typing import Annotated, Literal, Self
 
 import numpy as np
-import scipy.sparse as sp
 from scipy.special import digamma
 
 from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
@@ -105,6 +105,7 @@ from models.dirichlet import (
     kl_dirichlet_shared,
     polya_fixed_point,
 )
+from models.onehot import OneHot
 from models.params import (
     Iterations1,
     Prior,
@@ -190,9 +191,9 @@ def confusion_prior_fixed(k: int, diagonal: float, off_diagonal: float) -> np.nd
 
 @dataclass(frozen=True)
 class _Design:
-    """The judgments as a sparse one-hot matrix: row = task, column = annotator·K + label."""
+    """The judgments as one-hot rows by task (``models.onehot``): column annotator·K + label."""
 
-    onehot: sp.csr_matrix  # (n_tasks, n_annotators * K)
+    rows: OneHot  # (n_tasks, n_annotators * K)
     n_tasks: int
     n_annotators: int
     n_classes: int
@@ -204,55 +205,49 @@ class _Design:
     def from_data(cls, data: AnnotationData, use_gold: bool) -> _Design:
         k = data.n_classes
         cols = data.annotator * k + data.label
-        onehot = sp.csr_matrix(
-            (np.ones(data.n_judgments), (data.task, cols)),
-            shape=(data.n_tasks, data.n_annotators * k),
-        )
+        rows = OneHot.build(data.task, cols, data.n_tasks, data.n_annotators * k)
         impossible = None
         if use_gold and data.gold is not None and (data.gold != UNKNOWN).any():
             known = np.flatnonzero(data.gold != UNKNOWN)
             impossible = np.zeros((data.n_tasks, k), dtype=bool)
             impossible[known] = True
             impossible[known, data.gold[known]] = False
-        judged = data.judgments_per_task() > 0
-        return cls(onehot, data.n_tasks, data.n_annotators, k, judged, bool(judged.all()),
+        judged = np.diff(rows.ptr) > 0
+        return cls(rows, data.n_tasks, data.n_annotators, k, judged, bool(judged.all()),
                    impossible)
 
     def counts(self, weights: np.ndarray) -> np.ndarray:
         """Σ over judgments of weights[task, c] per (annotator, label, c): (J, K, C)."""
-        # onehotᵀ as CSC: each task's row scatters into the small (J·K, C) table, adding each
-        # output's terms in task order as the CSR transpose did (the same bits), 2.6× faster
-        # than gathering rows of the long (n_tasks, C) operand (1 M judgments, C = 20)
-        out = self.onehot.T @ weights
-        return np.asarray(out).reshape(self.n_annotators, self.n_classes, -1)
+        # each task's judgments scatter into the small (J·K, C) table in task order, as scipy's
+        # product by the transpose did (the same bits)
+        return self.rows.column_sums(weights).reshape(self.n_annotators, self.n_classes, -1)
 
     def scores(self, table: np.ndarray) -> np.ndarray:
         """Σ_{a ∈ i} table[j(a), y_a, c] per task: (n_tasks, C); table is (J, K, C)."""
-        flat = table.reshape(self.n_annotators * self.n_classes, -1)
-        return np.asarray(self.onehot @ flat)
+        return self.rows.row_sums(table.reshape(self.n_annotators * self.n_classes, -1))
 
 
 def _normalise_log(log_joint: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Row-normalised probabilities and the log normaliser of each row (log space).
 
-    For K < 8 classes the row maximum and the row sum run column by column (one elementwise
-    pass per class, where numpy's reductions over a short last axis make a call per row): the
-    same bits, as numpy adds fewer than 8 elements of a row in sequence."""
+    For K < 8 classes the row maximum and the row sum run row by row in compiled passes, where
+    numpy's reductions over a short last axis make a call per row: the same bits, as numpy adds
+    fewer than 8 elements of a row in sequence."""
     k = log_joint.shape[1]
     if k >= 8:
         top = log_joint.max(axis=1, keepdims=True)
         p = np.exp(log_joint - top)
         total = p.sum(axis=1, keepdims=True)
         return p / total, np.log(total[:, 0]) + top[:, 0]
-    top = log_joint[:, 0].copy()
-    for c in range(1, k):
-        np.maximum(top, log_joint[:, c], out=top)
-    p = log_joint - top[:, None]
+    # the maximum, the shift, the sum and the division compiled (models.bcc_kernels), the exp
+    # and log by numpy (its vectorised routines round differently from the C library's)
+    from models import bcc_kernels
+
+    n = log_joint.shape[0]
+    top, total, p = np.empty(n), np.empty(n), np.empty((n, k))
+    bcc_kernels.shift_rows(log_joint, top, p)
     np.exp(p, out=p)
-    total = p[:, 0].copy()
-    for c in range(1, k):
-        total += p[:, c]
-    p /= total[:, None]
+    bcc_kernels.divide_rows(p, total)
     return p, np.log(total) + top
 
 

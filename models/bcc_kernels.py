@@ -134,3 +134,33 @@ def normalise_rows(p: np.ndarray, n_subtypes: int, total: np.ndarray, by_class: 
             row[c] = row[c] / s
         for t in range(by_class.shape[1]):
             by_class[i, t] = _row_sum(row, t * n_subtypes, n_subtypes)
+
+
+@njit(cache=True)
+def shift_rows(log_joint: np.ndarray, top: np.ndarray, shifted: np.ndarray) -> None:
+    """IBCC's ``_normalise_log`` before its exp: top[i] = the row's maximum (numpy's
+    ``maximum`` column by column, NaN kept), shifted = log_joint − top."""
+    k = log_joint.shape[1]
+    for i in range(log_joint.shape[0]):
+        best = log_joint[i, 0]
+        for c in range(1, k):
+            v = log_joint[i, c]
+            if v > best or v != v:
+                best = v
+        top[i] = best
+        for c in range(k):
+            shifted[i, c] = log_joint[i, c] - best
+
+
+@njit(cache=True)
+def divide_rows(p: np.ndarray, total: np.ndarray) -> None:
+    """After the exp: total[i] = the row's sum (column 0, then each next column added), and
+    the row divided by it, in place."""
+    k = p.shape[1]
+    for i in range(p.shape[0]):
+        s = p[i, 0]
+        for c in range(1, k):
+            s += p[i, c]
+        total[i] = s
+        for c in range(k):
+            p[i, c] = p[i, c] / s

@@ -24,14 +24,15 @@ say rather than one number for every crowd (docs/models.md, "Weak workers spread
 ``use_gold`` the posterior of a task with a gold label is held at that label. Stops after
 ``n_iter`` iterations or when the log-likelihood per judgment changes by less than ``tol``.
 
-Confusion matrices are (n_annotators, K, K) — K is tiny; both EM passes are one sparse product over
-the judgments each (``Judgments``), never a tasks × annotators array.
+Confusion matrices are (n_annotators, K, K) — K is tiny; both EM passes are one compiled pass over
+the judgments each (``Judgments``, ``models.onehot``), never a tasks × annotators array.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Annotated, Any, Literal, Self
 
 import numpy as np
@@ -47,6 +48,7 @@ from models.dependence import (
     wanted,
 )
 from models.design_effect import design_correlation
+from models.onehot import OneHot
 from models.params import MAX_PRIOR, Iterations, Range, TemperFolds, Tolerance, validated
 from models.tempering import check_folds, temper_readout
 from models.warm import WarmStartUnavailable, cold_check_due, result_column, warm_record
@@ -360,16 +362,17 @@ class _Fit:
 
 @dataclass(frozen=True)
 class Judgments:
-    """The judgments as two sparse 0/1 matrices, built once per fit, and per-task masks.
+    """The judgments as one-hot rows by task (``models.onehot``), built once per fit, and
+    per-task masks.
 
-    ``by_task`` (n_tasks × K·J) has a 1 in column l·J + j for each judgment "annotator j said l"
-    on task i; ``by_cell`` (K·J × n_tasks) is its transpose, stored row-wise. Both passes of EM
-    are then one sparse product each over the judgments, all K classes at once: the E step's
-    log-likelihood of every task under every class, by_task @ log π (log π laid out as (K·J, K),
-    row l·J + j, column t), and the M step's expected counts N_j[t, l] = by_cell @ P(T)."""
+    Row i has column l·J + j for each judgment "annotator j said l" on task i. Both passes of
+    EM are one compiled pass over the judgments each, all K classes at once: the E step's
+    log-likelihood of every task under every class, Σ_{a ∈ i} log π (log π laid out as (K·J, K),
+    row l·J + j, column t), and the M step's expected counts N_j[t, l], the sums of P(T) over
+    each column's tasks. ``by_task`` (n_tasks × K·J) and ``by_cell`` (its transpose, stored
+    row-wise) are the same rows as scipy matrices, for callers that multiply by them."""
 
-    by_task: scipy.sparse.csr_matrix
-    by_cell: scipy.sparse.csr_matrix
+    rows: OneHot
     n_tasks: int
     n_annotators: int
     n_classes: int
@@ -391,21 +394,27 @@ class Judgments:
             impossible[:, known] = True
             impossible[gold[known], known] = False
         cell = data.label.astype(np.int64) * n_ann + data.annotator
-        ones = np.ones(data.n_judgments)
-        by_cell = scipy.sparse.csr_matrix((ones, (cell, data.task)), shape=(k * n_ann, n_tasks))
-        by_task = by_cell.T.tocsr()
-        judged = np.diff(by_task.indptr) > 0
-        label_counts = np.asarray(by_cell.sum(axis=1)).reshape(k, n_ann).T  # row sums
-        return cls(by_task, by_cell, n_tasks, n_ann, k, judged, bool(judged.all()),
+        rows = OneHot.build(data.task, cell, n_tasks, k * n_ann)
+        judged = np.diff(rows.ptr) > 0
+        label_counts = rows.judgments_per_column().reshape(k, n_ann).T
+        return cls(rows, n_tasks, n_ann, k, judged, bool(judged.all()),
                    np.ascontiguousarray(label_counts), impossible)
+
+    @property
+    def by_task(self) -> scipy.sparse.csr_matrix:
+        return self.rows.csr
+
+    @cached_property
+    def by_cell(self) -> scipy.sparse.csr_matrix:
+        return self.rows.csr.T.tocsr()
 
     def log_likelihoods(self, log_confusion: np.ndarray) -> np.ndarray:
         """(K, n_tasks): Σ_{a ∈ i} log π_{j(a)}[t, y_a] for every class t and task i, from
-        log π (n_annotators, K, K) indexed [j, t, l]; one product per class, each writing a
-        contiguous row (class-major, as the E step works)."""
+        log π (n_annotators, K, K) indexed [j, t, l]; class-major, as the E step works."""
         out = np.empty((self.n_classes, self.n_tasks))
-        for t in range(self.n_classes):
-            out[t] = self.by_task @ np.ascontiguousarray(log_confusion[:, t, :].T).ravel()
+        # table[l·J + j, t] = log π_j[t, l]
+        table = log_confusion.transpose(2, 0, 1).reshape(-1, self.n_classes)
+        self.rows.row_sums(table, out.T)
         if self.temper is not None:
             out *= self.temper
         return out
@@ -416,8 +425,10 @@ class Judgments:
         k = self.n_classes
         if self.temper is not None:  # a tempered task's judgments count τ_i each
             posterior = posterior * self.temper
-        return np.stack([(self.by_cell @ posterior[t]).reshape(k, self.n_annotators)
-                         for t in range(k)])
+        # sums[l·J + j, t], laid out [t, l, j] (C order: the M step's reductions over the
+        # annotators add in the order of the layout)
+        sums = self.rows.column_sums(posterior.T)
+        return np.ascontiguousarray(sums.T).reshape(k, k, self.n_annotators)
 
     def adjusted_for_dependence(self, data: AnnotationData, gold: np.ndarray | None,
                                 smoothing: float, rho: float | None = None) -> Judgments:
@@ -473,6 +484,10 @@ def _aligned_parameters(init: DawidSkene, data: AnnotationData
     k = data.n_classes
     if init.confusion_.shape[1:] != (k, k):
         raise ValueError("init was fitted with a different number of classes")
+    if (init.annotator_ids_ is data.annotator_ids
+            or np.array_equal(init.annotator_ids_, data.annotator_ids)):
+        # the same annotators in the same order (the read-out's half fits): no look-up
+        return init.prior_.copy(), np.array(init.confusion_, dtype=np.float64)
     position = {a: j for j, a in enumerate(init.annotator_ids_.tolist())}
     found = np.array([position.get(a, -1) for a in data.annotator_ids.tolist()], dtype=np.int64)
     confusion = np.empty((data.n_annotators, k, k))
@@ -487,10 +502,10 @@ def majority_start(idx: Judgments, gold: np.ndarray | None) -> np.ndarray:
     label, class-major (K, n_tasks) as the E step returns it."""
     k, n_ann = idx.n_classes, idx.n_annotators
     votes = np.empty((k, idx.n_tasks))
-    for label in range(k):  # a task's votes for ``label``: its row of by_task over that block
-        block = np.zeros(k * n_ann)
-        block[label * n_ann:(label + 1) * n_ann] = 1.0
-        votes[label] = idx.by_task @ block
+    block = np.zeros((k * n_ann, k))  # a task's votes for label l: its columns l·J + j
+    for label in range(k):
+        block[label * n_ann:(label + 1) * n_ann, label] = 1.0
+    idx.rows.row_sums(block, votes.T)
     total = votes.sum(axis=0)
     post = np.divide(votes, total, out=np.full_like(votes, 1.0 / k), where=total > 0)
     if gold is not None:

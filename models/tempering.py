@@ -86,15 +86,20 @@ def judgment_table(prior: np.ndarray, confusion: np.ndarray, data: AnnotationDat
     """For the judgments ``rows`` (a mask): log π_j(a)[t, y_a], and log ρ_t + the sum of the
     same over the task's other judgments in ``rows``; both class-major (K, n), the layout the
     τ search reads (built so, not copied to it: at 10 M judgments each is 160 MB a class)."""
-    annotator, label, task = data.annotator[rows], data.label[rows], data.task[rows]
+    # numba is imported when fitting, not with the module (the API imports models without a
+    # compiler)
+    from models import tempering_kernels
+
     log_prior = np.log(np.maximum(prior, _TINY))
-    table = np.empty((confusion.shape[1], task.shape[0]))
+    # log π once per cell, not per judgment: numpy's log of the same numbers, the same bits
+    log_confusion = np.log(np.maximum(np.asarray(confusion, dtype=np.float64), _TINY))
+    n = int(np.count_nonzero(rows))
+    table = np.empty((confusion.shape[1], n))
     others = np.empty_like(table)
-    for t in range(table.shape[0]):
-        np.log(np.maximum(confusion[annotator, t, label], _TINY), out=table[t])
-        sums = np.bincount(task, weights=table[t], minlength=data.n_tasks)
-        np.add(log_prior[t], sums[task], out=others[t])
-        others[t] -= table[t]
+    tempering_kernels.judgment_table(
+        np.ascontiguousarray(data.task), np.ascontiguousarray(data.annotator),
+        np.ascontiguousarray(data.label), np.ascontiguousarray(rows, dtype=np.bool_),
+        data.n_tasks, log_prior, np.ascontiguousarray(log_confusion), table, others)
     return table, others
 
 
@@ -165,8 +170,9 @@ def crossfit_score(make: Callable[[], Any], data: AnnotationData, n_folds: int,
     fold = np.random.default_rng(0 if random_state is None else random_state).permutation(
         data.n_tasks) % n_folds
     pieces = []
+    fold_of = fold[data.task]  # each judgment's fold, gathered once
     for f in range(n_folds):
-        held = fold[data.task] == f
+        held = fold_of == f
         if not held.any() or held.all():
             continue
         train = ~held
