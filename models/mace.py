@@ -394,7 +394,7 @@ class MACE(Aggregator):
         (and its posterior only when the M step reads it, a per-topic prior's)."""
         prior, then = priors[0], (priors[1] if len(priors) > 1 else None)
         out = _Buffers.empty(idx)
-        writer: list[_Chain | None] = [None]  # the run whose E step ``out`` holds
+        writer: list[int | None] = [None]  # id() of the run whose E step ``out`` holds
         runs = []
         for _, knowing, spam in draws:
             runs.append(_Chain.begin(idx, knowing, spam, topics_for(prior), out, writer))
@@ -408,7 +408,7 @@ class MACE(Aggregator):
                               lambda it, ll, r=r: report(it, ll, r), n_judgments)
                 score[r] = run.ll
                 if then is not None and len(alive) > 1:
-                    if writer[0] is not run:  # it ran no step: its posterior again
+                    if writer[0] != id(run):  # it ran no step: its posterior again
                         run.redo(idx)
                     probe = self._m_step(run.counts, smoothing, then, run.proba,
                                          topics_for(then), strength)
@@ -421,7 +421,7 @@ class MACE(Aggregator):
             ranked = sorted(alive, key=lambda r: -score[r])  # stable: earlier draws first
             alive = sorted(ranked[:(len(alive) + 1) // 2])
         survivor = runs[alive[0]]
-        if writer[0] is survivor:
+        if writer[0] == id(survivor):
             survivor.proba = out.proba
         else:  # its posterior again, at its parameters (the same bits)
             survivor.redo(idx)
@@ -656,7 +656,7 @@ class _Chain:
         """An E step at these parameters, appended to the history."""
         self.knowing, self.spam, self.log_prior = knowing, spam, log_prior
         self.ll, self.proba, self.counts = _e_step(idx, knowing, spam, log_prior, self.out)
-        self.writer[0] = self
+        self.writer[0] = id(self)  # not the run itself: no reference cycle to hold ``out``
         self.history.append(self.ll)
 
     def suspend(self) -> None:
@@ -669,7 +669,7 @@ class _Chain:
         """The last E step again (its posterior into ``out``), the history left as it is."""
         self.ll, self.proba, self.counts = _e_step(idx, self.knowing, self.spam,
                                                    self.log_prior, self.out)
-        self.writer[0] = self
+        self.writer[0] = id(self)
 
     def result(self, start: str) -> _Run:
         groups = 1 if self.topics is None else self.topics.n_groups
