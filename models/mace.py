@@ -124,8 +124,10 @@ class MACE(Aggregator):
         competence_strength: Annotated[float | None, Range(0.0, MAX_PRIOR)] = 0.0,
         dependence: Dependence = "auto",
         knowing: Knowing = "auto",
+        halving: bool = False,
     ) -> None:
         self.knowing = knowing
+        self.halving = halving
         self.competence_strength = competence_strength
         self.dependence = dependence
         self.temper_folds = check_folds(temper_folds)
@@ -356,7 +358,6 @@ class MACE(Aggregator):
         n_cold = -(-self.n_restarts // len(priors)) if checked else 0
         # The warm restart first, then the cold fit's random ones (a cold fit: only those).
         starts = ([] if init is None else ["warm"]) + ["cold"] * n_cold
-        total = max(len(starts) * len(priors) * max(self.n_iter, 1), 1)
         # more than one topic among the judged tasks (only a learned prior reads it; a
         # comparison with the first, not np.unique's sort of every task's topic string)
         judged_topics = data.topic_ids[idx.judged] if "learned" in priors else data.topic_ids[:0]
@@ -365,40 +366,65 @@ class MACE(Aggregator):
 
         best: dict[str, _Run] = {}
         restart_ll: dict[str, list[float]] = {prior: [] for prior in priors}
-        run = 0
-        draw = -1
-        for start in starts:
-            if start == "cold":
-                draw += 1
-            if start == "warm":
-                assert init is not None
-                knowing0, spam0 = _aligned_parameters(init, data)
-                # A warm start begins near the optimum: stop once an iteration gains little.
-                tol = max(self.tol, WARM_TOL)
-            else:
-                knowing0, spam0 = _random_start(rng, data.n_annotators, k, smoothing)
-                tol = self.tol if cold_tol is None else cold_tol
-                if only_draw is not None and draw != only_draw:
-                    continue
-            for prior in priors:
-                # a fresh per-topic prior each run: its Dirichlet ν₀ is re-fitted as EM goes
-                topics = (ClassPrior.build(data, "topic", 1.0, idx.judged, True)
-                          if prior == "learned" and grouped else None)
-                fitted = replace(self._em(idx, knowing0, spam0, smoothing, prior, topics,
-                                          strength, tol,
-                                          lambda it, ll, r=run: progress(
-                                              (r * self.n_iter + it) / total,
-                                              f"restart {r + 1}/{len(starts) * len(priors)}, "
-                                              f"log-likelihood {ll:.2f}"), start,
-                                          data.n_judgments),
-                                 draw=draw if start == "cold" else -1)
-                run += 1
-                # "auto": the learned prior starts where MACE's uniform one ended (its
-                # generalisation, from a solution that keeps every class in use)
+        # the random starts, drawn in order (a warm start draws none); ``only_draw``: that one
+        draws = []
+        for draw in range(n_cold):
+            knowing0, spam0 = _random_start(rng, data.n_annotators, k, smoothing)
+            if only_draw is None or draw == only_draw:
+                draws.append((draw, knowing0, spam0))
+        cold_tol = self.tol if cold_tol is None else cold_tol
+        race = self.halving and len(draws) > 1
+        n_runs = len(starts) * len(priors)
+        runs = ((1 if init is not None else 0) + (0 if race else len(draws))) * len(priors)
+        work = max((runs + (len(priors) - 1 if race else 0)) * self.n_iter
+                   + (_race_work(len(draws), self.n_iter) if race else 0), 1)
+        done = [0]  # E steps run so far, for the progress callback
+
+        def report(it: int, ll: float, r: int) -> None:
+            done[0] += 1
+            progress(min(done[0] / work, 1.0),
+                     f"restart {r + 1}/{n_runs}, log-likelihood {ll:.2f}")
+
+        def topics_for(prior: str) -> ClassPrior | None:
+            # a fresh per-topic prior each run: its Dirichlet ν₀ is re-fitted as EM goes
+            return (ClassPrior.build(data, "topic", 1.0, idx.judged, True)
+                    if prior == "learned" and grouped else None)
+
+        def chain(knowing0: np.ndarray, spam0: np.ndarray, start: str, draw: int, tol: float,
+                  r: int, first: _Run | None = None) -> None:
+            """The priors in turn from one start, each from where the last ended ("auto": the
+            learned prior starts where MACE's uniform one ended, its generalisation, from a
+            solution that keeps every class in use); ``first``: the first prior's run, done."""
+            for n, prior in enumerate(priors):
+                if n == 0 and first is not None:
+                    fitted = first
+                else:
+                    fitted = replace(self._em(idx, knowing0, spam0, smoothing, prior,
+                                              topics_for(prior), strength, tol,
+                                              lambda it, ll, r=r + n: report(it, ll, r),
+                                              start, data.n_judgments), draw=draw)
                 knowing0, spam0 = fitted.knowing, fitted.spam
-                restart_ll[prior].append(fitted.log_likelihood)
+                if n > 0 or first is None:
+                    restart_ll[prior].append(fitted.log_likelihood)
                 if prior not in best or fitted.log_likelihood > best[prior].log_likelihood:
                     best[prior] = fitted
+
+        if init is not None:  # the warm restart first, then the cold fit's random ones
+            knowing0, spam0 = _aligned_parameters(init, data)
+            # A warm start begins near the optimum: stop once an iteration gains little.
+            chain(knowing0, spam0, "warm", -1, max(self.tol, WARM_TOL), 0)
+        base = len(priors) if init is not None else 0
+        if race:
+            # successive halving of the random starts on the first prior's run; the rest of
+            # the priors from the survivor only
+            lls, winner = self._race(idx, draws, smoothing, priors, topics_for, strength,
+                                     cold_tol, lambda it, ll, r: report(it, ll, base + r),
+                                     data.n_judgments)
+            restart_ll[priors[0]].extend(lls)
+            chain(winner.knowing, winner.spam, "cold", winner.draw, cold_tol, base, winner)
+        else:
+            for n, (draw, knowing0, spam0) in enumerate(draws):
+                chain(knowing0, spam0, "cold", draw, cold_tol, base + n * len(priors))
         chosen = self._choose_prior(idx, best, k)
         self.restart_log_likelihoods_ = restart_ll[chosen]  # the kept prior's restarts
         self.start_draw_ = best[chosen].draw  # the kept run's random start (-1: warm)
@@ -412,23 +438,79 @@ class MACE(Aggregator):
             report: Callable[[int, float], None], start: str, n_judgments: int) -> _Run:
         """One restart's EM (VB) from (knowing, spam), MACE's uniform prior in the first E step,
         until an iteration gains at most ``tol`` per judgment."""
-        k = spam.shape[1]
-        log_prior = np.full(k, -np.log(k))  # the first E step: MACE's uniform prior
         # one set of per-task arrays for the run: each E step overwrites the last one's
         # posterior, which only the M step before it reads
-        out = _Buffers.empty(idx)
-        ll, proba, counts = _e_step(idx, knowing, spam, log_prior, out)
-        history = [ll]
-        for it in range(self.n_iter):
-            knowing, spam, log_prior = self._m_step(counts, smoothing, prior, proba, topics,
-                                                    strength)
-            ll, proba, counts = _e_step(idx, knowing, spam, log_prior, out)
-            history.append(ll)
-            report(it + 1, ll)
+        run = _Chain.begin(idx, knowing, spam, topics, _Buffers.empty(idx), [None])
+        self._advance(run, idx, self.n_iter, smoothing, prior, strength, tol, report,
+                      n_judgments)
+        return run.result(start)
+
+    def _advance(self, run: _Chain, idx: _Judgments, until: int, smoothing: float, prior: str,
+                 strength: float, tol: float, report: Callable[[int, float], None],
+                 n_judgments: int) -> None:
+        """``run``'s EM (VB) iterations up to iteration ``until`` (of ``n_iter``), stopping
+        early once an iteration gains at most ``tol`` per judgment."""
+        history = run.history
+        for it in range(len(history) - 1, until):
+            if run.stopped:
+                return
+            knowing, spam, log_prior = self._m_step(run.counts, smoothing, prior, run.proba,
+                                                    run.topics, strength)
+            run.step(idx, knowing, spam, log_prior)
+            report(it + 1, run.ll)
             if tol > 0 and abs(history[-1] - history[-2]) <= tol * n_judgments:
+                run.stopped = True
+
+    def _race(self, idx: _Judgments, draws: list[tuple[int, np.ndarray, np.ndarray]],
+              smoothing: float, priors: list[str],
+              topics_for: Callable[[str], ClassPrior | None], strength: float, tol: float,
+              report: Callable[[int, float, int], None], n_judgments: int
+              ) -> tuple[list[float], _Run]:
+        """Successive halving (Jamieson & Talwalkar 2016) of the random starts' runs at the
+        first of ``priors``: every start runs to the first rung of ``_rungs``, the better half
+        (ceil; the earlier draw first of equals) to the next, ..., the last one to ``n_iter``.
+        (log-likelihood each start reached, in draw order; the survivor's run.) "Better": the
+        higher log-likelihood, or with a second prior (``"auto"``: the learned one, which
+        the survivor's fit goes on with) the log-likelihood after one step of it (an M step at
+        that prior from the run's counts and an E step; the run itself left where it was): the
+        uniform prior's own ranking does not foresee where the learned one ends best.
+        The runs share one set of per-task arrays: a suspended run keeps its expected counts
+        (and its posterior only when the M step reads it, a per-topic prior's)."""
+        prior, then = priors[0], (priors[1] if len(priors) > 1 else None)
+        out = _Buffers.empty(idx)
+        writer: list[int | None] = [None]  # id() of the run whose E step ``out`` holds
+        runs = []
+        for _, knowing, spam in draws:
+            runs.append(_Chain.begin(idx, knowing, spam, topics_for(prior), out, writer))
+            runs[-1].suspend()
+        alive = list(range(len(runs)))
+        score = [0.0] * len(runs)
+        for rung in (*_rungs(len(runs), self.n_iter), self.n_iter):
+            for r in alive:
+                run = runs[r]
+                self._advance(run, idx, rung, smoothing, prior, strength, tol,
+                              lambda it, ll, r=r: report(it, ll, r), n_judgments)
+                score[r] = run.ll
+                if then is not None and len(alive) > 1:
+                    if writer[0] != id(run):  # it ran no step: its posterior again
+                        run.redo(idx)
+                    probe = self._m_step(run.counts, smoothing, then, run.proba,
+                                         topics_for(then), strength)
+                    run.suspend()  # before the probe's E step overwrites ``out``
+                    score[r] = _e_step(idx, *probe, out)[0]
+                    writer[0] = None
+                run.suspend()
+            if len(alive) == 1:
                 break
-        groups = 1 if topics is None else topics.n_groups
-        return _Run(ll, knowing, spam, log_prior, history, start, groups, proba=proba)
+            ranked = sorted(alive, key=lambda r: -score[r])  # stable: earlier draws first
+            alive = sorted(ranked[:(len(alive) + 1) // 2])
+        survivor = runs[alive[0]]
+        if writer[0] == id(survivor):
+            survivor.proba = out.proba
+        else:  # its posterior again, at its parameters (the same bits)
+            survivor.redo(idx)
+        result = replace(survivor.result("cold"), draw=draws[alive[0]][0])
+        return [run.ll for run in runs], result
 
     def _choose_prior(self, idx: _Judgments, best: dict[str, _Run], k: int) -> str:
         """Schwarz's criterion between the priors, at each one's best restart: the
@@ -624,6 +706,71 @@ class _Run:
                 self.spam / self.spam.sum(axis=1, keepdims=True), log_prior)
 
 
+def _rungs(n_starts: int, n_iter: int) -> list[int]:
+    """Successive halving's rungs for ``n_starts`` runs of ``n_iter`` iterations: the
+    iterations after which the better half goes on, n_iter / 2^h, ..., n_iter / 4, n_iter / 2
+    (h = ceil(log2 n_starts) halvings, at least one iteration each): each round's survivors
+    run as many more iterations as all the rounds before them."""
+    halvings = max(int(np.ceil(np.log2(max(n_starts, 1)))), 0)
+    return [max(n_iter >> (halvings - h), 1) for h in range(halvings)]
+
+
+def _race_work(n_starts: int, n_iter: int) -> int:
+    """The E steps (after each run's first) ``MACE._race`` runs at most."""
+    work, alive, done = 0, n_starts, 0
+    for rung in (*_rungs(n_starts, n_iter), n_iter):
+        work += alive * max(rung - done, 0)
+        done = max(rung, done)
+        alive = (alive + 1) // 2
+    return work
+
+
+class _Chain:
+    """One run of EM (VB) in progress (``MACE._advance``): the parameters of its last E step,
+    that step's log-likelihood, expected counts and posterior (``out.proba`` while it is the
+    last run to write ``out``), its history, its per-topic prior, whether ``tol`` stopped it."""
+
+    def __init__(self, out: _Buffers, writer: list[Any], topics: ClassPrior | None) -> None:
+        self.out, self.writer, self.topics = out, writer, topics
+        self.history: list[float] = []
+        self.stopped = False
+        self.proba: np.ndarray | None = None
+
+    @classmethod
+    def begin(cls, idx: _Judgments, knowing: np.ndarray, spam: np.ndarray,
+              topics: ClassPrior | None, out: _Buffers, writer: list[Any]) -> _Chain:
+        """A run's first E step, at (knowing, spam) and MACE's uniform class prior."""
+        run = cls(out, writer, topics)
+        k = spam.shape[1]
+        run.step(idx, knowing, spam, np.full(k, -np.log(k)))
+        return run
+
+    def step(self, idx: _Judgments, knowing: np.ndarray, spam: np.ndarray,
+             log_prior: np.ndarray) -> None:
+        """An E step at these parameters, appended to the history."""
+        self.knowing, self.spam, self.log_prior = knowing, spam, log_prior
+        self.ll, self.proba, self.counts = _e_step(idx, knowing, spam, log_prior, self.out)
+        self.writer[0] = id(self)  # not the run itself: no reference cycle to hold ``out``
+        self.history.append(self.ll)
+
+    def suspend(self) -> None:
+        """Before another run writes ``out``: the posterior kept only if the M step reads it
+        (a per-topic prior's), as a copy."""
+        self.proba = (None if self.topics is None
+                      else self.proba.copy() if self.proba is self.out.proba else self.proba)
+
+    def redo(self, idx: _Judgments) -> None:
+        """The last E step again (its posterior into ``out``), the history left as it is."""
+        self.ll, self.proba, self.counts = _e_step(idx, self.knowing, self.spam,
+                                                   self.log_prior, self.out)
+        self.writer[0] = id(self)
+
+    def result(self, start: str) -> _Run:
+        groups = 1 if self.topics is None else self.topics.n_groups
+        return _Run(self.ll, self.knowing, self.spam, self.log_prior, self.history, start,
+                    groups, proba=self.proba)
+
+
 @dataclass(frozen=True)
 class _Judgments:
     """The judgments in task order, as one E step's compiled sweep reads them, built once per fit.
@@ -695,18 +842,33 @@ class _Judgments:
 @dataclass(frozen=True)
 class _Buffers:
     """The per-task arrays one E step writes (the posterior, each task's normaliser and log
-    joint's maximum) and the expected counts per (annotator, label) cell."""
+    joint's maximum) and the (annotator, label) cells' table: per cell log g, log(g + h) −
+    log g, h / (g + h) and the expected knowing count the sweep adds up (``know``, a view of
+    its last column), 32 bytes a cell, an annotator's cells together and, on two classes, one
+    64-byte cache line (``_aligned_rows``): at 100,000 annotators the table outgrows the
+    caches, and each judgment's gathers and its count's update then touch one line, not three."""
 
     proba: np.ndarray
     norm: np.ndarray
     top: np.ndarray
-    know: np.ndarray
+    table: np.ndarray
+
+    @property
+    def know(self) -> np.ndarray:
+        return self.table[:, 3]
 
     @classmethod
     def empty(cls, idx: _Judgments) -> _Buffers:
         k = idx.n_classes
         return cls(np.empty((idx.n_tasks, k)), np.empty(idx.n_tasks), np.empty(idx.n_tasks),
-                   np.empty(idx.n_annotators * k))
+                   _aligned_rows(idx.n_annotators * k, 4))
+
+
+def _aligned_rows(n: int, width: int, align: int = 64) -> np.ndarray:
+    """An empty (n, width) float64 array whose first row starts on an ``align``-byte boundary."""
+    raw = np.empty(n * width + align // 8)
+    skip = (-raw.ctypes.data % align) // 8
+    return raw[skip:skip + n * width].reshape(n, width)
 
 
 def _e_step(
@@ -725,9 +887,11 @@ def _e_step(
     from models import mace_kernels
 
     k = idx.n_classes
-    # g and h depend on (annotator, label) only: an (n_annotators·K, 3) table the sweep gathers
-    # from, one row per cell: log g, log(g + h) − log g, h / (g + h).
-    table = np.empty((idx.n_annotators * k, 3))
+    # g and h depend on (annotator, label) only: an (n_annotators·K, 4) table the sweep gathers
+    # from, one row per cell: log g, log(g + h) − log g, h / (g + h), and the cell's expected
+    # knowing count, which the sweep writes (``_Buffers``).
+    out = _Buffers.empty(idx) if out is None else out
+    table = out.table
     g = np.maximum(knowing[:, :1] * spam, 1e-300)  # smoothing=0 may reach 0: keep logs finite
     log_g = np.log(g)
     table[:, 0] = log_g.ravel()
@@ -739,7 +903,6 @@ def _e_step(
     prior_rows = log_prior.reshape(1, k) if log_prior.ndim == 1 else log_prior
     impossible = (np.zeros((0, k), dtype=np.bool_) if idx.impossible is None
                   else idx.impossible)
-    out = _Buffers.empty(idx) if out is None else out
     proba, norm, top, know_cells = out.proba, out.norm, out.top, out.know
     # = proba[idx.judged].sum(axis=0), bit for bit (kernel doc); a new array: the M step keeps it
     class_counts = np.empty(k)

@@ -380,3 +380,47 @@ def test_only_draw_replays_the_kept_restart(class_prior: str) -> None:
     assert one.log_likelihood_ == full.log_likelihood_
     assert one.class_prior_used_ == full.class_prior_used_
     assert len(one.restart_log_likelihoods_) == 1
+
+
+def test_rungs_halve_the_starts_and_double_the_iterations() -> None:
+    """Successive halving's schedule: 5 starts of 50 iterations are cut at 6, 12 and 25
+    (5, 3, 2, then 1 run), 99 E steps instead of 250; one start: no rung."""
+    from models.mace import _race_work, _rungs
+
+    assert _rungs(5, 50) == [6, 12, 25]
+    assert _rungs(10, 50) == [3, 6, 12, 25]
+    assert _rungs(1, 50) == []
+    assert _rungs(4, 2) == [1, 1]
+    assert _race_work(5, 50) == 5 * 6 + 3 * 6 + 2 * 13 + 25
+    assert _race_work(1, 50) == 50
+
+
+@pytest.mark.parametrize("params", [
+    {"variant": "em", "class_prior": "uniform"},
+    {},  # VB, "auto": the race on the uniform prior, the learned one from the survivor
+    {"class_prior": "learned"},  # per topic: a suspended run keeps its posterior
+])
+def test_halving_keeps_a_start_and_fits_it_as_one_uninterrupted_run(params: dict) -> None:
+    """halving=True: the runs suspended and resumed between rungs end where one run from the
+    kept draw, left alone, ends (bit for bit); every start's log-likelihood is recorded, the
+    kept one's the best at the last rung."""
+    data = generate(600, 40, noise_level=NOISE_LEVELS["4-8"], redundancy=3,
+                    random_state=5).to_annotation_data()
+    topics = np.where(np.arange(data.n_tasks) < data.n_tasks // 2, "a", "b")
+    data = AnnotationData(task=data.task, annotator=data.annotator, label=data.label,
+                          topic_ids=topics, doc_ids=data.doc_ids,
+                          annotator_ids=data.annotator_ids, classes=data.classes)
+    raced = MACE(random_state=2, n_restarts=8, n_iter=30, halving=True, temper_folds=0,
+                 **params).fit(data)
+    n_starts = 8 if params.get("class_prior") else 4
+    # the first prior's log-likelihoods, one per start (the race's), when it is the kept one
+    if raced.class_prior_used_ == (params.get("class_prior") or "uniform"):
+        assert len(raced.restart_log_likelihoods_) == n_starts
+    alone = MACE(random_state=2, n_restarts=8, n_iter=30, temper_folds=0, **params).fit(
+        data, only_draw=raced.start_draw_)
+    np.testing.assert_array_equal(raced.proba_, alone.proba_)
+    np.testing.assert_array_equal(raced.competence_, alone.competence_)
+    assert raced.objective_history_ == alone.objective_history_
+    every = MACE(random_state=2, n_restarts=8, n_iter=30, temper_folds=0, **params).fit(data)
+    if every.class_prior_used_ == raced.class_prior_used_:  # every start's best is no worse
+        assert every.log_likelihood_ >= raced.log_likelihood_
