@@ -43,6 +43,14 @@ class Aggregation(JobColumns, Base):
     warm_start_id: Mapped[int | None] = mapped_column(
         BigId, ForeignKey("aggregations.id", ondelete="SET NULL"))
 
+    @property
+    def uses_tensorflow(self) -> bool:
+        """A GP fit: its job imports TensorFlow (the in-process runner forks it from the job
+        starter that has, app.jobs.starter)."""
+        from models.registry import GP_METHODS
+
+        return self.method in GP_METHODS
+
 
 class AggregationTask(Base):
     # Indexes (aggregation_id, difficulty | uncertainty DESC NULLS LAST, task_id) are created by

@@ -13,13 +13,26 @@ from app.core.config import Settings
 from app.jobs.kinds import KINDS, get_kind
 
 
-def preload() -> list[str]:
+def preload(*, tensorflow: bool = False) -> list[str]:
     """What a job imports before its first step, loaded once by the job starter: every job body
-    and every model that needs no TensorFlow (the GP methods import it when they fit)."""
+    and every model that needs no TensorFlow (the GP methods import it when they fit); with
+    ``tensorflow`` (the GP jobs' starter), the GP methods too."""
     from models.registry import GP_METHODS, METHOD_PATHS
 
     return [*(k.body.partition(":")[0] for k in KINDS.values()),
-            *(p.partition(":")[0] for m, p in METHOD_PATHS.items() if m not in GP_METHODS)]
+            *(p.partition(":")[0] for m, p in METHOD_PATHS.items()
+              if tensorflow or m not in GP_METHODS)]
+
+
+def preload_tensorflow() -> None:
+    """Import TensorFlow and GPflow as a GP job would (quietly unless the service is verbose):
+    what the GP jobs' starter does once, before its first fork."""
+    from app.core.config import get_settings
+    from app.core.quiet import quiet_tensorflow
+
+    if not get_settings().verbose:
+        quiet_tensorflow(import_now=True)
+    import gpflow  # noqa: F401
 
 
 def run_job(kind: str, job_id: int) -> None:

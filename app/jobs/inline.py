@@ -19,6 +19,7 @@ import threading
 from datetime import UTC, datetime
 
 from sqlalchemy import select, update
+from sqlalchemy.exc import SQLAlchemyError
 
 from app.core.config import Settings
 from app.core.db import get_sessionmaker
@@ -107,6 +108,7 @@ class InlineRunner:
             if item is None:
                 return
             self._slots.acquire()
+            tensorflow = self.use_starter and self._uses_tensorflow(*item)
             with self._lock:
                 if self._stopped:
                     self._slots.release()
@@ -114,17 +116,30 @@ class InlineRunner:
                 if item in self._cancelled:
                     self._slots.release()
                     continue
-                process = self._process_for(*item)
+                process = self._process_for(*item, tensorflow=tensorflow)
                 self._running[item] = process
             threading.Thread(target=self._watch, args=(item, process), daemon=True).start()
 
-    def _process_for(self, kind: str, job_id: int) -> JobProcess:
-        """The job's process (called holding the lock): forked by the job starter, or, without
-        one, a fresh interpreter."""
+    def _uses_tensorflow(self, kind: str, job_id: int) -> bool:
+        """Whether the job will import TensorFlow (a GP fit: its row's ``uses_tensorflow``), so
+        that it is forked from the starter that has imported it already."""
+        table = get_kind(kind).table_class()
+        if not hasattr(table, "uses_tensorflow"):
+            return False
+        try:
+            with get_sessionmaker(self.database_url)() as session:
+                row = session.get(table, job_id)
+                return bool(row is not None and row.uses_tensorflow)
+        except SQLAlchemyError:
+            return False  # the job reads its row itself, and reports what is wrong with it
+
+    def _process_for(self, kind: str, job_id: int, *, tensorflow: bool = False) -> JobProcess:
+        """The job's process (called holding the lock): forked by the job starter (the one that
+        has imported TensorFlow for a GP fit), or, without one, a fresh interpreter."""
         if self.use_starter:
             env = child_environment(self.database_url)
             try:
-                return starter_for(env).start(kind, job_id, env)
+                return starter_for(env, tensorflow=tensorflow).start(kind, job_id, env)
             except StarterGone:
                 pass  # it died (e.g. killed): this job in a fresh interpreter, the next forks anew
         return subprocess.Popen([sys.executable, "-m", "app.jobs.child", kind, str(job_id)],

@@ -45,7 +45,7 @@ def _fit_process(client: TestClient, body: dict, name: str = "s"):  # type: igno
     created = client.post(f"{API}/collections/{name}/aggregations", json=body)
     assert created.status_code == 202, created.text
     ident = created.json()["id"]
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 300  # a GP fit waits for its starter's imports
     while ("fit", ident) not in runner._running:
         assert time.monotonic() < deadline, "the fit never started"
         if client.get(f"{API}/aggregations/{ident}").json()["status"] not in ("queued",
@@ -153,3 +153,37 @@ def test_a_closed_starter_ends_after_its_jobs(tmp_path) -> None:
     assert starter._process.wait(timeout=30) == 0
     with pytest.raises(starter_module.StarterGone):
         starter.start("no-such-kind", 2, env)
+
+
+def _maps_tensorflow(pid: int) -> bool:
+    with open(f"/proc/{pid}/maps") as maps:
+        return "libtensorflow" in maps.read()
+
+
+def test_a_gp_fit_forks_from_the_starter_that_has_imported_tensorflow(database_url) -> None:
+    """A GP fit's process is forked from a second starter, one that has imported TensorFlow and
+    GPflow (so the job does not pay their import); other jobs keep the starter without them, and
+    the API process never loads TensorFlow."""
+    import sys
+
+    with _client(database_url) as client:
+        _judged(client)
+        env = child_environment(client.app.state.runner.database_url)  # type: ignore
+        ident, process = _fit_process(client, {"method": "ds"})
+        assert wait_for(client, ident)["status"] == "succeeded"
+        assert process is None or isinstance(process, StartedJob)
+        plain = starter_for(env)
+        assert not _maps_tensorflow(plain._process.pid)
+        # A long LK fit, to find its process while it runs (a cancel ends it).
+        ident, process = _fit_process(client, {"method": "lk", "params": {
+            "n_iter": 10000, "tol": 0}})
+        assert process is not None and isinstance(process, StartedJob)
+        gp = starter_for(env, tensorflow=True)
+        assert gp is not plain and _parent_of(process.pid) == gp._process.pid
+        assert _maps_tensorflow(gp._process.pid)
+        assert client.delete(f"{API}/aggregations/{ident}").status_code == 200
+        assert process.wait(timeout=60) == -signal.SIGTERM
+        ident, _ = _fit_process(client, {"method": "lk"})
+        done = wait_for(client, ident)
+        assert done["status"] == "succeeded", done
+        assert "tensorflow" not in sys.modules or not _maps_tensorflow(os.getpid())
