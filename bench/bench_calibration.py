@@ -12,6 +12,7 @@
     python bench/bench_calibration.py readout               # its half fits warm against cold
     python bench/bench_calibration.py predictive            # parameters integrated out (tried)
     python bench/bench_calibration.py worlds                # NIST vs the model's world: the bound
+    python bench/bench_calibration.py layers                # LK's read-out by held-out judgments
 
 Scores are ``models.evaluation.gold.evaluate``'s (the fit's evaluation): ECE over 10 equal-width
 bins of P(relevant) (graded: of the top grade's probability, against whether it is the gold
@@ -594,6 +595,71 @@ def worlds(args: argparse.Namespace) -> None:
             print(f"| {name} | {method} | " + " | ".join(cells) + " |", flush=True)
 
 
+def layers(args: argparse.Namespace) -> None:
+    """LK's two read-outs (P(f > 0), the discrete layer) and the read-outs held-out judgments
+    choose (``models.gp.heldout``: the layer tempered by τ*, the stacking weight w*), against
+    gold: accuracy / ECE / Brier / log loss; the held-out log predictive of each; D_W of
+    ``worlds`` for the layer's world (LK's labels); CPU seconds of the fit, the layer and the
+    folds' refits."""
+    from dataclasses import replace
+
+    from models.gp import heldout
+    from models.gp.model import LK
+    from models.gp.truth import fit_layer, layer_inputs
+    from models.synthetic import NOISE_LEVELS, generate
+
+    sets = []
+    if not args.no_rf10:
+        from app.cli.loading import load_annotation_data
+
+        sets.append(("RF10 binary", load_annotation_data(RF10.read_bytes(), relevant_from=1,
+                                                           ignore=(-2,))))
+    for seed in [int(s) for s in args.seeds.split(",") if s]:
+        for noise in args.noise.split(","):
+            for beta in [int(r) for r in args.redundancy.split(",")]:
+                syn = generate(args.tasks, 60, noise_level=NOISE_LEVELS[noise], redundancy=beta,
+                               random_state=seed)
+                sets.append((f"grid {noise} β {beta} seed {seed}",
+                             syn.to_annotation_data(with_features=True)))
+
+    def show(p: np.ndarray, gold: np.ndarray) -> str:
+        s = _scores(np.column_stack([1.0 - p, p]), gold)
+        return " / ".join(f"{s[k]:.4f}" for k in SCORES)
+
+    print(f"LK (defaults, random_state 0), {args.folds} folds over each task's judgments; "
+          "accuracy / ECE / Brier / log loss against gold")
+    print("| data | P(f > 0) | layer | held-out log pred. Gaussian, layer | τ* | layer^τ* | w* "
+          "| w* mix | D_W layer | CPU s fit / layer / folds |")
+    print("|---|---|---|---|---:|---|---:|---|---:|---|")
+    for name, data in sets:
+        gold = np.where(data.judgments_per_task() > 0, data.gold, -1)
+        data = replace(data, gold=None)
+        start = time.process_time()
+        model = LK(random_state=0).fit(data)
+        fit_s = time.process_time() - start
+        start = time.process_time()
+        judgments, prior = layer_inputs(model.core_)
+        layer = fit_layer(judgments, prior)
+        layer_s = time.process_time() - start
+        assert layer.log_z is not None
+        start = time.process_time()
+        pieces = heldout.fold_scores(lambda: LK(random_state=0), data, args.folds)
+        tau, w = heldout.best_temperature(pieces), heldout.stacking_weight(pieces)
+        folds_s = time.process_time() - start
+        joint = tau * (np.log(np.stack([prior, 1.0 - prior])) + layer.log_z)
+        tempered = np.exp(joint[0] - np.logaddexp(joint[0], joint[1]))
+        gauss = model.proba_[:, 1]
+        mixed = w * layer.p_relevant + (1.0 - w) * gauss
+        known = gold >= 0
+        print(f"| {name} | {show(gauss, gold)} | {show(layer.p_relevant, gold)} "
+              f"| {heldout.gaussian_log_predictive(pieces):.1f}, "
+              f"{heldout.layer_log_predictive(pieces):.1f} | {tau:.3f} | {show(tempered, gold)} "
+              f"| {w:.3f} | {show(mixed, gold)} "
+              f"| {world_gap(gauss[known], gold[known] == 1, layer.p_relevant[known]):.4f} "
+              f"| {fit_s:.1f} / {layer_s:.1f} / {folds_s:.1f} |",
+              flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="what", required=True)
@@ -638,10 +704,17 @@ def main() -> None:
     w.add_argument("--methods", default=None)
     w.add_argument("--samples", type=int, default=200, help="parameter draws")
     w.add_argument("--no-grid", action="store_true")
+    y = sub.add_parser("layers")
+    y.add_argument("--folds", type=int, default=2)
+    y.add_argument("--tasks", type=int, default=2000)
+    y.add_argument("--noise", default="0-2,4-8")
+    y.add_argument("--redundancy", default="3,5")
+    y.add_argument("--seeds", default="7,8")
+    y.add_argument("--no-rf10", action="store_true")
     args = parser.parse_args()
     {"rf10": rf10, "grid": grid, "tempering": tempering, "maps": maps, "bound": bound,
      "criteria": criteria, "readout": readout, "predictive": predictive,
-     "worlds": worlds}[args.what](args)
+     "worlds": worlds, "layers": layers}[args.what](args)
 
 
 if __name__ == "__main__":
