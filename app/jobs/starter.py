@@ -5,8 +5,13 @@ fits. The starter (``python -m app.jobs.starter``) pays it once: it imports ever
 every model that needs no TensorFlow (``app.jobs.child.preload``), then waits on its standard
 input. For each job the in-process runner writes one JSON line (kind, id, the database URL); the
 starter forks, and the fork runs that one job and exits. It is still one job per process: a
-cancel terminates the job's process, a crash takes only that process, and a GP job imports
-TensorFlow in its own process after the fork, so neither the API nor the starter ever holds it.
+cancel terminates the job's process, a crash takes only that process.
+
+GP fits fork from a second starter (``python -m app.jobs.starter --tensorflow``), started by the
+first GP job of the process, which has imported TensorFlow and GPflow too: their import (about 6
+CPU seconds, 0.7 GiB) is paid once, not by every GP job. Importing creates no TensorFlow context
+or thread pool (those start at the first operation, in the job's process after the fork), so the
+forks are safe; the API process and the plain starter never hold TensorFlow.
 
 The protocol, one JSON object a line. In: ``{"job": token, "kind": k, "id": n, "env": {...}}``,
 ``env`` the whole environment the job's process is to see (the API's at submission, with the
