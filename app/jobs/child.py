@@ -24,17 +24,6 @@ def preload(*, tensorflow: bool = False) -> list[str]:
               if tensorflow or m not in GP_METHODS)]
 
 
-def preload_tensorflow() -> None:
-    """Import TensorFlow and GPflow as a GP job would (quietly unless the service is verbose):
-    what the GP jobs' starter does once, before its first fork."""
-    from app.core.config import get_settings
-    from app.core.quiet import quiet_tensorflow
-
-    if not get_settings().verbose:
-        quiet_tensorflow(import_now=True)
-    import gpflow  # noqa: F401
-
-
 def run_job(kind: str, job_id: int) -> None:
     """Run one job in this process, with the database URL of the environment."""
     from app.core.logs import use_json_logs

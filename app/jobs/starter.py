@@ -348,7 +348,7 @@ def main() -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     tensorflow = "--tensorflow" in sys.argv[1:]
     if tensorflow:
-        from app.jobs.child import preload_tensorflow
+        from app.jobs.tensorflow_preload import preload_tensorflow
 
         preload_tensorflow()
     for name in preload(tensorflow=tensorflow):
