@@ -1,7 +1,7 @@
 """What a job's process costs to start: the job starter (a fork of a preloaded interpreter)
 against a fresh interpreter per job (``CROWDQRELS_JOB_STARTER=false``), in the same run.
 
-    .venv/bin/python bench/bench_job_start.py [--fits 20] [--rounds 2]
+    .venv/bin/python bench/bench_job_start.py [--fits 20] [--rounds 2] [--method lk]
 
 Two API processes on SQLite (the embedded default, in-process runner), one per setting, are
 measured in alternation, round by round, so both see the same machine load. Each round POSTs
@@ -9,11 +9,16 @@ measured in alternation, round by round, so both see the same machine load. Each
 seconds from POST to succeeded (median), and the CPU seconds the API process and every process
 it started spent (``/proc``, the job processes included: a fork's CPU is counted in its
 starter's children once reaped).
+
+With ``--method`` a GP method (``lk``), a third API process forks GP jobs from the plain starter
+(``CROWDQRELS_JOB_STARTER_TENSORFLOW=false``: each job imports TensorFlow after its fork), beside
+the default (GP jobs forked from the starter that has imported TensorFlow).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import sys
@@ -65,11 +70,11 @@ def setup(client: httpx.Client) -> None:
                        ).status_code == 201
 
 
-def fits(client: httpx.Client, n: int) -> list[float]:
+def fits(client: httpx.Client, n: int, method: str = "mv") -> list[float]:
     seconds = []
     for _ in range(n):
         start = time.perf_counter()
-        ident = client.post("/api/v1/collections/b/aggregations", json={"method": "mv"}
+        ident = client.post("/api/v1/collections/b/aggregations", json={"method": method}
                             ).json()["id"]
         while client.get(f"/api/v1/aggregations/{ident}").json()["status"] in ("queued",
                                                                                "running"):
@@ -82,34 +87,46 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fits", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--method", default="mv")
     args = parser.parse_args()
-    results: dict[str, tuple[list[float], float]] = {"starter": ([], 0.0),
-                                                     "fresh interpreter": ([], 0.0)}
-    with tempfile.TemporaryDirectory() as tmp, \
-            running_api(f"sqlite:///{tmp}/a.db", CROWDQRELS_JOB_STARTER="true") as (a, pa), \
-            running_api(f"sqlite:///{tmp}/b.db", CROWDQRELS_JOB_STARTER="false") as (b, pb):
-        servers = {"starter": (a, pa), "fresh interpreter": (b, pb)}
-        clients = {k: httpx.Client(base_url=base, timeout=60) for k, (base, _) in servers.items()}
+    from models.registry import GP_METHODS
+
+    settings = {"starter": {"CROWDQRELS_JOB_STARTER": "true"},
+                "fresh interpreter": {"CROWDQRELS_JOB_STARTER": "false"}}
+    if args.method in GP_METHODS:
+        settings = {"starter (GP: the TensorFlow starter)": settings["starter"],
+                    "starter (GP: the plain starter)": {
+                        "CROWDQRELS_JOB_STARTER": "true",
+                        "CROWDQRELS_JOB_STARTER_TENSORFLOW": "false"},
+                    **settings}
+        del settings["starter"]
+    results: dict[str, tuple[list[float], float]] = {name: ([], 0.0) for name in settings}
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
+        servers = {name: stack.enter_context(running_api(f"sqlite:///{tmp}/{i}.db", **env))
+                   for i, (name, env) in enumerate(settings.items())}
+        clients = {k: httpx.Client(base_url=base, timeout=120) for k, (base, _) in servers.items()}
         for client in clients.values():
             setup(client)
-            fits(client, 1)  # the first job: the starter's own start is not a job's
+            fits(client, 1, args.method)  # the first job: a starter's own start is not a job's
         for _ in range(args.rounds):
             for name, (_, process) in servers.items():
                 before = tree_cpu_s(process.pid)
-                seconds = fits(clients[name], args.fits)
+                seconds = fits(clients[name], args.fits, args.method)
                 time.sleep(0.5)  # the last job's process reaped
                 cpu = tree_cpu_s(process.pid) - before
                 results[name] = (results[name][0] + seconds, results[name][1] + cpu)
     n = args.fits * args.rounds
-    print(f"{n} mv fits of 1,000 judgments each, one after another, per setting "
+    print(f"{n} {args.method} fits of 1,000 judgments each, one after another, per setting "
           f"(load average {os.getloadavg()[0]:.1f})\n")
     print("| job process | POST to succeeded, median (s) | CPU per job (s) |")
     print("|---|---:|---:|")
     for name, (seconds, cpu) in results.items():
         print(f"| {name} | {statistics.median(seconds):.3f} | {cpu / n:.3f} |")
-    fork, fresh = results["starter"], results["fresh interpreter"]
+    names = list(results)
+    fork, fresh = results[names[0]], results["fresh interpreter"]
     wall = statistics.median(fresh[0]) / statistics.median(fork[0])
-    print(f"\nratio fresh / starter: wall {wall:.1f}×, CPU {fresh[1] / max(fork[1], 1e-9):.1f}×")
+    print(f"\nratio fresh / {names[0]}: wall {wall:.1f}×, "
+          f"CPU {fresh[1] / max(fork[1], 1e-9):.1f}×")
 
 
 if __name__ == "__main__":

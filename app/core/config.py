@@ -25,6 +25,10 @@ class Settings(BaseSettings):
     # every job's modules once (about 1 s of CPU, 110 MB): a job starts in milliseconds. Off (or
     # without os.fork): a fresh interpreter per job.
     job_starter: bool = True
+    # GP fits fork from a second starter that has imported TensorFlow and GPflow as well (started
+    # by the first GP fit; about 6 CPU s once and 0.7 GiB held): a GP job skips that import. Off:
+    # GP jobs fork from the plain starter and import TensorFlow themselves.
+    job_starter_tensorflow: bool = True
     # Largest request body accepted, in bytes (413 above it). RF10's 3.5 MB file fits easily.
     max_body_bytes: int = Field(default=256 * 1024 * 1024, gt=0)
     # Rows per bulk statement when ingesting.

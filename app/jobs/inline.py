@@ -49,6 +49,7 @@ class InlineRunner:
         self._slots = threading.Semaphore(self.max_parallel)
         self._dispatcher: threading.Thread | None = None
         self.use_starter = settings.job_starter and can_fork()
+        self.tensorflow_starter = self.use_starter and settings.job_starter_tensorflow
         self._stopped = False
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -108,7 +109,7 @@ class InlineRunner:
             if item is None:
                 return
             self._slots.acquire()
-            tensorflow = self.use_starter and self._uses_tensorflow(*item)
+            tensorflow = self.tensorflow_starter and self._uses_tensorflow(*item)
             with self._lock:
                 if self._stopped:
                     self._slots.release()

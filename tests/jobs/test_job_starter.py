@@ -187,3 +187,16 @@ def test_a_gp_fit_forks_from_the_starter_that_has_imported_tensorflow(database_u
         done = wait_for(client, ident)
         assert done["status"] == "succeeded", done
         assert "tensorflow" not in sys.modules or not _maps_tensorflow(os.getpid())
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_without_the_tensorflow_starter_a_gp_fit_forks_from_the_plain_one(database_url) -> None:
+    with _client(database_url, job_starter_tensorflow=False) as client:
+        _judged(client)
+        env = child_environment(client.app.state.runner.database_url)  # type: ignore
+        ident, process = _fit_process(client, {"method": "lk", "params": {
+            "n_iter": 10000, "tol": 0}})
+        assert process is not None and isinstance(process, StartedJob)
+        assert _parent_of(process.pid) == starter_for(env)._process.pid
+        assert client.delete(f"{API}/aggregations/{ident}").status_code == 200
+        assert process.wait(timeout=60) == -signal.SIGTERM
