@@ -72,7 +72,8 @@ def test_exported_predictor_of_a_calibrated_fit_applies_its_map(calibration: str
 def test_exported_predictor_with_topic_offsets() -> None:
     """MAGP with class_prior_by="topic" and features: the stored predictor carries the topics
     and their offsets and predicts as the model for a seen topic, an unseen one and none."""
-    data = generate(300, 20, noise_level=(2.0, 4.0), redundancy=3, topics=5,
+    # export == model checks, at any size: 150 tasks (above full_gp_max_tasks, so inducing)
+    data = generate(150, 15, noise_level=(2.0, 4.0), redundancy=3, topics=5,
                     topic_concentration=0.5, random_state=3).to_annotation_data()
     model = MAGP(random_state=0, n_iter=5, class_prior_by="topic", full_gp_max_tasks=100,
                  n_inducing=30).fit(data)
