@@ -152,9 +152,10 @@ def test_ordinal_compiled_responsibility_equals_eager() -> None:
 
 
 def test_magp_fit_through_either_full_gp_algebra(monkeypatch, float64_variances) -> None:
-    """A converged 300-task MAGP fit (full GP) gives the same labels and probabilities within
-    1e-5 through the direct algebra and the Titsias one."""
-    synth = generate(300, 25, noise_level=(2.0, 4.0), redundancy=3, random_state=5)
+    """A converged 150-task MAGP fit (full GP) gives the same labels and probabilities within
+    1e-5 through the direct algebra and the Titsias one (an identity at any size: 150 tasks
+    differ by 7e-10, 300 by 2e-8)."""
+    synth = generate(150, 15, noise_level=(2.0, 4.0), redundancy=3, random_state=5)
     data = synth.to_annotation_data(with_features=True)
     fast = MAGP(random_state=0).fit(data)
     assert fast.core_.direct()

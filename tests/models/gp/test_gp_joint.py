@@ -140,17 +140,35 @@ def test_layer_draws_draw_the_class_prior_jointly(twins, twins_layer) -> None:  
     assert corr > 0.03, corr  # independent draws: |corr| < .03 (the test above)
 
 
-def test_regression_layer_draws_the_weights(twins) -> None:  # type: ignore[no-untyped-def]
+@pytest.fixture(scope="module")
+def twins_regression(twins):  # type: ignore[no-untyped-def]
+    """The twins fitted with MAGP's defaults (the regression layer, MCMC weight draws), once:
+    two tests read it (neither mutates it)."""
+    from models.gp.model import MAGP
+
+    data, _ = twins
+    return MAGP(random_state=0, n_iter=10).fit(data)
+
+
+@pytest.fixture(scope="module")
+def twins_gaussian_draws(twins):  # type: ignore[no-untyped-def]
+    """The twins fitted with ``weight_draws="gaussian"``, once: two tests read it."""
+    from models.gp.model import MAGP
+
+    data, _ = twins
+    return MAGP(random_state=0, n_iter=10, weight_draws="gaussian").fit(data)
+
+
+def test_regression_layer_draws_the_weights(twins, twins_gaussian_draws) -> None:  # type: ignore[no-untyped-def]
     """MAGP's default (``label_layer="discrete-regression"``): the stored draws are the class
     prior's weights (one ζ moves every task's prior), so twins (identical features) get the
     same loadings and prior, and the marginals stay near P(relevant)."""
     from models.gp.joint import joint_posterior, layer_loadings
-    from models.gp.model import MAGP
 
     data, _ = twins
     # the weights' Gaussian (``"gaussian"``): the draws of ``weight_draws: "mcmc"`` (the
     # default) are checked in the next test
-    model = MAGP(random_state=0, n_iter=10, weight_draws="gaussian").fit(data)
+    model = twins_gaussian_draws
     rho, prior, kept = layer_loadings(model)  # type: ignore[misc]
     d = np.asarray(data.features).shape[1]
     assert kept == 1.0 and rho.shape == (data.n_tasks, d + 1)
@@ -173,16 +191,16 @@ def test_regression_layer_draws_the_weights(twins) -> None:  # type: ignore[no-u
     assert not np.array_equal(other, labels.astype(np.int8))
 
 
-def test_regression_layer_carries_the_weights_draws(twins) -> None:  # type: ignore[no-untyped-def]
+def test_regression_layer_carries_the_weights_draws(twins, twins_regression,
+                                                    twins_gaussian_draws) -> None:  # type: ignore[no-untyped-def]
     """With ``weight_draws: "mcmc"`` (the default) the stored joint posterior carries the
     weights' MCMC draws as ζ in the loadings' frame: they round-trip, an evaluation's ζ are
     rows of them, and η̂ + l ζ is x̃·w of a draw; ``"gaussian"`` stores none (ζ ~ N(0, I), the
     draws before) and P(relevant) is the same either way."""
     from models.gp.joint import joint_posterior, layer_draws
-    from models.gp.model import MAGP
 
     data, _ = twins
-    model = MAGP(random_state=0, n_iter=10).fit(data)
+    model = twins_regression
     zeta = layer_draws(model)
     d = np.asarray(data.features).shape[1]
     assert zeta is not None and zeta.shape == (400, d + 1)
@@ -198,7 +216,7 @@ def test_regression_layer_carries_the_weights_draws(twins) -> None:  # type: ign
     # the stored ζ move each task's prior latent to x̃·w of a weight draw: their spread is wider
     # than the Laplace Gaussian's on the steep side (a skewed posterior), never degenerate
     assert np.all(np.std(zeta, axis=0) > 0.2)
-    gaussian = MAGP(random_state=0, n_iter=10, weight_draws="gaussian").fit(data)
+    gaussian = twins_gaussian_draws
     assert layer_draws(gaussian) is None
     other = joint_posterior("magp", data, gaussian)
     assert other is not None and other.draws is None
@@ -207,7 +225,7 @@ def test_regression_layer_carries_the_weights_draws(twins) -> None:  # type: ign
         JointLoadings(data.topic_ids, data.doc_ids, stored.loadings, draws=stored.draws)
 
 
-def test_hierarchical_weight_prior_moves_the_draws_only(twins) -> None:  # type: ignore[no-untyped-def]
+def test_hierarchical_weight_prior_moves_the_draws_only(twins, twins_regression) -> None:  # type: ignore[no-untyped-def]
     """``weight_prior: "hierarchical"`` (the default: a per-weight scale under a half-normal,
     integrated out) is read by the weights' MCMC draws only: P(relevant) and the stored loadings
     are those of the fixed N(0, 1) fit (``"fixed"``), the draws are not, and ``info`` says which
@@ -217,7 +235,7 @@ def test_hierarchical_weight_prior_moves_the_draws_only(twins) -> None:  # type:
 
     data, _ = twins
     fixed = MAGP(random_state=0, n_iter=10, weight_prior="fixed").fit(data)
-    hier = MAGP(random_state=0, n_iter=10).fit(data)
+    hier = twins_regression
     assert hier.weight_prior == "hierarchical"
     np.testing.assert_array_equal(hier.proba_, fixed.proba_)
     np.testing.assert_array_equal(layer_loadings(hier)[0], layer_loadings(fixed)[0])

@@ -236,22 +236,24 @@ def test_column_blocks_do_not_change_the_posterior(monkeypatch):
 def test_m_step_on_a_subset_of_tasks(monkeypatch):
     """Above m_step_max_tasks the GP block of the M step sees a random subset of tasks.
 
-    Hyperparameters from 500 of 2,000 tasks give the accuracy of the full M step, the fit is
-    deterministic for a seed, and an export with several column blocks predicts like the model.
+    Hyperparameters from 250 of 1,000 tasks give the accuracy of the full M step, the fit is
+    deterministic for a seed, and an export with several column blocks (four) predicts like the
+    model.
     """
     import models.gp.training as training
     from models.gp.predictor import export
 
-    monkeypatch.setattr(training, "COLUMN_BLOCK", 512)
-    s = generate(2000, 40, noise_level=(4.0, 8.0), redundancy=5, random_state=4)
+    monkeypatch.setattr(training, "COLUMN_BLOCK", 256)
+    s = generate(1000, 40, noise_level=(4.0, 8.0), redundancy=5, random_state=4)
     data = s.to_annotation_data()
     opts = {"random_state": 1, "kernel": "linear", "n_inducing": 50, **FAST}
     full = MAGP(**opts).fit(data)
-    sub = MAGP(m_step_max_tasks=500, **opts).fit(data)
-    again = MAGP(m_step_max_tasks=500, **opts).fit(data)
+    sub = MAGP(m_step_max_tasks=250, **opts).fit(data)
+    again = MAGP(m_step_max_tasks=250, **opts).fit(data)
     assert sub.objective_history_ == again.objective_history_
     assert sub.deviation_variance_ != full.deviation_variance_  # it did take another path
-    # Noise [4, 8): labels near 0.5 flip with the hyperparameters; accuracy stays (0.822 vs 0.826).
+    # Noise [4, 8): labels near 0.5 flip with the hyperparameters; accuracy stays (0.824 vs 0.821,
+    # labels agree on 0.997; at 2,000 tasks 0.822 vs 0.826).
     assert np.mean(sub.labels_ == full.labels_) > 0.93
     assert np.mean(sub.labels_ == s.truth) > np.mean(full.labels_ == s.truth) - 0.015
     Xnew = np.random.default_rng(0).normal(size=(20, 2))

@@ -299,7 +299,9 @@ def test_magp_regression_layer_with_features():
     from models.gp.model import MAGP
     from models.synthetic import generate
 
-    syn = generate(1500, 60, noise_level=(4.0, 8.0), redundancy=5, random_state=7)
+    # 800 tasks (still the sparse GP): accuracy 0.833 against 0.818, ECE 0.040 against 0.078
+    # (1,500 tasks, 60 annotators before)
+    syn = generate(800, 40, noise_level=(4.0, 8.0), redundancy=5, random_state=7)
     data = syn.to_annotation_data(with_features=True)
     fast = {"n_iter": 10, "random_state": 0}
     gauss = MAGP(label_layer="gaussian", **fast).fit(data)
@@ -324,7 +326,8 @@ def test_regression_layer_without_features_is_the_gaussian_read_out():
     from models.gp.model import LK, MAGP
     from models.synthetic import generate
 
-    syn = generate(300, 20, noise_level=(0.0, 2.0), redundancy=3, random_state=1)
+    # identities, at any size: 150 tasks
+    syn = generate(150, 15, noise_level=(0.0, 2.0), redundancy=3, random_state=1)
     data = syn.to_annotation_data(with_features=False)
     fast = {"n_iter": 5, "random_state": 0}
     plain = LK(**fast).fit(data)

@@ -71,8 +71,9 @@ def test_expectations_and_derivatives_against_quadrature_and_autodiff(spam: floa
     x, w = np.polynomial.hermite_e.hermegauss(200)
     w = w / np.sqrt(2 * np.pi)
     Y = np.stack([grade.numpy(), task.numpy(), ann.numpy()], axis=1).astype(np.float64)
-    exact = sum(wk * lik.log_prob(None, (fmu + np.sqrt(fvar) * xk)[:, None], Y).numpy()
-                for xk, wk in zip(x, w, strict=True))
+    # every node's log density in one call (200 eager calls cost ~4 CPU s)
+    nodes = (fmu.numpy()[None, :] + np.sqrt(fvar.numpy())[None, :] * x[:, None]).reshape(-1, 1)
+    exact = w @ lik.log_prob(None, nodes, np.tile(Y, (x.size, 1))).numpy().reshape(x.size, -1)
     np.testing.assert_allclose(ve.numpy(), exact, atol=2e-3)
     # ∂E/∂m and ∂E[log p]/∂(offset, thresholds) from the custom gradient equal autodiff of the
     # quadrature through log p.
@@ -198,14 +199,16 @@ def test_competence_is_the_chance_that_a_judgment_is_the_grade() -> None:
 def test_fitted_competence_follows_accuracy_against_gold() -> None:
     """On graded synthetic data with planted biases, the fitted competence ranks annotators by
     their exact-grade accuracy against the gold (what /next's best-first order relies on); the
-    share of probit variance 1 / (1 + σ_j²) hardly does (mean rank correlation 0.07 on these
-    seeds: the biases, not the noise, set the graders apart)."""
+    share of probit variance 1 / (1 + σ_j²) hardly does (mean rank correlation -0.04 on these
+    seeds: the biases, not the noise, set the graders apart). Without features (RF10's case;
+    competence reads the same posterior and annotator parameters with the GP over features):
+    four EM iterations give 0.78 (0.79 with features and eight, at twice the CPU)."""
     new, old = [], []
     for seed in (1, 2, 3):
         synth = generate(600, 30, noise_level=(0.0, 1.0), redundancy=5, grades=3, bias_sd=1.0,
                          random_state=seed)
-        data = synth.to_annotation_data(with_features=True)
-        columns = OrdinalGP(n_iter=8, random_state=0).fit(data).result(data).annotator_columns
+        data = synth.to_annotation_data(with_features=False)
+        columns = OrdinalGP(n_iter=4, random_state=0).fit(data).result(data).annotator_columns
         n, right = data.gold_agreement()  # every task has gold here
         keep = n >= 60  # an accuracy from enough judgments to rank by
         new.append(spearmanr(columns["competence"][keep], (right / n)[keep])[0])
@@ -268,8 +271,10 @@ def test_topic_offsets_beside_features() -> None:
     with pytest.raises(ValueError, match="one topic per task"):
         topical.predict_proba(X, [topics[0]])
 
-    one = generate(200, 15, noise_level=(2.0, 4.0), redundancy=3, grades=3,
+    # an identity of the two paths, for any size and number of iterations: a small short fit
+    one = generate(100, 10, noise_level=(2.0, 4.0), redundancy=3, grades=3,
                    random_state=1).to_annotation_data(with_features=True)
-    same = [OrdinalGP(class_prior_by=by, **fast).fit(one) for by in ("collection", "topic")]
+    short = {"n_iter": 2, "m_step_iterations": 2, "random_state": 0}
+    same = [OrdinalGP(class_prior_by=by, **short).fit(one) for by in ("collection", "topic")]
     np.testing.assert_allclose(same[0].proba_, same[1].proba_, atol=1e-10)
     assert same[1].topics_ is None and "class_prior_by" not in same[1].info_

@@ -10,15 +10,28 @@ from models.gp.predictor import GPPredictor, export
 from models.synthetic import generate
 
 
+@pytest.fixture(scope="module")
+def data():
+    return generate(250, 20, noise_level=(2.0, 4.0), redundancy=3,
+                    random_state=0).to_annotation_data()
+
+
+@pytest.fixture(scope="module")
+def default_fit(data):
+    """MAGP's defaults on ``data``, fitted once: the first export test and the class-prior test
+    read it (neither mutates it)."""
+    return MAGP(random_state=0, n_iter=5).fit(data)
+
+
 @pytest.mark.parametrize("params", [
     {},  # full GP
     {"full_gp_max_tasks": 100, "n_inducing": 30},  # inducing points
     {"mean_function": "linear", "kernel": "rbf+linear", "feature_groups": "0:1;1:2"},
 ])
-def test_exported_predictor_matches_the_model(params) -> None:
-    data = generate(250, 20, noise_level=(2.0, 4.0), redundancy=3,
-                    random_state=0).to_annotation_data()
-    model = MAGP(random_state=0, n_iter=5, **params).fit(data)
+def test_exported_predictor_matches_the_model(params, data, request) -> None:
+    # the default parameters are the shared fit
+    model = (request.getfixturevalue("default_fit") if not params
+             else MAGP(random_state=0, n_iter=5, **params).fit(data))
     predictor = GPPredictor.from_bytes(export(model).to_bytes())
     X = np.random.default_rng(1).normal(size=(9, 2)) * 2
     mean, var, p = predictor.predict(X)
@@ -38,10 +51,12 @@ def test_exported_predictor_of_a_calibrated_fit_applies_its_map(calibration: str
     from models.calibration import GoldCalibrated
     from models.registry import make_aggregator
 
-    data = generate(200, 15, noise_level=(2.0, 4.0), redundancy=3,
+    # small: the check is that the export equals the fit (any size), not the map's quality
+    data = generate(100, 10, noise_level=(2.0, 4.0), redundancy=3,
                     random_state=2).to_annotation_data()
-    model = make_aggregator("magp", {"use_gold": True, "calibrate_folds": 2, "n_iter": 3,
-                                     "random_state": 0, "calibration": calibration}).fit(data)
+    model = make_aggregator("magp", {"use_gold": True, "calibrate_folds": 2, "n_iter": 2,
+                                     "m_step_iterations": 3, "random_state": 0,
+                                     "calibration": calibration}).fit(data)
     assert isinstance(model, GoldCalibrated)
     predictor = GPPredictor.from_bytes(export(model).to_bytes())
     fitted = model.calibrator_
@@ -57,7 +72,8 @@ def test_exported_predictor_of_a_calibrated_fit_applies_its_map(calibration: str
 def test_exported_predictor_with_topic_offsets() -> None:
     """MAGP with class_prior_by="topic" and features: the stored predictor carries the topics
     and their offsets and predicts as the model for a seen topic, an unseen one and none."""
-    data = generate(300, 20, noise_level=(2.0, 4.0), redundancy=3, topics=5,
+    # export == model checks, at any size: 150 tasks (above full_gp_max_tasks, so inducing)
+    data = generate(150, 15, noise_level=(2.0, 4.0), redundancy=3, topics=5,
                     topic_concentration=0.5, random_state=3).to_annotation_data()
     model = MAGP(random_state=0, n_iter=5, class_prior_by="topic", full_gp_max_tasks=100,
                  n_inducing=30).fit(data)
@@ -82,15 +98,13 @@ def test_exported_predictor_with_topic_offsets() -> None:
     np.testing.assert_allclose(plain.predict(X, seen)[2], plain.predict(X)[2])
 
 
-def test_a_task_nobody_judged_gets_the_regression_class_prior() -> None:
+def test_a_task_nobody_judged_gets_the_regression_class_prior(data, default_fit) -> None:
     """MAGP's default truth layer (discrete-regression): a new task's P(relevant) is the class
     prior every judged task had before its judgments, Φ(x̃·ŵ / √(1 + q²)), in the model and in
     the stored predictor alike; the judged tasks' posteriors are sharper than their priors."""
     from scipy.special import ndtr
 
-    data = generate(250, 20, noise_level=(2.0, 4.0), redundancy=3,
-                    random_state=0).to_annotation_data()
-    model = MAGP(random_state=0, n_iter=5).fit(data)
+    model = default_fit
     assert model.label_layer == "discrete-regression" and model.fallback_ is None
     prior = model.predict_proba(data.features)[:, 1]
     np.testing.assert_allclose(prior, ndtr(model.layer_z_), atol=1e-10)
