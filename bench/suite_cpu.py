@@ -11,6 +11,8 @@ it has waited for (a job process that outlives its test is then missed).
     python bench/suite_cpu.py /tmp/suite-cpu --top 30
 
 ``SUITE_CPU_DIR`` moves the output. Each worker writes ``<worker>.tsv``: test id, wall s, CPU s.
+``SUITE_CPU_GROUP`` names the cgroups (``<group>-gw0``; default ``crowdqrels-suite``): two runs at
+once must use two names, or each counts the other's CPU too (seen: 149 CPU s for a test of 70).
 """
 
 from __future__ import annotations
@@ -41,7 +43,8 @@ def pytest_configure(config: pytest.Config) -> None:
         return  # the xdist controller runs no test
     worker = worker or "main"
     OUT.mkdir(parents=True, exist_ok=True)
-    group = CGROUPS / f"crowdqrels-suite-{worker}"
+    # SUITE_CPU_GROUP names the cgroups: two runs at once under one name count each other's CPU.
+    group = CGROUPS / f"{os.environ.get('SUITE_CPU_GROUP', 'crowdqrels-suite')}-{worker}"
     try:
         group.mkdir(exist_ok=True)
         (group / "cgroup.procs").write_text(str(os.getpid()))

@@ -40,7 +40,12 @@ def served(env: dict[str, str], *args: str) -> Iterator[httpx.Client]:
         server.wait(timeout=30)
 
 
+# On PostgreSQL only: what this adds (a live server, the fit's own process writing to the shared
+# metrics folder) does not depend on the database; both databases' ingestion counts are checked
+# in-process by tests/ops/test_metrics.py.
 @pytest.mark.slow
+@pytest.mark.parametrize("database_url", [pytest.param("postgres", marks=pytest.mark.postgres)],
+                         indirect=True)
 def test_a_fit_in_its_own_process_is_counted(database_url: str, tmp_path: Path) -> None:
     """Real requests and a real fit (the in-process runner's child process) on a live server."""
     env = {"CROWDQRELS_DATABASE_URL": database_url,

@@ -3,8 +3,8 @@
 A real uvicorn server on a free port, a seeded collection with a succeeded fit. Each page loads,
 its charts render (SVG with data), the browser logs no JavaScript error; the annotator table
 sorts and pages; a file goes up through the upload form; a fit started from the form is followed
-until the page shows it succeeded. Screenshots of the collection and aggregation pages go to
-docs/img/. Scripts and styles come from the app alone: the browser has no network besides it.
+until the page shows it succeeded. With CROWDQRELS_SCREENSHOTS=docs/img, screenshots of the
+pages go there. Scripts and styles come from the app alone: the browser has no network besides it.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from models.synthetic import generate
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("CROWDQRELS_CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("CROWDQRELS_CHROMEDRIVER", "/usr/bin/chromedriver")
-# The README's screenshots: CROWDQRELS_SCREENSHOTS=docs/img (else a temporary folder).
+# The README's screenshots: CROWDQRELS_SCREENSHOTS=docs/img (else none are taken).
 SCREENSHOTS = os.environ.get("CROWDQRELS_SCREENSHOTS")
 
 pytestmark = pytest.mark.slow
@@ -157,10 +157,14 @@ def browser() -> Iterator[object]:
 
 def wait_until(predicate, timeout: float = 20, what: str = "condition"):  # type: ignore[no-untyped-def]
     """``predicate()`` until it is truthy. An element gone stale or not there yet while a page
-    reloads (a page that follows a job reloads itself when the job ends) counts as not yet."""
+    reloads (a page that follows a job reloads itself when the job ends) counts as not yet.
+    Polled after 0.05 s, then half as long again each time up to every 0.5 s: each poll is a
+    round trip through chromedriver into the page, and a wait for a fit polled 10 times a
+    second."""
     from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 
     deadline = time.monotonic() + timeout
+    pause = 0.05
     while True:
         try:
             value = predicate()
@@ -170,7 +174,8 @@ def wait_until(predicate, timeout: float = 20, what: str = "condition"):  # type
             return value
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
+        time.sleep(pause)
+        pause = min(0.5, pause * 1.5)
 
 
 def js_errors(driver) -> list[str]:  # type: ignore[no-untyped-def]
@@ -228,9 +233,23 @@ def table_settled(driver) -> bool:  # type: ignore[no-untyped-def]
         "return document.getElementById('annotator-table').dataset.loading === 'false'")
 
 
+def screenshot(driver, name: str, height: int | None = None) -> None:  # type: ignore[no-untyped-def]
+    """The README's screenshot ``name`` into CROWDQRELS_SCREENSHOTS, in a window ``height`` px
+    tall; without that variable none is taken (nothing reads them, and each resize redraws
+    every chart on the page)."""
+    if not SCREENSHOTS:
+        return
+    Path(SCREENSHOTS).mkdir(parents=True, exist_ok=True)
+    if height:
+        driver.set_window_size(1400, height)
+        driver.execute_script("window.scrollTo(0, 0)")
+    driver.save_screenshot(str(Path(SCREENSHOTS) / name))
+    if height:
+        driver.set_window_size(1400, 1000)
+
+
 def test_dashboard_in_a_browser(server: str, browser, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     driver = browser
-    shots = Path(SCREENSHOTS) if SCREENSHOTS else tmp_path
     load(driver, server + "/")
     assert "demo" in driver.find_element("id", "collections").text
     assert driver.execute_script("return typeof Plotly") == "undefined"  # no chart, no Plotly
@@ -238,10 +257,7 @@ def test_dashboard_in_a_browser(server: str, browser, tmp_path: Path) -> None:  
     load(driver, server + "/ui/collections/demo")
     charts_rendered(driver, 4)
     assert driver.execute_script("return typeof Plotly") == "object"
-    shots.mkdir(parents=True, exist_ok=True)
-    driver.set_window_size(1400, 1700)
-    driver.save_screenshot(str(shots / "collection.png"))
-    driver.set_window_size(1400, 1000)
+    screenshot(driver, "collection.png", 1700)
     assert js_errors(driver) == []
 
     # The aggregation page: charts, and the annotator table sorted and paged through the API.
@@ -253,10 +269,7 @@ def test_dashboard_in_a_browser(server: str, browser, tmp_path: Path) -> None:  
     competence = [float(r[1]) for r in first]
     assert competence == sorted(competence, reverse=True)
     assert driver.find_element("id", "annotator-page").text == "page 1 of 2"
-    driver.set_window_size(1400, 2000)
-    driver.execute_script("window.scrollTo(0, 0)")
-    driver.save_screenshot(str(shots / "aggregation.png"))
-    driver.set_window_size(1400, 1000)
+    screenshot(driver, "aggregation.png", 2000)
     driver.find_element("id", "annotator-next").click()
     wait_until(lambda: table_settled(driver)
                and driver.find_element("id", "annotator-page").text == "page 2 of 2",
@@ -278,21 +291,8 @@ def test_dashboard_in_a_browser(server: str, browser, tmp_path: Path) -> None:  
                what="the empty filter's message")
     assert js_errors(driver) == []
 
-    # A narrow window (a phone): the page is no wider than the window; wide tables scroll
-    # inside themselves.
-    driver.set_window_size(400, 900)
-    for page in ("/ui/collections/demo", "/ui/aggregations/2"):
-        load(driver, server + page)
-        wait_until(lambda: not driver.find_elements("css selector",
-                                                    ".chart:not([data-rendered])"),
-                   what="charts")
-        overflow = driver.execute_script(
-            "return document.documentElement.scrollWidth - document.documentElement.clientWidth")
-        assert overflow <= 0, (page, overflow)
-    driver.set_window_size(1400, 1000)
-    load(driver, server + "/ui/aggregations/2")
-
-    # Task, annotator and comparison pages.
+    # A narrow window (a phone): test_narrow_windows_and_the_keyboard, on these pages and four
+    # more. Task, annotator and comparison pages, from the aggregation page still open.
     driver.find_element("css selector", "#uncertain-tasks tbody a").click()
     charts_rendered(driver, 2)
     assert driver.find_elements("css selector", "#task-judgments tbody tr")
@@ -373,9 +373,7 @@ def test_dashboard_in_a_browser(server: str, browser, tmp_path: Path) -> None:  
     assert "P@10" in ranking and "sharp" in ranking
     assert driver.find_elements("css selector", ".chart[data-figure='wins'] .hm, "
                                 ".chart[data-figure='wins'] image")
-    driver.set_window_size(1400, 1500)
-    driver.save_screenshot(str(shots / "evaluation.png"))
-    driver.set_window_size(1400, 1000)
+    screenshot(driver, "evaluation.png", 1500)
     driver.find_element("css selector", "#measure-tabs a[href='?measure=AP']").click()
     wait_until(lambda: "measure=AP" in driver.current_url, what="the AP tab")
     charts_rendered(driver, 2)
@@ -395,7 +393,7 @@ def test_dashboard_in_a_browser(server: str, browser, tmp_path: Path) -> None:  
     driver.find_element("css selector", "#round-form button").click()
     wait_until(lambda: "pairs to judge" in message_text(driver), what="a round")
     charts_rendered(driver, 1)
-    driver.save_screenshot(str(shots / "sampling.png"))
+    screenshot(driver, "sampling.png")
     assert js_errors(driver) == []
 
     # The API docs render offline too.

@@ -126,6 +126,11 @@ def test_comparison_and_annotator_history(jobs_client, synthetic_file) -> None:
     assert missing.status_code == 404 and missing.json()["code"] == "annotator_not_found"
 
 
+# The embedded default (inline, SQLite) and the runner furthest from it (Celery, PostgreSQL):
+# inline-PostgreSQL adds no path of its own, its runner is inline-SQLite's and its database's
+# writes (a cancel racing the job's own updates of the row) are Celery-PostgreSQL's.
+@pytest.mark.parametrize("runner_settings", ["inline-sqlite", pytest.param(
+    "celery-postgres", marks=[pytest.mark.postgres, pytest.mark.redis])], indirect=True)
 def test_cancel_and_failure_leave_earlier_results_intact(jobs_client, synthetic_file) -> None:
     client = jobs_client
     ingest_synthetic(client, synthetic_file)

@@ -52,9 +52,13 @@ def check_rf10_fits(client, methods: tuple[str, ...], rf10_bytes: bytes, offline
         assert qrels == offline(method)
 
 
+# The embedded default (inline, SQLite) and Celery on PostgreSQL: each database's ingestion and
+# load paths and each runner are covered; inline-PostgreSQL adds no path of its own (7 CPU s).
 @pytest.mark.slow
+@pytest.mark.parametrize("runner_settings", ["inline-sqlite", pytest.param(
+    "celery-postgres", marks=[pytest.mark.postgres, pytest.mark.redis])], indirect=True)
 def test_rf10_methods_match_the_offline_cli(jobs_client, rf10_bytes, rf10_offline_qrels) -> None:
-    """The RF10 file through HTTP with each job runner: mv, mace and ds, the same qrels as the
+    """The RF10 file through HTTP with the job runners: mv, mace and ds, the same qrels as the
     offline CLI (lk's RF10 fit, 20 s, goes through one runner: the next test)."""
     check_rf10_fits(jobs_client, ("mv", "mace", "ds"), rf10_bytes, rf10_offline_qrels)
 
