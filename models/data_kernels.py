@@ -14,15 +14,24 @@ from numba import njit
 
 
 @njit(cache=True)
+def task_starts(task: np.ndarray, n_tasks: int) -> np.ndarray:
+    """(n_tasks + 1,) where each task's rows start once the rows are grouped by task: the
+    offsets of a counting sort (stable, no comparison sort), shared by the compiled passes that
+    group judgments by task."""
+    start = np.zeros(n_tasks + 1, dtype=np.int64)
+    for r in range(task.shape[0]):
+        start[task[r] + 1] += 1
+    for i in range(n_tasks):
+        start[i + 1] += start[i]
+    return start
+
+
+@njit(cache=True)
 def latest_per_pair(task: np.ndarray, annotator: np.ndarray, n_tasks: int,
                     n_annotators: int) -> np.ndarray:
     """Mask of the rows that are the last (largest index) of their (task, annotator) pair."""
     n = task.shape[0]
-    start = np.zeros(n_tasks + 1, dtype=np.int64)
-    for r in range(n):
-        start[task[r] + 1] += 1
-    for i in range(n_tasks):
-        start[i + 1] += start[i]
+    start = task_starts(task, n_tasks)
     cursor = start[:-1].copy()
     grouped = np.empty(n, dtype=np.int64)  # row numbers by task, ascending within a task
     for r in range(n):

@@ -13,6 +13,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from models.data_kernels import task_starts
+
 
 @njit(cache=True)
 def agreement_sums(task: np.ndarray, annotator: np.ndarray, label: np.ndarray, n_tasks: int,
@@ -23,11 +25,7 @@ def agreement_sums(task: np.ndarray, annotator: np.ndarray, label: np.ndarray, n
     n = task.shape[0]
     n_annotators, k, _ = confusion.shape
     # the judgments grouped by task: a counting sort (stable), no comparison sort
-    start = np.zeros(n_tasks + 1, dtype=np.int64)
-    for a in range(n):
-        start[task[a] + 1] += 1
-    for i in range(n_tasks):
-        start[i + 1] += start[i]
+    start = task_starts(task, n_tasks)
     fill = start[:-1].copy()
     order = np.empty(n, dtype=np.int64)
     for a in range(n):

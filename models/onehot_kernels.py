@@ -14,6 +14,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from models.data_kernels import task_starts
+
 
 @njit(cache=True)
 def group_by_task(task: np.ndarray, column: np.ndarray, n_tasks: int, ptr: np.ndarray,
@@ -23,11 +25,7 @@ def group_by_task(task: np.ndarray, column: np.ndarray, n_tasks: int, ptr: np.nd
     holds (both ``task``-long, filled to the number of entries returned). A counting sort by
     task (stable), then each row's few columns sorted by insertion and repeats merged."""
     n = task.shape[0]
-    start = np.zeros(n_tasks + 1, dtype=np.int64)
-    for r in range(n):
-        start[task[r] + 1] += 1
-    for i in range(n_tasks):
-        start[i + 1] += start[i]
+    start = task_starts(task, n_tasks)
     fill = start[:-1].copy()
     for r in range(n):
         t = task[r]
