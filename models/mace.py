@@ -289,12 +289,7 @@ class MACE(Aggregator):
         self.competence_ = fit.competence[:, 1] / fit.competence.sum(axis=1)
         self.shift_ = fit.shift / fit.shift.sum(axis=1, keepdims=True)
         self.spam_dist_ = fit.spam / fit.spam.sum(axis=1, keepdims=True)
-        proba = fit.proba
-        self.proba_ = proba
-        self.entropy_ = -np.sum(np.where(proba > 0, proba * np.log(np.where(proba > 0, proba, 1)),
-                                         0.0), axis=1)
-        self.selected_ = _select_confident(self.entropy_, data.judgments_per_task() > 0,
-                                           self.threshold)
+        self._set_posterior(fit.proba, data)
 
     def _choose_strength(self, data: AnnotationData, progress: ProgressCallback,
                          init: MACE | None, check: bool | None, only_draw: int | None
@@ -548,6 +543,11 @@ class MACE(Aggregator):
         # Normalised: under VB the exp-digamma values are sub-normalised weights.
         self.competence_ = knowing[:, 1] / knowing.sum(axis=1)
         self.spam_dist_ = spam / spam.sum(axis=1, keepdims=True)
+        self._set_posterior(proba, data)
+
+    def _set_posterior(self, proba: np.ndarray, data: AnnotationData) -> None:
+        """The tasks' posterior, its entropy (nats) and the confident tasks (``threshold``):
+        what the nominal and the ordinal fit both end with."""
         self.proba_ = proba
         self.entropy_ = -np.sum(np.where(proba > 0, proba * np.log(np.where(proba > 0, proba, 1)),
                                          0.0), axis=1)
