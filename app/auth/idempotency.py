@@ -92,8 +92,13 @@ class Idempotency:
 
     def _claim(self, session: Session,
                request_hash: str) -> tuple[int, tuple[int, Any] | None]:
-        """The new row's id, or (0, the stored status and response) of the first request."""
-        deadline = time.monotonic() + WAIT_S
+        """The new row's id, or (0, the stored status and response) of the first request.
+
+        The wait for a response counts from the first look at the first request's committed
+        row, not from the start: on PostgreSQL the INSERT below blocks for as long as the first
+        request's transaction runs (behind other writers of the collection, seconds under load),
+        and that time is not the short window this wait is for."""
+        deadline: float | None = None
         while True:
             record = IdempotencyRecord(owner=self.owner, key=self.key, request_hash=request_hash)
             session.add(record)
@@ -116,7 +121,9 @@ class Idempotency:
                     "query): use a new key for a new request", code="idempotency_key_reused")
             if row.status_code is not None:
                 return 0, (row.status_code, row.response)
-            if time.monotonic() > deadline:
+            if deadline is None:
+                deadline = time.monotonic() + WAIT_S
+            elif time.monotonic() > deadline:
                 raise Conflict("a request with this Idempotency-Key is still being processed; "
                                "retry later", code="idempotency_in_progress")
             time.sleep(0.05)

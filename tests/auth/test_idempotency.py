@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
@@ -219,3 +221,45 @@ def test_concurrent_duplicates_store_exactly_once(database_url) -> None:
         assert session.scalar(select(func.count()).select_from(Judgment)) == 40_000
         assert session.scalar(select(func.count()).select_from(Batch)) == 40
         assert session.scalar(select(func.count()).select_from(IdempotencyRecord)) == 40
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+def test_a_duplicate_blocked_longer_than_the_wait_gets_the_response(database_url,
+                                                                     monkeypatch) -> None:
+    """The duplicate's INSERT blocks while the first request's transaction runs (behind other
+    writers of the collection under load, longer than WAIT_S); once the first request stores
+    its response a moment after its data commit, the duplicate answers with it, not a 409."""
+    from app.auth import idempotency
+
+    monkeypatch.setattr(idempotency, "WAIT_S", 0.5)
+    sessions = get_sessionmaker(database_url)
+    started, release = threading.Event(), threading.Event()
+
+    def first() -> object:
+        with sessions() as session:
+            def work() -> dict[str, int]:
+                started.set()  # the claim is flushed: the duplicate's INSERT now blocks
+                release.wait(10)
+                session.commit()  # the data (and the claim) commit ...
+                time.sleep(0.2)  # ... and the response is stored a moment later
+                return {"stored": 1}
+            key = idempotency.Idempotency(key="k", owner="o", method="POST", path="/p", query="")
+            return key.run(session, body=b"x", status_code=201, work=work)
+
+    def duplicate() -> object:
+        started.wait(10)
+        with sessions() as session:
+            key = idempotency.Idempotency(key="k", owner="o", method="POST", path="/p", query="")
+            return key.run(session, body=b"x", status_code=201, work=lambda: {"stored": 2})
+
+    with ThreadPoolExecutor(2) as pool:
+        one = pool.submit(first)
+        two = pool.submit(duplicate)
+        time.sleep(1.5)  # three times WAIT_S blocked on the INSERT
+        release.set()
+        assert one.result(30) == {"stored": 1}
+        replayed = two.result(30)
+    assert replayed.status_code == 201 and json.loads(replayed.body) == {"stored": 1}
+    with sessions() as session:
+        assert session.scalar(select(func.count()).select_from(IdempotencyRecord)) == 1
