@@ -90,7 +90,7 @@ class CrowdGP(Aggregator):
         learn_deviation: bool = True,
         learn_task_noise: bool = False,
         estimate_difficulty: bool = True,
-        learn_annotator_bias: bool = False,
+        learn_annotator_bias: bool | None = None,
         learn_task_bias: bool = False,
         full_gp_max_tasks: FullGPTasks = 500,
         n_inducing: InducingPoints = 200,
@@ -365,8 +365,8 @@ class CrowdGP(Aggregator):
 
         noise = dict(
             learn_task_variance=self.learn_task_noise,
-            learn_annotator_bias=self.learn_annotator_bias, learn_task_bias=self.learn_task_bias,
-            n_quadrature=self.n_quadrature,
+            learn_annotator_bias=self._learns_annotator_bias(fallback),
+            learn_task_bias=self.learn_task_bias, n_quadrature=self.n_quadrature,
         )
         if not self.asymmetric_noise:
             return GaussianBernoulli(n_tasks, n_annotators, **noise)
@@ -382,6 +382,15 @@ class CrowdGP(Aggregator):
         )
         gpflow.set_trainable(likelihood.threshold_first, False)
         return likelihood
+
+    def _learns_annotator_bias(self, fallback: bool) -> bool:
+        """``learn_annotator_bias`` as set, or by default (None): learned where nothing but the
+        judgments is fitted (LK, and MAGP's and GPMV's LK fallback: that fit is LK, so it takes
+        LK's default), fixed at 0 next to a GP over features (MAGP's thesis setting: there the
+        biases slow EM down for no accuracy; docs/gp.md, "Biases")."""
+        if self.learn_annotator_bias is not None:
+            return self.learn_annotator_bias
+        return fallback or not self.uses_features
 
     def _standardise_fit(self, X: np.ndarray) -> np.ndarray:
         missing = ~np.isfinite(X)

@@ -269,8 +269,15 @@ def test_fallback_to_lk_without_features(easy, easy_lk, cls):
     model = cls(random_state=0, **FAST).fit(data)
     res = model.result(data)
     assert res.info["fallback"] == "lk"
-    # The fallback is LK with the method's own settings (annotator biases fixed by default).
-    np.testing.assert_allclose(model.proba_, easy_lk.proba_, atol=1e-8)
+    # The fallback is LK, with LK's default where the method's is left unset: annotator
+    # biases learned (MAGP's thesis default, fixed, holds next to a GP over features only).
+    lk = LK(random_state=0, **FAST).fit(data)
+    np.testing.assert_allclose(model.proba_, lk.proba_, atol=1e-8)
+    np.testing.assert_allclose(model.annotator_bias_, lk.annotator_bias_, atol=1e-8)
+    assert np.abs(lk.annotator_bias_).max() > 0.01  # learned, not the fixed zeros
+    if cls is MAGP:  # set explicitly, the method's setting holds: biases fixed at 0
+        fixed = cls(random_state=0, learn_annotator_bias=False, **FAST).fit(data)
+        np.testing.assert_allclose(fixed.proba_, easy_lk.proba_, atol=1e-8)
     with pytest.raises(ValueError, match="without features"):
         model.predict_proba(np.zeros((1, 2)))
 
