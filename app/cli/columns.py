@@ -10,6 +10,7 @@ statement of the format.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,8 +41,14 @@ class JudgmentColumns:
         return row + 2
 
 
-def read_columns(raw: bytes) -> JudgmentColumns | None:
-    """The file's columns, or None when the full parser must read it (see the module)."""
+PARALLEL_BYTES = 8 << 20  # files from this size are scanned in two halves at once, given two cores
+
+
+def read_columns(raw: bytes, parts: int | None = None) -> JudgmentColumns | None:
+    """The file's columns, or None when the full parser must read it (see the module).
+    ``parts``: 2 scans the two halves of the file on two threads (the same codes as one scan,
+    ``columns_kernels.scan``); None: 2 for a file of ``PARALLEL_BYTES`` or more when this process
+    may run on two cores, else 1."""
     if not isinstance(raw, bytes):
         return None
     end = raw.find(b"\n")
@@ -68,7 +75,8 @@ def read_columns(raw: bytes) -> JudgmentColumns | None:
     (status, n_rows, task, annotator, labels, gold, task_topic, doc_off, doc_store, n_tasks,
      topic_off, topic_store, n_topics, ann_off, ann_store, n_ann) = kernels.scan(
         buf, end + 1, ord(delimiter), len(header), index.get("topic", -1), index["doc"],
-        index["annotator"], index["label"], index.get("gold", -1), max_rows)
+        index["annotator"], index["label"], index.get("gold", -1), max_rows,
+        parts=_parts(len(raw)) if parts is None else parts)
     if status != kernels.OK or n_rows == 0:
         return None
     topics = (_strings(topic_off, topic_store, n_topics) if "topic" in index
@@ -90,6 +98,14 @@ def read_columns(raw: bytes) -> JudgmentColumns | None:
                     if position not in read and name.strip())
     return JudgmentColumns(task, annotator, labels, gold_rows, topics[task_topic[:n_tasks]],
                            docs, names, ignored)
+
+
+def _parts(size: int) -> int:
+    if size < PARALLEL_BYTES:
+        return 1
+    cores = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+             else os.cpu_count() or 1)
+    return 2 if cores >= 2 else 1
 
 
 def _strings(offsets: np.ndarray, store: np.ndarray, count: int) -> np.ndarray:

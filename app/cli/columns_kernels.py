@@ -8,6 +8,13 @@ seen, compared byte for byte on every hit (no hash collision can merge two ids):
 packed keys and ``_insert`` inlined took the scan of 10 M lines from 4.2-4.3 to 3.0-3.2 s of
 CPU (2026-11-27, branch mvcli: the annotators' look-ups had read five arrays at random).
 
+The loop over rows (``_rows``) allocates nothing and rebinds no array: a table that is full
+stops it, its caller grows the table and it goes on from that line. (A loop-carried array that
+may be rebound costs reference counting on every row: 2.1 of the 10 M-line scan's 4.8 s
+without any look-up, 0.6 s once nothing in the loop could rebind.) A large file is scanned in
+two halves on two threads, and the second half's ids are merged into the first's tables in the
+order it saw them (``scan``), which gives every id the code a single scan gives.
+
 The scan gives up (a status other than OK) on anything ``app.formats.judgments_file`` would read
 differently or refuse, and the caller then parses the file there, where every such case has its
 message.
@@ -142,22 +149,39 @@ def _find(buf: np.ndarray, s: int, e: int, group: int, grouped: bool, slots: np.
 @njit(cache=True, inline="always")
 def _insert(buf: np.ndarray, s: int, e: int, group: int, slot: int, h: np.uint64, packed: int,
             slots: np.ndarray, hashes: np.ndarray, groups: np.ndarray, offsets: np.ndarray,
-            store: np.ndarray, n_codes: int):  # type: ignore[no-untyped-def]
-    """A new code (``n_codes``) for the id buf[s:e] at ``slot`` (``_find``'s); the table's arrays
-    back, grown when full."""
+            store: np.ndarray, n_codes: int) -> None:
+    """A new code (``n_codes``) for the id buf[s:e] at ``slot`` (``_find``'s), in a table that
+    has room for it (``_has_room``): nothing is allocated, so the scan's loop never rebinds an
+    array (each rebinding of a loop-carried array costs reference counts on every row)."""
     n = e - s
-    hashes = _room(hashes, n_codes)
-    groups = _room(groups, n_codes)
-    offsets = _room(offsets, n_codes + 1)
     at = offsets[n_codes]
-    while at + n > store.shape[0]:
-        store = _room(store, store.shape[0])
     store[at:at + n] = buf[s:e]
     hashes[n_codes], groups[n_codes], offsets[n_codes + 1] = h, group, at + n
     slots[slot, 0] = n_codes
     slots[slot, 1] = packed
-    if 2 * (n_codes + 1) > slots.shape[0]:
+
+
+@njit(cache=True, inline="always")
+def _has_room(slots: np.ndarray, hashes: np.ndarray, offsets: np.ndarray, store: np.ndarray,
+              n_codes: int, length: int) -> bool:
+    """Whether one more id of ``length`` bytes fits without growing (slots kept at most half
+    full)."""
+    return (2 * (n_codes + 1) <= slots.shape[0] and n_codes < hashes.shape[0]
+            and n_codes + 1 < offsets.shape[0] and offsets[n_codes] + length <= store.shape[0])
+
+
+@njit(cache=True)
+def _grown(slots: np.ndarray, hashes: np.ndarray, groups: np.ndarray, offsets: np.ndarray,
+           store: np.ndarray, n_codes: int, length: int):  # type: ignore[no-untyped-def]
+    """The table's arrays with room for one more id of ``length`` bytes (each doubled as
+    needed)."""
+    while 2 * (n_codes + 1) > slots.shape[0]:
         slots = _grow(slots, hashes)
+    hashes = _room(hashes, n_codes)
+    groups = _room(groups, n_codes)
+    offsets = _room(offsets, n_codes + 1)
+    while offsets[n_codes] + length > store.shape[0]:
+        store = _room(store, store.shape[0])
     return slots, hashes, groups, offsets, store
 
 
@@ -170,33 +194,32 @@ def _table(size: int):  # type: ignore[no-untyped-def]
             np.empty(size, dtype=np.int64), offsets, np.empty(16 * size, dtype=np.uint8))
 
 
+NEED_ROOM = 2  # ``_rows`` stopped before a line whose ids a table has no room for
+
+
 @njit(cache=True)
-def scan(buf: np.ndarray, start: int, delimiter: int, n_fields: int, f_topic: int, f_doc: int,
-         f_ann: int, f_label: int, f_gold: int, max_rows: int):  # type: ignore[no-untyped-def]
-    """Rows from ``buf[start:]`` (after the header line). Returns (status, n_rows, task,
-    annotator, label, gold, task topic codes, then (offsets, byte store, count) of the tasks'
-    documents, the topics and the annotators). ``f_topic`` / ``f_gold`` -1 when absent; gold is
-    -2**31 for an empty cell (no gold)."""
-    task = np.empty(max_rows, dtype=np.int64)
-    annotator = np.empty(max_rows, dtype=np.int64)
-    label = np.empty(max_rows, dtype=np.int64)
-    gold = np.empty(max_rows if f_gold >= 0 else 0, dtype=np.int64)
-    t_slots, t_hash, t_group, t_off, t_store = _table(1024)
-    p_slots, p_hash, p_group, p_off, p_store = _table(64)
-    a_slots, a_hash, a_group, a_off, a_store = _table(1024)
-    n_tasks = 0
-    n_topics = 0
-    n_ann = 0
-    starts = np.empty(n_fields, dtype=np.int64)
-    ends = np.empty(n_fields, dtype=np.int64)
+def _rows(buf: np.ndarray, p: int, row: int, delimiter: int, n_fields: int, f_topic: int,
+          f_doc: int, f_ann: int, f_label: int, f_gold: int, task: np.ndarray,
+          annotator: np.ndarray, label: np.ndarray, gold: np.ndarray, starts: np.ndarray,
+          ends: np.ndarray, counts: np.ndarray, last: np.ndarray,
+          t_slots: np.ndarray, t_hash: np.ndarray, t_group: np.ndarray, t_off: np.ndarray,
+          t_store: np.ndarray, p_slots: np.ndarray, p_hash: np.ndarray, p_group: np.ndarray,
+          p_off: np.ndarray, p_store: np.ndarray, a_slots: np.ndarray, a_hash: np.ndarray,
+          a_group: np.ndarray, a_off: np.ndarray, a_store: np.ndarray
+          ) -> tuple[int, int, int, int]:
+    """The rows from byte ``p`` (row number ``row``) on, until the end (OK), a line the scan
+    does not read (GIVE_UP) or a line whose new ids a table has no room for (NEED_ROOM: ``p``
+    and ``row`` are that line's, nothing of it interned; the last value is the longest of its
+    fields). ``counts`` holds (tasks, topics, annotators) so far; ``last`` the current topic's
+    code and the previous row's topic and document spans. Returns (status, p, row, length)."""
     n = buf.shape[0]
-    p = start
-    row = 0
+    max_rows = task.shape[0]
+    n_tasks, n_topics, n_ann = counts[0], counts[1], counts[2]
+    topic = last[0]
     status = OK
-    topic = 0
-    prev_topic = (0, 0)
-    prev_doc = (0, 0)
+    length = 0
     while p < n:
+        line = p
         # one line into exactly n_fields fields; give up on anything unusual
         field = 0
         starts[0] = p
@@ -222,6 +245,15 @@ def scan(buf: np.ndarray, start: int, delimiter: int, n_fields: int, f_topic: in
                 f_topic >= 0 and ends[f_topic] == starts[f_topic]):
             status = GIVE_UP
             break
+        length = 0
+        for f in range(n_fields):
+            length = max(length, ends[f] - starts[f])
+        if not (_has_room(t_slots, t_hash, t_off, t_store, n_tasks, length)
+                and _has_room(p_slots, p_hash, p_off, p_store, n_topics, length)
+                and _has_room(a_slots, a_hash, a_off, a_store, n_ann, length)):
+            status = NEED_ROOM
+            p = line
+            break
         ok, value = _integer(buf, starts[f_label], ends[f_label])
         if not ok:
             status = GIVE_UP
@@ -241,45 +273,187 @@ def scan(buf: np.ndarray, start: int, delimiter: int, n_fields: int, f_topic: in
         same_topic = row > 0
         if f_topic >= 0:
             s, e = starts[f_topic], ends[f_topic]
-            same_topic = same_topic and e - s == prev_topic[1] - prev_topic[0] and \
-                _same(buf, prev_topic[0], s, e - s)
+            same_topic = same_topic and e - s == last[2] - last[1] and _same(buf, last[1], s,
+                                                                               e - s)
             if not same_topic:
                 topic, slot, h, key = _find(buf, s, e, 0, False, p_slots, p_hash, p_group,
                                             p_off, p_store)
                 if topic < 0:
-                    p_slots, p_hash, p_group, p_off, p_store = _insert(
-                        buf, s, e, 0, slot, h, key, p_slots, p_hash, p_group, p_off, p_store,
-                        n_topics)
+                    _insert(buf, s, e, 0, slot, h, key, p_slots, p_hash, p_group, p_off,
+                            p_store, n_topics)
                     topic = n_topics
                     n_topics += 1
-            prev_topic = (s, e)
+            last[1], last[2] = s, e
         s, e = starts[f_doc], ends[f_doc]
-        if same_topic and e - s == prev_doc[1] - prev_doc[0] and \
-                _same(buf, prev_doc[0], s, e - s):
+        if same_topic and e - s == last[4] - last[3] and _same(buf, last[3], s, e - s):
             task[row] = task[row - 1]
         else:
             code, slot, h, key = _find(buf, s, e, topic, True, t_slots, t_hash, t_group, t_off,
                                        t_store)
             if code < 0:
-                t_slots, t_hash, t_group, t_off, t_store = _insert(
-                    buf, s, e, topic, slot, h, key, t_slots, t_hash, t_group, t_off, t_store,
-                    n_tasks)
+                _insert(buf, s, e, topic, slot, h, key, t_slots, t_hash, t_group, t_off,
+                        t_store, n_tasks)
                 code = n_tasks
                 n_tasks += 1
             task[row] = code
-        prev_doc = (s, e)
+        last[3], last[4] = s, e
         s, e = starts[f_ann], ends[f_ann]
         code, slot, h, key = _find(buf, s, e, 0, False, a_slots, a_hash, a_group, a_off,
                                    a_store)
         if code < 0:
-            a_slots, a_hash, a_group, a_off, a_store = _insert(
-                buf, s, e, 0, slot, h, key, a_slots, a_hash, a_group, a_off, a_store, n_ann)
+            _insert(buf, s, e, 0, slot, h, key, a_slots, a_hash, a_group, a_off, a_store, n_ann)
             code = n_ann
             n_ann += 1
         annotator[row] = code
         row += 1
-    return (status, row, task, annotator, label, gold, t_group, t_off, t_store, n_tasks,
-            p_off, p_store, n_topics, a_off, a_store, n_ann)
+    counts[0], counts[1], counts[2] = n_tasks, n_topics, n_ann
+    last[0] = topic
+    return status, p, row, length
+
+
+@njit(cache=True, nogil=True)
+def scan_part(buf: np.ndarray, start: int, stop: int, delimiter: int, n_fields: int,
+              f_topic: int, f_doc: int, f_ann: int, f_label: int, f_gold: int,
+              task: np.ndarray, annotator: np.ndarray, label: np.ndarray,
+              gold: np.ndarray):  # type: ignore[no-untyped-def]
+    """The rows of ``buf[start:stop]`` (whole lines) into ``task``, ``annotator``, ``label``
+    and ``gold`` (as many rows as they hold; ``gold`` empty without a gold column), with codes
+    of this part's own. Returns (status, n_rows, counts (tasks, topics, annotators), then the
+    three tables (slots, hashes, groups, offsets, store): tasks, topics, annotators). The rows
+    are read by ``_rows``, which allocates nothing; here the tables grow when it stops for room
+    (a few dozen times for 10 M rows). Releases the GIL: two parts run on two cores."""
+    t_slots, t_hash, t_group, t_off, t_store = _table(1024)
+    p_slots, p_hash, p_group, p_off, p_store = _table(64)
+    a_slots, a_hash, a_group, a_off, a_store = _table(1024)
+    starts = np.empty(n_fields, dtype=np.int64)
+    ends = np.empty(n_fields, dtype=np.int64)
+    counts = np.zeros(3, dtype=np.int64)  # tasks, topics, annotators
+    last = np.zeros(5, dtype=np.int64)  # topic code; previous topic span; previous doc span
+    part = buf[:stop]
+    p = start
+    row = 0
+    while True:
+        status, p, row, length = _rows(
+            part, p, row, delimiter, n_fields, f_topic, f_doc, f_ann, f_label, f_gold, task,
+            annotator, label, gold, starts, ends, counts, last, t_slots, t_hash, t_group, t_off,
+            t_store, p_slots, p_hash, p_group, p_off, p_store, a_slots, a_hash, a_group, a_off,
+            a_store)
+        if status != NEED_ROOM:
+            break
+        t_slots, t_hash, t_group, t_off, t_store = _grown(t_slots, t_hash, t_group, t_off,
+                                                          t_store, counts[0], length)
+        p_slots, p_hash, p_group, p_off, p_store = _grown(p_slots, p_hash, p_group, p_off,
+                                                          p_store, counts[1], length)
+        a_slots, a_hash, a_group, a_off, a_store = _grown(a_slots, a_hash, a_group, a_off,
+                                                          a_store, counts[2], length)
+    return (status, row, counts, (t_slots, t_hash, t_group, t_off, t_store),
+            (p_slots, p_hash, p_group, p_off, p_store), (a_slots, a_hash, a_group, a_off, a_store))
+
+
+@njit(cache=True)
+def _merge_table(slots: np.ndarray, hashes: np.ndarray, groups: np.ndarray,
+                 offsets: np.ndarray, store: np.ndarray, n_codes: int, other_offsets: np.ndarray,
+                 other_store: np.ndarray, other_groups: np.ndarray, n_other: int,
+                 group_map: np.ndarray, grouped: bool):  # type: ignore[no-untyped-def]
+    """A later part's ids (``other_*``, its codes 0..n_other-1 in the order it first saw them)
+    looked up in this table and added where new, in that order: the codes the whole file's
+    scan gives. ``group_map`` maps the other part's group codes (its topics) to this one's.
+    Returns (the code map, the table's arrays, the new count)."""
+    code_map = np.empty(n_other, dtype=np.int64)
+    for c in range(n_other):
+        s, e = other_offsets[c], other_offsets[c + 1]
+        group = group_map[other_groups[c]] if grouped and group_map.shape[0] else 0
+        if not _has_room(slots, hashes, offsets, store, n_codes, e - s):
+            slots, hashes, groups, offsets, store = _grown(slots, hashes, groups, offsets,
+                                                           store, n_codes, e - s)
+        code, slot, h, key = _find(other_store, s, e, group, grouped, slots, hashes, groups,
+                                   offsets, store)
+        if code < 0:
+            _insert(other_store, s, e, group, slot, h, key, slots, hashes, groups, offsets,
+                    store, n_codes)
+            code = n_codes
+            n_codes += 1
+        code_map[c] = code
+    return code_map, slots, hashes, groups, offsets, store, n_codes
+
+
+@njit(cache=True)
+def _line_start(buf: np.ndarray, p: int) -> int:
+    """The start of the first line after byte ``p`` (past its line feed); the end of ``buf``
+    when there is none."""
+    n = buf.shape[0]
+    while p < n and buf[p] != 10:
+        p += 1
+    return min(p + 1, n)
+
+
+@njit(cache=True)
+def _line_ends(buf: np.ndarray, start: int, stop: int) -> int:
+    count = 0
+    for p in range(start, stop):
+        count += buf[p] == 10
+    return count
+
+
+@njit(cache=True)
+def _recode(values: np.ndarray, code_map: np.ndarray) -> None:
+    for r in range(values.shape[0]):
+        values[r] = code_map[values[r]]
+
+
+def scan(buf: np.ndarray, start: int, delimiter: int, n_fields: int, f_topic: int, f_doc: int,
+         f_ann: int, f_label: int, f_gold: int, max_rows: int, parts: int = 1
+         ) -> tuple:  # type: ignore[type-arg]
+    """Rows from ``buf[start:]`` (after the header line). Returns (status, n_rows, task,
+    annotator, label, gold, task topic codes, then (offsets, byte store, count) of the tasks'
+    documents, the topics and the annotators). ``f_topic`` / ``f_gold`` -1 when absent; gold is
+    -2**31 for an empty cell (no gold).
+
+    ``parts`` 2: the two halves of the file (cut at a line end) are scanned at once on two
+    threads, each with tables of its own; the second half's ids are then looked up in the
+    first's and added in the order it saw them, so every code is the one a single scan gives
+    (an id's code is its place among the file's ids by first appearance)."""
+    task = np.empty(max_rows, dtype=np.int64)
+    annotator = np.empty(max_rows, dtype=np.int64)
+    label = np.empty(max_rows, dtype=np.int64)
+    gold = np.empty(max_rows if f_gold >= 0 else 0, dtype=np.int64)
+    n = buf.shape[0]
+    cut = _line_start(buf, start + (n - start) // 2) if parts > 1 else n
+    if cut <= start or cut >= n:
+        status, n_rows, counts, tasks, topics, annotators = scan_part(
+            buf, start, n, delimiter, n_fields, f_topic, f_doc, f_ann, f_label, f_gold, task,
+            annotator, label, gold)
+        return (status, n_rows, task, annotator, label, gold, tasks[2], tasks[3], tasks[4],
+                counts[0], topics[3], topics[4], counts[1], annotators[3], annotators[4],
+                counts[2])
+    from concurrent.futures import ThreadPoolExecutor
+
+    first_rows = _line_ends(buf, start, cut)
+    common = (delimiter, n_fields, f_topic, f_doc, f_ann, f_label, f_gold)
+    second = slice(first_rows, max_rows)
+    with ThreadPoolExecutor(1) as pool:
+        later = pool.submit(scan_part, buf, cut, n, *common, task[second], annotator[second],
+                            label[second], gold[second] if f_gold >= 0 else gold)
+        one = scan_part(buf, start, cut, *common, task[:first_rows], annotator[:first_rows],
+                        label[:first_rows], gold[:first_rows] if f_gold >= 0 else gold)
+        two = later.result()
+    status = one[0] if one[0] != OK else two[0]
+    if status != OK or one[1] != first_rows:
+        return (GIVE_UP if status == OK else status, 0, task, annotator, label, gold,
+                *one[3][2:5], 0, *one[4][3:5], 0, *one[5][3:5], 0)
+    n_rows = first_rows + two[1]
+    counts1, counts2 = one[2], two[2]
+    no_groups = np.zeros(0, dtype=np.int64)
+    topic_map, *topics, n_topics = _merge_table(*one[4], counts1[1], two[4][3], two[4][4],
+                                                two[4][2], counts2[1], no_groups, False)
+    task_map, *tasks, n_tasks = _merge_table(*one[3], counts1[0], two[3][3], two[3][4],
+                                             two[3][2], counts2[0], topic_map, True)
+    ann_map, *annotators, n_ann = _merge_table(*one[5], counts1[2], two[5][3], two[5][4],
+                                               two[5][2], counts2[2], no_groups, False)
+    _recode(task[first_rows:n_rows], task_map)
+    _recode(annotator[first_rows:n_rows], ann_map)
+    return (status, n_rows, task, annotator, label, gold, tasks[2], tasks[3], tasks[4], n_tasks,
+            topics[3], topics[4], n_topics, annotators[3], annotators[4], n_ann)
 
 
 @njit(cache=True)
