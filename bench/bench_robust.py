@@ -8,6 +8,7 @@ majority vote, the best single judge and crowd-kit 1.4.2, on models.synthetic's 
     python bench/bench_robust.py judges --methods 'judge-family;judge-family{"families":"none"}'
     python bench/bench_robust.py judges --methods 'oracle;oracle{"leniency":"unknown"}'
     python bench/bench_robust.py mixed             # crowd + LLM panel (+ experts): the same
+    python bench/bench_robust.py judges --ece      # and each posterior's top-class ECE
 
 mixed: models.synthetic.mixed_dataset, a sparse Algorithm-10 crowd (3 per task), a dense
 correlated lenient LLM panel and, in every other row, 3 experts on 10 % of the tasks; the
@@ -85,6 +86,12 @@ def _name(method: str, params: dict) -> str:
 
 
 def _labels(method: str, params: dict, s, seed: int) -> np.ndarray:  # type: ignore[no-untyped-def]
+    return _fit(method, params, s, seed)[0]
+
+
+def _fit(method: str, params: dict, s, seed: int  # type: ignore[no-untyped-def]
+         ) -> tuple[np.ndarray, np.ndarray | None]:
+    """The method's labels and its posterior (tasks × grades; None for crowd-kit)."""
     if method.startswith("crowdkit-"):
         import pandas as pd
         from crowdkit.aggregation import MACE, DawidSkene
@@ -101,7 +108,7 @@ def _labels(method: str, params: dict, s, seed: int) -> np.ndarray:  # type: ign
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             found = model.fit_predict(frame)
-        return found.reindex(range(s.truth.shape[0])).to_numpy().astype(np.int64)
+        return found.reindex(range(s.truth.shape[0])).to_numpy().astype(np.int64), None
     params = dict(params)
     if method in ("mace", "ebcc"):
         params.setdefault("random_state", seed)
@@ -112,7 +119,28 @@ def _labels(method: str, params: dict, s, seed: int) -> np.ndarray:  # type: ign
         data = replace(data, annotator_ids=np.array(
             [f"f{j % 3}/j{j}" for j in range(data.n_annotators)]))
     model = make_aggregator(method, params).fit(data)
-    return model.labels_
+    return model.labels_, model.proba_
+
+
+def _scores(labels: np.ndarray, proba: np.ndarray | None, truth: np.ndarray,
+            with_ece: bool) -> tuple[float, ...]:
+    """Exact accuracy, quadratic κ and, with ``--ece``, the top-class ECE (the most probable
+    grade's probability against whether it is the true grade; 10 bins, as the calibration
+    bench) — NaN where the method gives no posterior."""
+    scores = (float(np.mean(labels == truth)), quadratic_kappa(labels, truth, 4))
+    if not with_ece:
+        return scores
+    if proba is None:
+        return (*scores, float("nan"))
+    from models.evaluation.reliability import calibration_event, reliability
+
+    p, outcome = calibration_event(proba, truth)
+    return (*scores, reliability(p, outcome).ece)
+
+
+def _cells(mean: np.ndarray) -> str:
+    return " | ".join(" / ".join("–" if np.isnan(v) else f"{v:.3f}" for v in cell)
+                      for cell in mean)
 
 
 def _oracle(s, n_tasks: int, judges: int, r: float, *, leniency_known: bool,
@@ -155,20 +183,18 @@ def _judges(args: argparse.Namespace) -> None:
             s = judges_dataset(args.tasks, judges, judge_correlation=r, leniency=b, noise=noise,
                                random_state=seed + 1)
             grades = s.label.reshape(args.tasks, judges)
-            best = max((float(np.mean(grades[:, j] == s.truth)),
-                        quadratic_kappa(grades[:, j], s.truth, 4)) for j in range(judges))
+            best = max(_scores(grades[:, j], None, s.truth, args.ece) for j in range(judges))
             row = [best]
             for method, params in methods:
                 if method == "oracle":
-                    lab = _oracle(s, args.tasks, judges, r, leniency_known=params.get("leniency")
-                                  != "unknown")
+                    lab, proba = _oracle(s, args.tasks, judges, r, leniency_known=params.get(
+                        "leniency") != "unknown"), None
                 else:
-                    lab = _labels(method, params, s, seed)
-                row.append((float(np.mean(lab == s.truth)), quadratic_kappa(lab, s.truth, 4)))
+                    lab, proba = _fit(method, params, s, seed)
+                row.append(_scores(lab, proba, s.truth, args.ece))
             rows.append(row)
         mean = np.mean(np.array(rows), axis=0)
-        cells = " | ".join(f"{a:.3f} / {k:.3f}" for a, k in mean)
-        print(f"| {judges}, {r}, {b}, {noise} | {cells} |", flush=True)
+        print(f"| {judges}, {r}, {b}, {noise} | {_cells(mean)} |", flush=True)
 
 
 def _mixed(args: argparse.Namespace) -> None:
@@ -183,20 +209,16 @@ def _mixed(args: argparse.Namespace) -> None:
                               experts=experts, random_state=seed + 1)
             panel = s.kind[s.annotator] == "llm"
             grades = s.label[panel].reshape(args.tasks, judges)
-            best = max((float(np.mean(grades[:, j] == s.truth)),
-                        quadratic_kappa(grades[:, j], s.truth, 4)) for j in range(judges))
+            best = max(_scores(grades[:, j], None, s.truth, args.ece) for j in range(judges))
             crowd = s.kind[s.annotator] == "crowd"
             alone = replace(s, task=s.task[crowd], annotator=s.annotator[crowd],
                             label=s.label[crowd])
-            lab = _labels("mv", {}, alone, seed)
-            row = [best, (float(np.mean(lab == s.truth)), quadratic_kappa(lab, s.truth, 4))]
+            row = [best, _scores(*_fit("mv", {}, alone, seed), s.truth, args.ece)]
             for method, params in methods:
-                lab = _labels(method, params, s, seed)
-                row.append((float(np.mean(lab == s.truth)), quadratic_kappa(lab, s.truth, 4)))
+                row.append(_scores(*_fit(method, params, s, seed), s.truth, args.ece))
             rows.append(row)
         mean = np.mean(np.array(rows), axis=0)
-        cells = " | ".join(f"{a:.3f} / {k:.3f}" for a, k in mean)
-        print(f"| {judges}, {r}, {b}, {noise}, {experts} | {cells} |", flush=True)
+        print(f"| {judges}, {r}, {b}, {noise}, {experts} | {_cells(mean)} |", flush=True)
 
 
 def _methods(spec: str | None, default: tuple[tuple[str, dict], ...]
@@ -238,6 +260,8 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=1500)
     parser.add_argument("--methods", help="';'-separated methods, each with optional JSON "
                                           "params (majority vote is always first)")
+    parser.add_argument("--ece", action="store_true",
+                        help="judges, mixed: add each method's top-class ECE against the truth")
     args = parser.parse_args()
     {"judges": _judges, "crowds": _crowds, "mixed": _mixed}[args.what](args)
 

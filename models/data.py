@@ -360,6 +360,8 @@ def _unique_codes(codes: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]
     if codes.size and (int(codes.min()) < 0 or int(codes.max()) >= size):
         return np.unique(codes, return_inverse=True)
     present = np.flatnonzero(np.bincount(codes, minlength=size))
+    if present.shape[0] == size:  # every code used (a scan's codes): the inverse is the codes
+        return present, codes.astype(np.intp, copy=False)
     position = np.zeros(size, dtype=np.intp)
     position[present] = np.arange(present.shape[0])
     return present, position[codes]

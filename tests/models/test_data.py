@@ -136,7 +136,8 @@ def test_unique_codes_is_numpys_unique() -> None:
 
     rng = np.random.default_rng(5)
     for codes, size in [(rng.integers(0, 50, 400), 60), (np.array([7, 3, 3, 9]), 10),
-                        (np.array([], dtype=np.int64), 4), (np.array([2, 5]), 3)]:
+                        (np.array([], dtype=np.int64), 4), (np.array([2, 5]), 3),
+                        (rng.permutation(np.repeat(np.arange(30), 3)), 30)]:  # every code
         present, inverse = _unique_codes(codes, size)
         expected_present, expected_inverse = np.unique(codes, return_inverse=True)
         assert np.array_equal(present, expected_present)
