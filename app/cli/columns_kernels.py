@@ -162,6 +162,19 @@ def _insert(buf: np.ndarray, s: int, e: int, group: int, slot: int, h: np.uint64
 
 
 @njit(cache=True, inline="always")
+def _intern(buf: np.ndarray, s: int, e: int, group: int, grouped: bool, slots: np.ndarray,
+            hashes: np.ndarray, groups: np.ndarray, offsets: np.ndarray, store: np.ndarray,
+            n_codes: int) -> tuple[int, int]:
+    """(code, count) of the id buf[s:e] within ``group``: its code, a new one (the count + 1)
+    when unseen, in a table with room for it."""
+    code, slot, h, key = _find(buf, s, e, group, grouped, slots, hashes, groups, offsets, store)
+    if code >= 0:
+        return code, n_codes
+    _insert(buf, s, e, group, slot, h, key, slots, hashes, groups, offsets, store, n_codes)
+    return n_codes, n_codes + 1
+
+
+@njit(cache=True, inline="always")
 def _has_room(slots: np.ndarray, hashes: np.ndarray, offsets: np.ndarray, store: np.ndarray,
               n_codes: int, length: int) -> bool:
     """Whether one more id of ``length`` bytes fits without growing (slots kept at most half
@@ -276,35 +289,19 @@ def _rows(buf: np.ndarray, p: int, row: int, delimiter: int, n_fields: int, f_to
             same_topic = same_topic and e - s == last[2] - last[1] and _same(buf, last[1], s,
                                                                                e - s)
             if not same_topic:
-                topic, slot, h, key = _find(buf, s, e, 0, False, p_slots, p_hash, p_group,
-                                            p_off, p_store)
-                if topic < 0:
-                    _insert(buf, s, e, 0, slot, h, key, p_slots, p_hash, p_group, p_off,
-                            p_store, n_topics)
-                    topic = n_topics
-                    n_topics += 1
+                topic, n_topics = _intern(buf, s, e, 0, False, p_slots, p_hash, p_group, p_off,
+                                          p_store, n_topics)
             last[1], last[2] = s, e
         s, e = starts[f_doc], ends[f_doc]
         if same_topic and e - s == last[4] - last[3] and _same(buf, last[3], s, e - s):
             task[row] = task[row - 1]
         else:
-            code, slot, h, key = _find(buf, s, e, topic, True, t_slots, t_hash, t_group, t_off,
-                                       t_store)
-            if code < 0:
-                _insert(buf, s, e, topic, slot, h, key, t_slots, t_hash, t_group, t_off,
-                        t_store, n_tasks)
-                code = n_tasks
-                n_tasks += 1
-            task[row] = code
+            task[row], n_tasks = _intern(buf, s, e, topic, True, t_slots, t_hash, t_group, t_off,
+                                         t_store, n_tasks)
         last[3], last[4] = s, e
         s, e = starts[f_ann], ends[f_ann]
-        code, slot, h, key = _find(buf, s, e, 0, False, a_slots, a_hash, a_group, a_off,
-                                   a_store)
-        if code < 0:
-            _insert(buf, s, e, 0, slot, h, key, a_slots, a_hash, a_group, a_off, a_store, n_ann)
-            code = n_ann
-            n_ann += 1
-        annotator[row] = code
+        annotator[row], n_ann = _intern(buf, s, e, 0, False, a_slots, a_hash, a_group, a_off,
+                                        a_store, n_ann)
         row += 1
     counts[0], counts[1], counts[2] = n_tasks, n_topics, n_ann
     last[0] = topic
@@ -366,14 +363,8 @@ def _merge_table(slots: np.ndarray, hashes: np.ndarray, groups: np.ndarray,
         if not _has_room(slots, hashes, offsets, store, n_codes, e - s):
             slots, hashes, groups, offsets, store = _grown(slots, hashes, groups, offsets,
                                                            store, n_codes, e - s)
-        code, slot, h, key = _find(other_store, s, e, group, grouped, slots, hashes, groups,
-                                   offsets, store)
-        if code < 0:
-            _insert(other_store, s, e, group, slot, h, key, slots, hashes, groups, offsets,
-                    store, n_codes)
-            code = n_codes
-            n_codes += 1
-        code_map[c] = code
+        code_map[c], n_codes = _intern(other_store, s, e, group, grouped, slots, hashes,
+                                       groups, offsets, store, n_codes)
     return code_map, slots, hashes, groups, offsets, store, n_codes
 
 
