@@ -4,9 +4,10 @@
     python bench/bench_mace_scale.py halving --tasks 200000 --annotators 10000   # 1 M: the race
 
 ``estep``: in one process, alternating, the compiled two-class sweep (``e_step_binary``) over
-the same judgments with the (annotator, label) table as main laid it out ((n_cells, 3) and the
-knowing counts in a separate array) and as ``models.mace._Buffers`` does now ((n_cells, 4), the
-counts its last column, 64-byte aligned): CPU ms per sweep, the counts checked equal.
+the same judgments with the (annotator, label) table as ``models.mace._Buffers`` lays it out
+((n_cells, 3) and the knowing counts in a separate array) and as session 20 had it ((n_cells,
+4), the counts its last column, 64-byte aligned; slower on a quiet machine, so reverted in
+session 22): CPU ms per sweep, the counts checked equal.
 ``halving``: MACE's default against ``halving=True`` on bench_scale's crowd: CPU s of the fit,
 accuracy, log-likelihood, the kept draw.
 """
@@ -37,6 +38,13 @@ def _data(n_tasks: int, n_annotators: int) -> tuple[AnnotationData, np.ndarray]:
     return data, arrays["truth"]
 
 
+def _aligned_rows(n: int, width: int, align: int = 64) -> np.ndarray:
+    """An empty (n, width) float64 array whose first row starts on an ``align``-byte boundary."""
+    raw = np.empty(n * width + align // 8)
+    skip = (-raw.ctypes.data % align) // 8
+    return raw[skip:skip + n * width].reshape(n, width)
+
+
 def estep(args: argparse.Namespace) -> None:
     from models import mace, mace_kernels
 
@@ -45,15 +53,15 @@ def estep(args: argparse.Namespace) -> None:
     cells = args.annotators * 2
     values = np.random.default_rng(0).random((cells, 3))
     old_table, old_know = np.ascontiguousarray(values), np.empty(cells)
-    new_table = mace._aligned_rows(cells, 4)
+    new_table = _aligned_rows(cells, 4)
     new_table[:, :3] = values
     prior, impossible = np.full((1, 2), -np.log(2)), np.zeros((0, 2), dtype=np.bool_)
     proba, norm, top = np.empty((args.tasks, 2)), np.empty(args.tasks), np.empty(args.tasks)
     total = np.empty(2)
     sweeps = {
-        "3 columns + counts apart (main)": lambda: mace_kernels.e_step_binary(
+        "3 columns + counts apart (models.mace)": lambda: mace_kernels.e_step_binary(
             idx.ptr, idx.cell, old_table, prior, impossible, proba, norm, top, old_know, total),
-        "4 columns, counts inside (branch)": lambda: mace_kernels.e_step_binary(
+        "4 columns, counts inside (session 20)": lambda: mace_kernels.e_step_binary(
             idx.ptr, idx.cell, new_table, prior, impossible, proba, norm, top, new_table[:, 3],
             total),
     }

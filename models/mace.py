@@ -842,33 +842,25 @@ class _Judgments:
 @dataclass(frozen=True)
 class _Buffers:
     """The per-task arrays one E step writes (the posterior, each task's normaliser and log
-    joint's maximum) and the (annotator, label) cells' table: per cell log g, log(g + h) −
-    log g, h / (g + h) and the expected knowing count the sweep adds up (``know``, a view of
-    its last column), 32 bytes a cell, an annotator's cells together and, on two classes, one
-    64-byte cache line (``_aligned_rows``): at 100,000 annotators the table outgrows the
-    caches, and each judgment's gathers and its count's update then touch one line, not three."""
+    joint's maximum), the (annotator, label) cells' table the sweep reads (per cell log g,
+    log(g + h) − log g, h / (g + h): 24 bytes a cell) and the expected knowing count per cell it
+    adds up (``know``, an array of its own). Session 20 kept the count as a fourth column, an
+    annotator's two cells one 64-byte line; measured on a quiet machine that sweep is slower
+    (10 M judgments, 100,000 annotators: median 124.8 against 113.8 ms,
+    ``bench/bench_mace_scale.py estep``), so the count is apart again (the same bits)."""
 
     proba: np.ndarray
     norm: np.ndarray
     top: np.ndarray
     table: np.ndarray
-
-    @property
-    def know(self) -> np.ndarray:
-        return self.table[:, 3]
+    know: np.ndarray
 
     @classmethod
     def empty(cls, idx: _Judgments) -> _Buffers:
         k = idx.n_classes
+        cells = idx.n_annotators * k
         return cls(np.empty((idx.n_tasks, k)), np.empty(idx.n_tasks), np.empty(idx.n_tasks),
-                   _aligned_rows(idx.n_annotators * k, 4))
-
-
-def _aligned_rows(n: int, width: int, align: int = 64) -> np.ndarray:
-    """An empty (n, width) float64 array whose first row starts on an ``align``-byte boundary."""
-    raw = np.empty(n * width + align // 8)
-    skip = (-raw.ctypes.data % align) // 8
-    return raw[skip:skip + n * width].reshape(n, width)
+                   np.empty((cells, 3)), np.empty(cells))
 
 
 def _e_step(
@@ -887,9 +879,9 @@ def _e_step(
     from models import mace_kernels
 
     k = idx.n_classes
-    # g and h depend on (annotator, label) only: an (n_annotators·K, 4) table the sweep gathers
-    # from, one row per cell: log g, log(g + h) − log g, h / (g + h), and the cell's expected
-    # knowing count, which the sweep writes (``_Buffers``).
+    # g and h depend on (annotator, label) only: an (n_annotators·K, 3) table the sweep gathers
+    # from, one row per cell: log g, log(g + h) − log g, h / (g + h); the cells' expected
+    # knowing counts, which the sweep writes, are ``out.know`` (``_Buffers``).
     out = _Buffers.empty(idx) if out is None else out
     table = out.table
     g = np.maximum(knowing[:, :1] * spam, 1e-300)  # smoothing=0 may reach 0: keep logs finite
