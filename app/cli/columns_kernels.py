@@ -22,6 +22,8 @@ message.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numba import njit
 
@@ -408,15 +410,14 @@ def scan(buf: np.ndarray, start: int, delimiter: int, n_fields: int, f_topic: in
     annotator = np.empty(max_rows, dtype=np.int64)
     label = np.empty(max_rows, dtype=np.int64)
     gold = np.empty(max_rows if f_gold >= 0 else 0, dtype=np.int64)
+    rows = (task, annotator, label, gold)
     n = buf.shape[0]
     cut = _line_start(buf, start + (n - start) // 2) if parts > 1 else n
     if cut <= start or cut >= n:
         status, n_rows, counts, tasks, topics, annotators = scan_part(
-            buf, start, n, delimiter, n_fields, f_topic, f_doc, f_ann, f_label, f_gold, task,
-            annotator, label, gold)
-        return (status, n_rows, task, annotator, label, gold, tasks[2], tasks[3], tasks[4],
-                counts[0], topics[3], topics[4], counts[1], annotators[3], annotators[4],
-                counts[2])
+            buf, start, n, delimiter, n_fields, f_topic, f_doc, f_ann, f_label, f_gold, *rows)
+        return _output(status, n_rows, rows, tasks, counts[0], topics, counts[1], annotators,
+                       counts[2])
     from concurrent.futures import ThreadPoolExecutor
 
     first_rows = _line_ends(buf, start, cut)
@@ -429,9 +430,9 @@ def scan(buf: np.ndarray, start: int, delimiter: int, n_fields: int, f_topic: in
                         label[:first_rows], gold[:first_rows] if f_gold >= 0 else gold)
         two = later.result()
     status = one[0] if one[0] != OK else two[0]
-    if status != OK or one[1] != first_rows:
-        return (GIVE_UP if status == OK else status, 0, task, annotator, label, gold,
-                *one[3][2:5], 0, *one[4][3:5], 0, *one[5][3:5], 0)
+    if status != OK or one[1] != first_rows:  # the caller reads only the status
+        return _output(GIVE_UP if status == OK else status, 0, rows, one[3], 0, one[4], 0,
+                       one[5], 0)
     n_rows = first_rows + two[1]
     counts1, counts2 = one[2], two[2]
     no_groups = np.zeros(0, dtype=np.int64)
@@ -443,8 +444,15 @@ def scan(buf: np.ndarray, start: int, delimiter: int, n_fields: int, f_topic: in
                                                two[5][2], counts2[2], no_groups, False)
     _recode(task[first_rows:n_rows], task_map)
     _recode(annotator[first_rows:n_rows], ann_map)
-    return (status, n_rows, task, annotator, label, gold, tasks[2], tasks[3], tasks[4], n_tasks,
-            topics[3], topics[4], n_topics, annotators[3], annotators[4], n_ann)
+    return _output(status, n_rows, rows, tasks, n_tasks, topics, n_topics, annotators, n_ann)
+
+
+def _output(status: int, n_rows: int, rows: tuple[np.ndarray, ...], tasks: Any, n_tasks: int,
+            topics: Any, n_topics: int, annotators: Any, n_ann: int) -> tuple:  # type: ignore[type-arg]
+    """``scan``'s result from the row arrays and the three tables (slots, hashes, groups,
+    offsets, store): the tasks' topic codes, then each table's offsets, byte store and count."""
+    return (status, n_rows, *rows, tasks[2], tasks[3], tasks[4], n_tasks, topics[3], topics[4],
+            n_topics, annotators[3], annotators[4], n_ann)
 
 
 @njit(cache=True)
