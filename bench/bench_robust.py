@@ -85,10 +85,6 @@ def _name(method: str, params: dict) -> str:
     return method + ("" if not params else " " + ",".join(f"{k}={v}" for k, v in params.items()))
 
 
-def _labels(method: str, params: dict, s, seed: int) -> np.ndarray:  # type: ignore[no-untyped-def]
-    return _fit(method, params, s, seed)[0]
-
-
 def _fit(method: str, params: dict, s, seed: int  # type: ignore[no-untyped-def]
          ) -> tuple[np.ndarray, np.ndarray | None]:
     """The method's labels and its posterior (tasks × grades; None for crowd-kit)."""
@@ -243,7 +239,7 @@ def _crowds(args: argparse.Namespace) -> None:
         for seed in range(args.seeds):
             s = crowd_dataset(args.tasks, workers, grades=grades, class_prior=prior,
                               alpha=alpha, accuracy=accuracy, random_state=seed)
-            rows.append([float(np.mean(_labels(m, p, s, seed) == s.truth))
+            rows.append([float(np.mean(_fit(m, p, s, seed)[0] == s.truth))
                          for m, p in methods])
         mean = np.mean(np.array(rows), axis=0)
         label = "default" if prior is None else "/".join(str(v) for v in prior)
