@@ -15,7 +15,7 @@ COPY pyproject.toml README.md alembic.ini ./
 COPY app ./app
 COPY models ./models
 COPY migrations ./migrations
-RUN pip install --upgrade pip && pip install .
+RUN pip install --upgrade pip && pip install . && crowdqrels precompile
 
 RUN useradd --create-home crowdqrels
 USER crowdqrels

@@ -15,6 +15,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 	$(PIP) install --quiet -e .
+	$(VENV)/bin/crowdqrels precompile
 	touch $@
 
 # The test environment also gets the optional embeddings extra, so its tests run rather than skip;

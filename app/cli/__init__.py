@@ -28,8 +28,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="crowdqrels",
         description="Crowd relevance judgments into qrels. The service: serve, worker, migrate; "
                     "API keys: keys; offline, on files: aggregate, next, simulate, evaluate, "
-                    "synth, agreement; a small collection to try them on: example. "
-                    "`crowdqrels COMMAND --help` for each.")
+                    "synth, agreement; a small collection to try them on: example; once after an "
+                    "install: precompile. `crowdqrels COMMAND --help` for each.")
     sub = parser.add_subparsers(dest="command", required=True)
     # main() reports an option a command does not have under that command's usage
     parser.set_defaults(commands=sub.choices)
@@ -40,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
         evaluate,
         example,
         next_tasks,
+        precompile,
         service,
         simulate,
         synth,
@@ -56,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     next_tasks.add_command(sub)
     agreement.add_command(sub)
     example.add_command(sub)
+    precompile.add_command(sub)
     _add_verbose(sub.choices)
     return parser
 
