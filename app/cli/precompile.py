@@ -67,8 +67,8 @@ def run(args: argparse.Namespace) -> int:
             if code:
                 print(out.getvalue(), file=sys.stderr)
                 print(f"crowdqrels precompile: `crowdqrels {' '.join(command[:4])}` failed "
-                    f"(exit {code})", file=sys.stderr)
+                      f"(exit {code})", file=sys.stderr)
                 return code
     print(f"crowdqrels precompile: {len(commands)} commands compiled their kernels in "
-        f"{time.perf_counter() - start:.1f} s")
+          f"{time.perf_counter() - start:.1f} s")
     return 0
