@@ -27,10 +27,16 @@ they define the truth (an unbiased annotator's responses centre on it). Learning
 locations and empty a grade
 (Algorithm-10 data at noise 4–8: grade-2 prior 0.11 for a uniform truth, accuracy below majority
 vote), so it is off by default. Priors:
-b_j ~ N(0, ``bias_prior_sd``²), log s_j ~ N(log ``spread_prior``, 1), γ ~ N(0,
+b_j from the crowd's prior (``bias_prior_sd=None``, the default): Student's t with 4 degrees of
+freedom around a centre μ_b with a scale σ_b, both learned by EM on the hierarchy
+(``_update_bias_prior``); a number fixes b_j ~ N(0, ``bias_prior_sd``²) (the default until
+2026-12-02: N(0, 1)). log s_j ~ N(log ``spread_prior``, 1), γ ~ N(0,
 ``scale_use_prior_sd``²) (0: every annotator uses the shared gaps), ε_j ~ Beta with mode
 ``spam_prior`` (0 disables the spam part) and ``spam_strength`` pseudo-judgments. They keep
-annotators with few judgments near the population and pin the cut points' location.
+annotators with few judgments near the population and pin the cut points' location. With a
+fixed N(0, 1) a worker of six judgments could take a bias of a grade and more from them, which
+on sparse crowds of many workers put ordinal-ds .02-.03 below majority vote (docs/models.md,
+"Ordinal-ds: the crowd's prior of the biases").
 
 ``class_prior_by="topic"`` (the default): one class prior ρ_g per topic instead of one for the
 collection (relevance rates and grade mixes differ widely between a test collection's topics),
@@ -79,6 +85,8 @@ from models.ordinal_scale import (
     grade_columns,
 )
 from models.params import (
+    MAX_PRIOR,
+    MIN_PRIOR,
     InnerIterations1,
     Iterations,
     Prior,
@@ -95,6 +103,16 @@ _LOG_SQRT_2PI = 0.5 * np.log(2.0 * np.pi)
 # from half a grade (below that, one task's handful of judgments cannot tell it from 0) to 8,
 # where a judgment barely depends on the grade (σ ≥ 8: P(0 | t = 0) / P(0 | t = 2) = 1.23).
 DIFFICULTY_GRID = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0)
+# ``bias_prior_sd=None``: the judges' biases b_j have the crowd's prior, Student's t with
+# ``BIAS_PRIOR_DOF`` degrees of freedom around a centre μ_b with a scale σ_b, both learned
+# (``_update_bias_prior``); the fit starts from the fixed prior's N(0, 1). μ_b ~ N(0, σ_μ²) with
+# σ_μ = 1 grade: the fixed prior's own pull on the judges' mean bias; σ_b kept in [0.01, 3].
+# ν = 4: the usual robust choice (heavy tails, finite variance): most judges near the crowd's
+# typical bias, a few strongly lenient or strict without pulling the scale up for everyone.
+BIAS_START_SD = 1.0
+BIAS_PRIOR_DOF = 4.0
+BIAS_CENTRE_PRIOR_SD = 1.0
+BIAS_SD_BOUNDS = (0.01, 3.0)
 
 
 def thresholds_from(bias: np.ndarray, log_gaps: np.ndarray, centre: float) -> np.ndarray:
@@ -401,7 +419,7 @@ class OrdinalDawidSkene(Aggregator):
         self,
         n_iter: Iterations = 100,
         tol: Tolerance = 1e-5,
-        bias_prior_sd: Prior = 1.0,
+        bias_prior_sd: Annotated[float | None, Range(MIN_PRIOR, MAX_PRIOR)] = None,
         spread_prior: Prior = 0.5,
         scale_use_prior_sd: PriorOrZero = 0.5,
         spam_prior: Annotated[float, Range(0.0, 1.0, high_open=True)] = 0.1,
@@ -465,6 +483,8 @@ class OrdinalDawidSkene(Aggregator):
         self.confusion_ = self._store_difficulty(confusion, joint, data.n_tasks)
         self.proba_ = np.ascontiguousarray(post.T)
         self.bias_ = self._theta[:, 0].copy()
+        # the biases' prior, N(centre, sd²): the fixed one, or the crowd's as learned
+        self.bias_prior_ = (self._bias_centre, self._bias_sd)
         self.spread_ = np.exp(self._theta[:, 1])
         self.cutpoints_ = self._cuts(self._theta, self._shared)
         self.objective_history_ = history
@@ -481,6 +501,14 @@ class OrdinalDawidSkene(Aggregator):
         n_own = 2 + (k - 2 if self.scale_use_prior_sd > 0 else 0)
         self._theta = np.zeros((data.n_annotators, n_own))
         self._theta[:, 1] = np.log(self.spread_prior)
+        # the population prior of the biases, N(centre, sd²): fixed, or the crowd's, learned
+        # from the fixed setting's start (``_update_bias_prior``)
+        self._bias_sd = BIAS_START_SD if self.bias_prior_sd is None else self.bias_prior_sd
+        self._bias_centre = 0.0
+        # each judge's prior precision of b_j: 1 / sd² (Gaussian), or λ_j / σ² (Student's t as a
+        # scale mixture, λ_j its latent weight)
+        self._bias_precision = np.full(data.n_annotators, 1.0 / self._bias_sd**2)
+        self._judged_annotators = idx.label_counts.sum(axis=1) > 0
         self._shared = np.concatenate([[(k - 1) / 2.0], np.zeros(k - 2)])
         self._spam = np.full(data.n_annotators, self.spam_prior)
         self._parts: tuple[np.ndarray, np.ndarray] | None = None
@@ -572,7 +600,7 @@ class OrdinalDawidSkene(Aggregator):
             if theta.shape[1] > 2:
                 g_theta[:, 2:] = g_gap
         # Priors: b ~ N(0, σ_b²), log s ~ N(log s0, 1), γ ~ N(0, σ_γ²).
-        g_theta[:, 0] -= theta[:, 0] / self.bias_prior_sd**2
+        g_theta[:, 0] -= (theta[:, 0] - self._bias_centre) * self._bias_precision
         g_theta[:, 1] -= theta[:, 1] - np.log(self.spread_prior)
         if theta.shape[1] > 2:
             g_theta[:, 2:] -= theta[:, 2:] / self.scale_use_prior_sd**2
@@ -580,26 +608,29 @@ class OrdinalDawidSkene(Aggregator):
                 else None)
         return _Terms(value, g_theta, g_shared, hess, log_p)
 
-    def _objective(self, counts: np.ndarray, log_p: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    def _objective(self, counts: np.ndarray, log_p: np.ndarray, theta: np.ndarray,
+                   bias_precision: np.ndarray | None = None) -> np.ndarray:
         """Per annotator Σ_{t,l} N[t, l] log π[t, l] + log p(θ_j) (empty cells count 0 even where
         log π = −∞)."""
         with np.errstate(invalid="ignore"):
             value = np.sum(np.where(counts > 0, counts * log_p, 0.0), axis=(0, 1))
         if value.ndim > 1:  # difficulty levels (Q, J)
             value = value.sum(axis=0)
-        value = (value - 0.5 * theta[:, 0] ** 2 / self.bias_prior_sd**2
+        precision = self._bias_precision if bias_precision is None else bias_precision
+        value = (value - 0.5 * (theta[:, 0] - self._bias_centre) ** 2 * precision
                  - 0.5 * (theta[:, 1] - np.log(self.spread_prior)) ** 2)
         if theta.shape[1] > 2:
             value = value - 0.5 * np.sum(theta[:, 2:] ** 2, axis=1) / self.scale_use_prior_sd**2
         return value
 
-    def _value(self, counts: np.ndarray, theta: np.ndarray, shared: np.ndarray
+    def _value(self, counts: np.ndarray, theta: np.ndarray, shared: np.ndarray,
+               bias_precision: np.ndarray | None = None
                ) -> tuple[np.ndarray, np.ndarray, _Ends]:
         """The per-annotator objective alone (no derivatives), log π at θ (cell-major) and the
         standardised ends it came from."""
         ends = self._ends(theta, shared)
         log_p = _log_cells(ends[0], ends[1])
-        return self._objective(counts, log_p, theta), log_p, ends
+        return self._objective(counts, log_p, theta, bias_precision), log_p, ends
 
     def _ends(self, theta: np.ndarray, shared: np.ndarray) -> _Ends:
         """The standardised ends at (θ, shared): per annotator (K, K, J), or per difficulty
@@ -666,7 +697,7 @@ class OrdinalDawidSkene(Aggregator):
                      - (k - 2 - gap_index[None, :]) / (k - 1))  # (K−1, K−2)
             jac[: k - 1, 2:] = moves[:, :, None] * gaps[None]
         hess = np.einsum("xaj,xbj->abj", jac, np.einsum("xyj,ybj->xbj", h_x, jac))
-        hess[0, 0] -= 1.0 / self.bias_prior_sd**2
+        hess[0, 0] -= self._bias_precision
         hess[1, 1] -= 1.0
         if p > 2:
             own = np.arange(2, p)
@@ -699,7 +730,8 @@ class OrdinalDawidSkene(Aggregator):
             candidates = theta[todo][None] + scales[:, None, None] * step[todo][None]
             values, log_ps, (us, vs, inv_ss) = self._value(
                 np.tile(counts[..., todo], (1,) * (counts.ndim - 1) + (scales.size,)),
-                candidates.reshape(-1, n_par), shared)
+                candidates.reshape(-1, n_par), shared,
+                np.tile(self._bias_precision[todo], scales.size))
             values = values.reshape(scales.size, n_todo)
             better = np.isfinite(values) & (values >= start.value[todo] - 1e-9)
             found = better.any(axis=0)
@@ -717,6 +749,48 @@ class OrdinalDawidSkene(Aggregator):
         kept = (np.where(ok, new_u, at.ends[0]), np.where(ok, new_v, at.ends[1]),
                 np.where(ok, new_inv_s, at.ends[2]))
         self._kept = _AtTheta(self._theta, shared, np.where(ok, new_log_p, start.log_p), kept)
+
+    def _update_bias_prior(self, counts: np.ndarray) -> None:
+        """The crowd's prior of the biases, one EM step on the hierarchy (as Dawid–Skene's
+        population prior is the crowd's confusion): b_j ~ t_ν(μ_b, σ_b²), written as the scale
+        mixture b_j | λ_j ~ N(μ_b, σ_b² / λ_j), λ_j ~ Gamma(ν/2, ν/2), with μ_b ~ N(0, σ_μ²).
+
+        Each judge's posterior over θ_j is taken as Gaussian (Laplace: the mode the Newton step
+        just reached, and minus the inverse of its Hessian, whose b-cell is v_j). Then the latent
+        weights' E step is λ_j = (ν + 1) / (ν + ((b_j − μ_b)² + v_j) / σ_b²), and the M step
+        μ_b = Σ λ_j b_j / (Σ λ_j + σ_b² / σ_μ²), σ_b² = Σ λ_j ((b_j − μ_b)² + v_j) / J over the
+        J judges with judgments; the Newton step then sees each judge's prior precision
+        λ_j / σ_b². σ_μ (1 grade) keeps "judges unbiased on average" as loose as the fixed
+        prior had it: the truth's location is the shared cut points'. v_j is capped at the
+        judge's prior variance σ_b² / λ_j: under a log-concave likelihood the posterior is no
+        wider than the prior, and where the Hessian's likelihood part is not concave (a judge
+        who gave one grade only) the Laplace variance is no measure of that judge. A judge of a
+        handful of judgments so adds about its prior's own variance and leaves σ_b where it
+        is; the judges the data pin down set it. Sparse crowds of many small workers get the
+        tight prior they need, dense panels keep the spread their judges show, and a few
+        strongly lenient or strict judges (the t's tails) do not widen it for everyone
+        (docs/models.md, "Ordinal-ds: the crowd's prior of the biases").
+        """
+        judged = self._judged_annotators
+        if not judged.any():
+            return
+        # the Laplace posterior at the mode the Newton step has just reached (the counts' own)
+        at = self._at_theta()
+        hess = self._terms(counts, self._theta, self._shared, hessian=True, log_p=at.log_p,
+                           ends=at.ends).hess
+        assert hess is not None
+        values, vectors = np.linalg.eigh(-np.moveaxis(hess[..., judged], -1, 0))
+        variance = np.einsum("jb,jb->j", vectors[:, 0, :] ** 2, 1.0 / np.maximum(values, 1e-12))
+        variance = np.minimum(variance, 1.0 / self._bias_precision[judged])
+        bias = self._theta[judged, 0]
+        dof, sd2 = BIAS_PRIOR_DOF, self._bias_sd**2
+        weight = (dof + 1.0) / (dof + ((bias - self._bias_centre) ** 2 + variance) / sd2)
+        centre = float((weight * bias).sum() / (weight.sum() + sd2 / BIAS_CENTRE_PRIOR_SD**2))
+        sd = float(np.sqrt(np.mean(weight * ((bias - centre) ** 2 + variance))))
+        self._bias_centre = centre
+        self._bias_sd = float(np.clip(sd, BIAS_SD_BOUNDS[0], BIAS_SD_BOUNDS[1]))
+        self._bias_precision = np.full(self._theta.shape[0], 1.0 / self._bias_sd**2)
+        self._bias_precision[judged] = weight / self._bias_sd**2
 
     def _at_theta(self) -> _AtTheta:
         """log π of the ordinal part at the current θ and shared parameters, with its ends and
@@ -786,6 +860,8 @@ class OrdinalDawidSkene(Aggregator):
             ordinal, spam = self._parts if self._parts is not None else self._mixture_parts()
             share = ordinal / (ordinal + spam)
             self._newton_annotators(counts * share)
+            if self.bias_prior_sd is None:
+                self._update_bias_prior(counts * share)
             if self.learn_cutpoints or self.learn_gaps:
                 self._fit_shared(counts * share)
             if self.spam_prior > 0:
@@ -853,9 +929,19 @@ class OrdinalDawidSkene(Aggregator):
         return spam if self._grid is None else spam[:, None, :]
 
     def _log_prior(self) -> float:
+        """log p(θ) of every judge (and, with the crowd's prior, of its centre and scale): the
+        objective EM reports and stops on."""
         theta = self._theta
-        value = (-0.5 * np.sum(theta[:, 0] ** 2) / self.bias_prior_sd**2
-                 - 0.5 * np.sum((theta[:, 1] - np.log(self.spread_prior)) ** 2))
+        value = -0.5 * np.sum((theta[:, 1] - np.log(self.spread_prior)) ** 2)
+        if self.bias_prior_sd is None:
+            # Student's t around μ_b with scale σ_b (its λ_j integrated out), μ_b's N(0, σ_μ²)
+            z2 = (theta[:, 0] - self._bias_centre) ** 2 / self._bias_sd**2
+            dof = BIAS_PRIOR_DOF
+            value += float(-0.5 * (dof + 1.0) * np.sum(np.log1p(z2 / dof))
+                           - theta.shape[0] * np.log(self._bias_sd)
+                           - 0.5 * self._bias_centre**2 / BIAS_CENTRE_PRIOR_SD**2)
+        else:
+            value -= 0.5 * np.sum(theta[:, 0] ** 2) / self.bias_prior_sd**2
         if theta.shape[1] > 2:
             value -= 0.5 * np.sum(theta[:, 2:] ** 2) / self.scale_use_prior_sd**2
         return float(value)
@@ -891,6 +977,9 @@ class OrdinalDawidSkene(Aggregator):
                 "cutpoints": self._cuts(np.zeros_like(self._theta), self._shared)[0].tolist(),
                 # the prior used: per topic, or the collection's (so chosen, or a single topic)
                 "class_prior_by": "collection" if self._topic_prior is None else "topic",
+                # the judges' biases b_j ~ N(centre, sd²): learned from the crowd, or fixed
+                "bias_prior": {"centre": self.bias_prior_[0], "sd": self.bias_prior_[1],
+                               "learned": self.bias_prior_sd is None},
                 **({} if self._topic_prior is None else {
                     # ν₀: the Dirichlet over the topics' class priors, type-II ML
                     "topic_prior_dirichlet": self._topic_prior.nu0.tolist()}),
