@@ -8,7 +8,7 @@ majority vote, the best single judge and crowd-kit 1.4.2, on models.synthetic's 
     python bench/bench_robust.py judges --methods 'judge-family;judge-family{"families":"none"}'
     python bench/bench_robust.py judges --methods 'oracle;oracle{"leniency":"unknown"}'
     python bench/bench_robust.py mixed             # crowd + LLM panel (+ experts): the same
-    python bench/bench_robust.py judges --ece      # and each posterior's top-class ECE
+    python bench/bench_robust.py judges --ece      # and each posterior's top-class ECE (crowds too)
 
 mixed: models.synthetic.mixed_dataset, a sparse Algorithm-10 crowd (3 per task), a dense
 correlated lenient LLM panel and, in every other row, 3 experts on 10 % of the tasks; the
@@ -126,12 +126,17 @@ def _scores(labels: np.ndarray, proba: np.ndarray | None, truth: np.ndarray,
     scores = (float(np.mean(labels == truth)), quadratic_kappa(labels, truth, 4))
     if not with_ece:
         return scores
+    return (*scores, _top_class_ece(proba, truth))
+
+
+def _top_class_ece(proba: np.ndarray | None, truth: np.ndarray) -> float:
+    """The most probable class's probability against whether it is the true one (10 bins, as
+    the calibration bench); NaN without a posterior."""
     if proba is None:
-        return (*scores, float("nan"))
+        return float("nan")
     from models.evaluation.reliability import calibration_event, reliability
 
-    p, outcome = calibration_event(proba, truth)
-    return (*scores, reliability(p, outcome).ece)
+    return reliability(*calibration_event(proba, truth)).ece
 
 
 def _cells(mean: np.ndarray) -> str:
@@ -239,14 +244,20 @@ def _crowds(args: argparse.Namespace) -> None:
         for seed in range(args.seeds):
             s = crowd_dataset(args.tasks, workers, grades=grades, class_prior=prior,
                               alpha=alpha, accuracy=accuracy, random_state=seed)
-            rows.append([float(np.mean(_fit(m, p, s, seed)[0] == s.truth))
-                         for m, p in methods])
+            row = []
+            for m, p in methods:
+                labels, proba = _fit(m, p, s, seed)
+                accuracy_ = float(np.mean(labels == s.truth))
+                if args.ece:  # and the top-class ECE (NaN for crowd-kit: no posterior)
+                    row.append((accuracy_, _top_class_ece(proba, s.truth)))
+                else:
+                    row.append((accuracy_,))
+            rows.append(row)
         mean = np.mean(np.array(rows), axis=0)
         label = "default" if prior is None else "/".join(str(v) for v in prior)
         drawn = "power law" if alpha > 0 else "uniformly"
         weak = "" if accuracy == (0.6, 0.95) else f", accuracy {accuracy[0]}-{accuracy[1]}"
-        print(f"| {grades}, {label}, {workers} {drawn}{weak} | "
-              + " | ".join(f"{v:.3f}" for v in mean) + " |", flush=True)
+        print(f"| {grades}, {label}, {workers} {drawn}{weak} | {_cells(mean)} |", flush=True)
 
 
 def main() -> None:
@@ -257,7 +268,7 @@ def main() -> None:
     parser.add_argument("--methods", help="';'-separated methods, each with optional JSON "
                                           "params (majority vote is always first)")
     parser.add_argument("--ece", action="store_true",
-                        help="judges, mixed: add each method's top-class ECE against the truth")
+                        help="add each method's top-class ECE against the truth")
     args = parser.parse_args()
     {"judges": _judges, "crowds": _crowds, "mixed": _mixed}[args.what](args)
 

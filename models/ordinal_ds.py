@@ -92,9 +92,11 @@ from models.params import (
     Prior,
     PriorOrZero,
     Range,
+    TemperFolds,
     Tolerance,
     validated,
 )
+from models.tempering import check_folds, temper_readout
 
 _EPS = 1e-10
 _LOG_SQRT_2PI = 0.5 * np.log(2.0 * np.pi)
@@ -431,7 +433,9 @@ class OrdinalDawidSkene(Aggregator):
         class_prior_by: Grouping = "topic",
         task_difficulty: bool = False,
         dependence: Dependence = "auto",
+        temper_folds: TemperFolds = 2,
     ) -> None:
+        self.temper_folds = check_folds(temper_folds)
         self.dependence = dependence
         self.n_iter = n_iter
         self.tol = tol
@@ -454,6 +458,7 @@ class OrdinalDawidSkene(Aggregator):
         if wanted(self.dependence, data.task):  # judges who share errors: τ_i (models.dependence)
             idx = idx.adjusted_for_dependence(data, gold, 0.01)
         self.dependence_rho_ = idx.rho
+        self.tempered_ = idx.temper is not None
         post = majority_start(idx, gold)  # the posterior, class-major (K, n_tasks)
         n = max(data.n_judgments, 1)
         self._start(data, idx)
@@ -490,6 +495,7 @@ class OrdinalDawidSkene(Aggregator):
         self.objective_history_ = history
         self.loss_history_ = [-v / n for v in history]
         self.log_likelihood_ = history[-1] if history else float("nan")
+        temper_readout(self, data, self.temper_folds)  # gold-free read-out (models.tempering)
         return self
 
     def _start(self, data: AnnotationData, idx: Judgments) -> None:

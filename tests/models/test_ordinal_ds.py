@@ -400,12 +400,13 @@ def test_task_difficulty_off_is_the_fit_before_it(which: str, n_iter: int, log_l
                                                   p1_sum: float, cut0: list[float]) -> None:
     # Recorded from the code before ``task_difficulty`` existed (aa376c9); on that day the new
     # code's fits were bit-identical to it on RF10 and the synthetic grids in 24 settings. The
-    # biases' prior of that code, N(0, 1), is fixed here: the crowd's prior (the default since)
-    # must leave the fixed-prior fit as it was, bit for bit.
+    # biases' prior of that code, N(0, 1), is fixed here and its plug-in posterior read (no
+    # read-out, ``temper_folds`` 0): the crowd's prior and the read-out (the defaults since)
+    # must leave that fit as it was, bit for bit.
     data = {"k3": lambda: _planted(seed=5, n_tasks=300)[0],
             "k4": lambda: _planted(seed=5, n_tasks=300, k=4)[0],
             "topics": lambda: _planted_topics(seed=1, n_topics=4, per_topic=60)[0]}[which]()
-    model = OrdinalDawidSkene(task_difficulty=False, bias_prior_sd=1.0).fit(data)
+    model = OrdinalDawidSkene(task_difficulty=False, bias_prior_sd=1.0, temper_folds=0).fit(data)
     assert model.n_iter_ == n_iter
     assert model.log_likelihood_ == pytest.approx(log_likelihood, rel=1e-12)
     assert float(model.proba_[:, 1].sum()) == pytest.approx(p1_sum, rel=1e-12)

@@ -1,14 +1,18 @@
 """Ordinal-ds's prior of the judges' biases learned from the crowd (``bias_prior_sd=None``, the
 default): the scale recovered on data drawn from the model, its tails holding a few extreme
 judges without widening it, sparse crowds of many small workers above majority vote (where the
-fixed N(0, 1) fell below it), and a fixed prior left as it was."""
+fixed N(0, 1) fell below it), and a fixed prior left as it was. And ordinal-ds's gold-free
+read-out (``temper_folds``, models.tempering) on such a crowd."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from models.data import AnnotationData
+from models.evaluation.reliability import calibration_event, reliability
 from models.majority_vote import MajorityVote
 from models.ordinal_ds import OrdinalDawidSkene
 from models.synthetic import crowd_dataset
@@ -90,3 +94,21 @@ def test_a_fixed_prior_is_reported_as_fixed() -> None:
     model = OrdinalDawidSkene(bias_prior_sd=0.7).fit(data)
     assert model.bias_prior_ == (0.0, 0.7)
     assert model.result(data).info["bias_prior"] == {"centre": 0.0, "sd": 0.7, "learned": False}
+
+
+@pytest.mark.parametrize("grades", [4, 5])
+def test_the_read_out_calibrates_a_sparse_crowd_of_many_workers(grades: int) -> None:
+    # The plug-in posterior of six judgments a worker is over-confident (top-class ECE .07-.08
+    # here); the cross-fitted τ (about .6) brings it under .03 and keeps every label
+    s = crowd_dataset(2000, 1000, grades=grades, redundancy=3, alpha=0.0, random_state=0)
+    data = replace(s.to_annotation_data(with_features=False), gold=None)
+    plain = OrdinalDawidSkene(temper_folds=0).fit(data)
+    read = OrdinalDawidSkene().fit(data)
+    np.testing.assert_array_equal(read.labels_, plain.labels_)
+    assert read.temperature_ < 0.8
+
+    def ece(model: OrdinalDawidSkene) -> float:
+        return reliability(*calibration_event(model.proba_, s.truth)).ece
+
+    assert ece(plain) > 0.06
+    assert ece(read) < 0.03

@@ -121,9 +121,13 @@ def test_temper_folds_off_and_refused() -> None:
     assert calibrated.make().temper_folds == 0  # type: ignore[attr-defined]
     kept = get_method("ds").build({"use_gold": True, "calibrate_folds": 3, "temper_folds": 2})
     assert kept.make().temper_folds == 2  # type: ignore[attr-defined]
+    ordinal = get_method("ordinal-ds").build({"use_gold": True, "calibrate_folds": 3})
+    assert ordinal.make().temper_folds == 0  # type: ignore[attr-defined]
+    with pytest.raises(InvalidParams):
+        make_aggregator("ordinal-ds", {"temper_folds": 1})
 
 
-@pytest.mark.parametrize("method", ["mace", "ibcc", "ebcc"])
+@pytest.mark.parametrize("method", ["mace", "ibcc", "ebcc", "ordinal-ds"])
 def test_every_confusion_model_reads_out_tempered(method: str) -> None:
     syn = generate(600, 30, noise_level=(4.0, 8.0), redundancy=5, random_state=3)
     data = replace(syn.to_annotation_data(with_features=False), gold=None)
