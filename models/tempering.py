@@ -4,10 +4,11 @@ annotators predict judgments on tasks they were not fitted to.
 A fitted DS, MACE, IBCC, EBCC or ordinal-ds reads P(T_i | judgments) as if its annotator
 parameters were exact. They are not: with a weak crowd (accuracy .6-.66) and the true labels
 latent, an annotator's fitted accuracy from a few hundred judgments is off by about .08
-(measured on the Algorithm-10 grid, noise 4-8), and plugging noisy weights into Σ_a log π_j[t,
-y_a] spreads the posterior's log-odds wider than the truth's: the errors-in-variables
-attenuation, seen as overconfidence (P ≈ .95 where .83 of the tasks are relevant). How much to
-shrink is measured without gold by cross-fitting over tasks (``n_folds`` folds, 2 by default):
+(measured on the Algorithm-10 grid, noise 4-8), and plugging noisy weights into
+Σ_a log π_j[t, y_a] spreads the posterior's log-odds wider than the truth's: the
+errors-in-variables attenuation, seen as overconfidence (P ≈ .95 where .83 of the tasks are
+relevant). How much to shrink is measured without gold by cross-fitting over tasks
+(``n_folds`` folds, 2 by default):
 
 1. fit the model on the judgments of every fold but one (a clone, itself not tempered; started
    from the full fit, ``WARM_HALVES``);
