@@ -50,6 +50,7 @@ RF10 = Path(os.environ.get(  # beside the checkout, as the tests expect it
 
 CASES = ("mv", "mace", "ds", "crowdkit-mv", "crowdkit-mace", "crowdkit-ds", "ibcc", "ebcc",
          "ordinal-ds", "mace+readout", "ds+readout", "ibcc+readout", "ebcc+readout",
+         "ordinal-ds+readout",
          "mace-default", "mv-share")
 N_ITER = 50
 
@@ -116,7 +117,7 @@ def _fit(case: str, data):  # type: ignore[no-untyped-def]
         # the read-out), seeded
         "mace-default": lambda: MACE(random_state=0),
         "ds": lambda: DawidSkene(n_iter=N_ITER, tol=0.0, **folds),
-        "ordinal-ds": lambda: OrdinalDawidSkene(n_iter=N_ITER, tol=0.0),
+        "ordinal-ds": lambda: OrdinalDawidSkene(n_iter=N_ITER, tol=0.0, **folds),
     }[method]()
     start, cpu = time.perf_counter(), time.process_time()
     model.fit(data)
