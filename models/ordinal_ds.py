@@ -75,7 +75,7 @@ import scipy.optimize
 
 from models.base import AggregationResult, Aggregator, ProgressCallback, no_progress
 from models.data import AnnotationData
-from models.dawid_skene import Judgments, e_step, majority_start
+from models.dawid_skene import HALF_TOL, Judgments, e_step, majority_start
 from models.dependence import Dependence, wanted
 from models.dirichlet import ClassPrior, Grouping
 from models.ordinal_scale import (
@@ -451,17 +451,26 @@ class OrdinalDawidSkene(Aggregator):
         self.class_prior_by = class_prior_by
         self.task_difficulty = task_difficulty
 
-    def fit(self, data: AnnotationData, progress: ProgressCallback = no_progress) -> Self:
+    def fit(self, data: AnnotationData, progress: ProgressCallback = no_progress, *,
+            init: OrdinalDawidSkene | None = None,
+            dependence_rho: float | None = None) -> Self:
+        """EM from the majority-vote posterior; with ``init`` (a fit of the same annotators,
+        the read-out's full fit: ``warm_half_fit``) from its state instead, the first E step
+        with its prior and confusion rows. ``dependence_rho``: the ρ̄ to temper dense judgments
+        by instead of estimating it (the read-out's half fits take the full fit's)."""
         check_ordinal_scale(data.classes, data.label)
         gold = data.gold if (self.use_gold and data.gold is not None) else None
         idx = Judgments.from_data(data, gold)
         if wanted(self.dependence, data.task):  # judges who share errors: τ_i (models.dependence)
-            idx = idx.adjusted_for_dependence(data, gold, 0.01)
+            idx = idx.adjusted_for_dependence(data, gold, 0.01, dependence_rho)
         self.dependence_rho_ = idx.rho
         self.tempered_ = idx.temper is not None
-        post = majority_start(idx, gold)  # the posterior, class-major (K, n_tasks)
         n = max(data.n_judgments, 1)
         self._start(data, idx)
+        if init is not None and self._grid is None and init._grid is None:
+            post = self._warm_start(idx, init)
+        else:
+            post = majority_start(idx, gold)  # the posterior, class-major (K, n_tasks)
         joint: np.ndarray | None = None
         history: list[float] = []
         self.n_iter_ = 0
@@ -538,6 +547,30 @@ class OrdinalDawidSkene(Aggregator):
         self._grid = np.asarray(DIFFICULTY_GRID) if self.task_difficulty else None
         if self._grid is not None:
             self._log_weights = np.full(self._grid.shape[0], -np.log(self._grid.shape[0]))
+
+    def _warm_start(self, idx: Judgments, init: OrdinalDawidSkene) -> np.ndarray:
+        """The state of ``init`` (fitted on the same annotators, same scale) as this fit's
+        start: every annotator's θ_j, ε_j and ξ_j, the shared cut points and the biases' prior;
+        returns the posterior of one E step under its prior and confusion rows (the per-topic
+        prior follows from the first M step, as from the majority vote)."""
+        self._theta = init._theta.copy()
+        self._shared = init._shared.copy()
+        self._spam = init._spam.copy()
+        self._strategy = init._strategy.copy()
+        self._bias_centre, self._bias_sd = init._bias_centre, init._bias_sd
+        self._bias_precision = init._bias_precision.copy()
+        _, post = e_step(idx, init.prior_, init.confusion_)
+        return post
+
+    def warm_half_fit(self, half: OrdinalDawidSkene, data: AnnotationData
+                      ) -> OrdinalDawidSkene:
+        """The read-out's fit of ``half`` (an untempered clone) on a training half ``data``
+        (``models.tempering``), warm from this fit's state (``_warm_start``), stopped by the
+        default tolerance when this fit has none; a panel tempered in EM gives its halves its
+        ρ̄ (the panel's dependence, not re-estimated per half), as Dawid–Skene's do."""
+        half.tol = max(half.tol, HALF_TOL)
+        given = {"dependence_rho": self.dependence_rho_} if self.tempered_ else {}
+        return half.fit(data.judged_only(), init=self, **given)
 
     def _store_difficulty(self, confusion: np.ndarray, joint: np.ndarray | None,
                           n_tasks: int) -> np.ndarray:

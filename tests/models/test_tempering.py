@@ -176,11 +176,11 @@ def _readouts(method: str, data: AnnotationData, monkeypatch: pytest.MonkeyPatch
     return taus[0], taus[1]
 
 
-@pytest.mark.parametrize("method", ["ds", "ibcc", "ebcc", "mace"])
+@pytest.mark.parametrize("method", ["ds", "ibcc", "ebcc", "mace", "ordinal-ds"])
 def test_warm_half_fits_keep_the_temperature(method: str, monkeypatch: pytest.MonkeyPatch
                                              ) -> None:
-    """The read-out's half fits started from the full fit (DS, IBCC, EBCC) or from its kept
-    random draw (MACE) find the τ the cold half fits find, to the spread of the cold fits'
+    """The read-out's half fits started from the full fit (DS, IBCC, EBCC, ordinal-ds) or from
+    its kept random draw (MACE) find the τ the cold half fits find, to the spread of the cold fits'
     own stopping (docs/benchmarks.md, "The read-out's half fits, warm")."""
     syn = generate(1500, 40, noise_level=(0.0, 2.0), redundancy=5, random_state=5)
     data = replace(syn.to_annotation_data(with_features=False), gold=None)
