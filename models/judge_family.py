@@ -32,6 +32,8 @@ class JudgeFamily(JudgeFamilyModel):
         self.families_how_ = "none"
         self.proba_ = inner.proba_
         self.prior_ = inner.prior_
+        # its gold-free read-out (models.tempering), for the fit's info (``readout_info``)
+        self.temperature_, self.readout_rho_ = inner.temperature_, inner.readout_rho_
         return True
 
     def result(self, data: AnnotationData) -> AggregationResult:

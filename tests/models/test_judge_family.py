@@ -145,8 +145,13 @@ def test_sparse_crowd_is_not_clustered_and_holds_majority_vote() -> None:
     model = JudgeFamily().fit(data)
     info = model.result(data).info
     assert info["families"] == "none" and info["fallback"] == "ordinal-ds"
-    # the nesting model's own labels
-    np.testing.assert_array_equal(model.labels_, OrdinalDawidSkene().fit(data).labels_)
+    # the nesting model's own labels and probabilities, its read-out reported as the fit's
+    inner = OrdinalDawidSkene().fit(data)
+    np.testing.assert_array_equal(model.labels_, inner.labels_)
+    np.testing.assert_allclose(model.proba_, inner.proba_)
+    from models.tempering import readout_info
+
+    assert readout_info(model) == readout_info(inner) != {}
     # without the fallback: no task effect, the crowd's spam part
     plain = JudgeFamily(families="none").fit(data)
     assert plain.fallback_ is None and plain.spam_prior_ == 0.1
