@@ -497,7 +497,7 @@ class OrdinalDawidSkene(Aggregator):
         self.confusion_ = self._store_difficulty(confusion, joint, data.n_tasks)
         self.proba_ = np.ascontiguousarray(post.T)
         self.bias_ = self._theta[:, 0].copy()
-        # the biases' prior, N(centre, sd²): the fixed one, or the crowd's as learned
+        # the biases' prior (centre, scale): the fixed N(0, sd²), or the crowd's t as learned
         self.bias_prior_ = (self._bias_centre, self._bias_sd)
         self.spread_ = np.exp(self._theta[:, 1])
         self.cutpoints_ = self._cuts(self._theta, self._shared)
@@ -516,8 +516,8 @@ class OrdinalDawidSkene(Aggregator):
         n_own = 2 + (k - 2 if self.scale_use_prior_sd > 0 else 0)
         self._theta = np.zeros((data.n_annotators, n_own))
         self._theta[:, 1] = np.log(self.spread_prior)
-        # the population prior of the biases, N(centre, sd²): fixed, or the crowd's, learned
-        # from the fixed setting's start (``_update_bias_prior``)
+        # the biases' prior, centre and scale: the fixed N(0, sd²), or the crowd's t, learned
+        # from N(0, 1) (``_update_bias_prior``)
         self._bias_sd = BIAS_START_SD if self.bias_prior_sd is None else self.bias_prior_sd
         self._bias_centre = 0.0
         # each judge's prior precision of b_j: 1 / sd² (Gaussian), or λ_j / σ² (Student's t as a
@@ -638,7 +638,8 @@ class OrdinalDawidSkene(Aggregator):
             g_shared[1:] = g_gap.sum(axis=0)
             if theta.shape[1] > 2:
                 g_theta[:, 2:] = g_gap
-        # Priors: b ~ N(0, σ_b²), log s ~ N(log s0, 1), γ ~ N(0, σ_γ²).
+        # Priors: b_j with precision λ_j / σ_b² around μ_b (the fixed N(0, sd²): λ_j = 1, μ_b
+        # = 0), log s ~ N(log s0, 1), γ ~ N(0, σ_γ²).
         g_theta[:, 0] -= (theta[:, 0] - self._bias_centre) * self._bias_precision
         g_theta[:, 1] -= theta[:, 1] - np.log(self.spread_prior)
         if theta.shape[1] > 2:
@@ -973,11 +974,13 @@ class OrdinalDawidSkene(Aggregator):
         theta = self._theta
         value = -0.5 * np.sum((theta[:, 1] - np.log(self.spread_prior)) ** 2)
         if self.bias_prior_sd is None:
-            # Student's t around μ_b with scale σ_b (its λ_j integrated out), μ_b's N(0, σ_μ²)
-            z2 = (theta[:, 0] - self._bias_centre) ** 2 / self._bias_sd**2
+            # Student's t around μ_b with scale σ_b (its λ_j integrated out) over the judges
+            # with judgments, as ``_update_bias_prior`` fits it; μ_b's N(0, σ_μ²)
+            judged = self._judged_annotators
+            z2 = (theta[judged, 0] - self._bias_centre) ** 2 / self._bias_sd**2
             dof = BIAS_PRIOR_DOF
             value += float(-0.5 * (dof + 1.0) * np.sum(np.log1p(z2 / dof))
-                           - theta.shape[0] * np.log(self._bias_sd)
+                           - judged.sum() * np.log(self._bias_sd)
                            - 0.5 * self._bias_centre**2 / BIAS_CENTRE_PRIOR_SD**2)
         else:
             value -= 0.5 * np.sum(theta[:, 0] ** 2) / self.bias_prior_sd**2
