@@ -29,8 +29,10 @@ judges' shared leniency (measured: −.076 on dense lenient judges, docs/models.
 The crowd's prior on the competences (``competence_strength``): under VB θ_j ~ Beta(α + s (1 − θ̄),
 β + s θ̄), θ̄ the crowd's pooled share of judgments that knew. MACE's own U-shaped Beta(.5, .5)
 lets EM spread the θ_j far wider than the annotators differ (overconfident posteriors on weak
-crowds); s pulls them together. Its strength is chosen on two classes by the read-out's held-out
-judgments (``models.tempering.crossfit_score``) among ``STRENGTHS``, 0 included: not by type-II
+crowds, and labels below majority vote's); s pulls them together. Its strength is chosen on two
+classes by the read-out's held-out judgments (``models.tempering.crossfit_score``) among
+``STRENGTHS``, 0 included, the strongest within one standard error of the best (the default
+since 2026-12-02; 0, MACE's own prior, before): not by type-II
 ML, whose evidence (the latent knowing counts taken as data) calls every worker of a skewed crowd
 alike (docs/models.md, "MACE's competence prior").
 
@@ -61,7 +63,13 @@ from models.params import (
     Tolerance,
     validated,
 )
-from models.tempering import check_folds, clone, crossfit_score, temper_readout
+from models.tempering import (
+    check_folds,
+    clone,
+    crossfit_score,
+    temper_readout,
+    within_one_standard_error,
+)
 from models.warm import cold_check_due, result_column, warm_record
 
 Variant = Literal["em", "vb"]  # EM with smoothing, or variational Bayes with priors
@@ -121,7 +129,7 @@ class MACE(Aggregator):
         class_prior: ClassPriorKind = "auto",
         class_prior_by: Grouping = "topic",
         temper_folds: TemperFolds = 2,
-        competence_strength: Annotated[float | None, Range(0.0, MAX_PRIOR)] = 0.0,
+        competence_strength: Annotated[float | None, Range(0.0, MAX_PRIOR)] = None,
         dependence: Dependence = "auto",
         knowing: Knowing = "auto",
         halving: bool = False,
@@ -160,8 +168,8 @@ class MACE(Aggregator):
         (0-based) runs, the others drawn and skipped (the read-out's half fits,
         ``warm_half_fit``).
 
-        ``competence_strength`` None (an option; the default is 0, MACE's own prior: docs/models.md,
-        "MACE's competence prior", says why): on two classes the strength s of the
+        ``competence_strength`` None (the default since 2026-12-02; before, 0, MACE's own
+        prior: docs/models.md, "MACE's competence prior"): on two classes the strength s of the
         crowd's prior on θ_j is chosen by cross-fitting (``_choose_strength``) among
         ``STRENGTHS``, 0 (MACE's own Beta(alpha, beta)) included, under VB (EM stays MACE.java's
         maximum likelihood); on K ≥ 3 classes, or without the read-out's folds
@@ -299,8 +307,11 @@ class MACE(Aggregator):
         its strength s chosen by how well it predicts held-out judgments: for each s of
         ``STRENGTHS`` the read-out's cross-fit (``models.tempering.crossfit_score``: fits on
         the other folds of tasks, from the random start the s = 0 fit kept, predict every
-        judgment of a held-out task from the task's other judgments, at the best τ), the s of
-        the lowest held-out loss kept; the fit on all the data at that s from the same start,
+        judgment of a held-out task from the task's other judgments, at the best τ), the
+        largest s whose held-out loss is within one standard error of the lowest kept
+        (``models.tempering.within_one_standard_error``: a pooled crowd is the simpler model,
+        and a gain the folds cannot tell from noise does not buy a θ_j per worker); the fit
+        on all the data at that s from the same start,
         and its τ the read-out's. Type-II ML would not do: on a skewed crowd its evidence, the
         expected knowing counts, calls every worker alike (docs/models.md, "MACE's competence
         prior")."""
@@ -311,12 +322,16 @@ class MACE(Aggregator):
         # settle in a few iterations (s = 0 keeps the read-out's own half fits, bit for bit)
         pooled_tol = max(self.tol, WARM_TOL)
         scores: dict[float, tuple[float, float]] = {}
+        per_task = []
         for s in STRENGTHS:
+            per_task.append(np.zeros(data.n_tasks))
             scores[s] = crossfit_score(
                 lambda s=s: clone(self, temper_folds=0, competence_strength=s,
                                   tol=self.tol if s == 0 else pooled_tol), data,
-                self.temper_folds, self.random_state, warm)
-        chosen = min(STRENGTHS, key=lambda s: scores[s][1])  # the first of equals: the weakest
+                self.temper_folds, self.random_state, warm, task_losses=per_task[-1])
+        # the strongest pooling (the simplest model) the held-out judgments cannot tell from
+        # the best strength: one standard error of the per-task paired difference
+        chosen = STRENGTHS[within_one_standard_error(per_task, data.judgments_per_task() > 0)]
         if chosen > 0:
             # the procedure whose held-out loss was measured: the kept random start (a warm
             # start's: the warm one), at the chosen strength

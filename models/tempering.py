@@ -109,12 +109,14 @@ def heldout_temperature(pieces: list[tuple[np.ndarray, np.ndarray]]) -> float:
     return heldout_fit(pieces)[0]
 
 
-def heldout_fit(pieces: list[tuple[np.ndarray, np.ndarray]]) -> tuple[float, float]:
+def heldout_fit(pieces: list[tuple[np.ndarray, np.ndarray]],
+                per_judgment_out: list[np.ndarray] | None = None) -> tuple[float, float]:
     """(τ, −Σ_a log Σ_t q_τ(t) π[t, y_a] at that τ) over ``pieces`` of (table, others),
     class-major as ``judgment_table`` gives them: the held-out judgments' negative log
     predictive, minimised over τ. The search evaluates the loss a dozen times, and a reduction
     over K rows of n numbers is a few elementwise passes where one over n rows of K is a call
-    per row."""
+    per row. ``per_judgment_out``: a list that gets each piece's per-judgment losses at the τ
+    found (what the returned sum adds up)."""
     # the passes run over blocks of judgments small enough to stay in cache (the elementwise
     # operations of the whole arrays, in the same order: the same bits), into one (n,) array
     # per piece whose sum is taken whole, as before
@@ -137,6 +139,9 @@ def heldout_fit(pieces: list[tuple[np.ndarray, np.ndarray]]) -> tuple[float, flo
         return total
 
     found = scipy.optimize.minimize_scalar(loss, bounds=TAU_BOUNDS, method="bounded")
+    if per_judgment_out is not None:
+        loss(float(found.x))  # the per-judgment terms at τ (the sum is found.fun's)
+        per_judgment_out.extend(-lse for lse in per_judgment)
     return float(found.x), float(found.fun)
 
 
@@ -163,14 +168,17 @@ def crossfit_temperature(make: Callable[[], Any], data: AnnotationData, n_folds:
 
 def crossfit_score(make: Callable[[], Any], data: AnnotationData, n_folds: int,
                    random_state: int | None = None,
-                   warm: Callable[[Any, AnnotationData], Any] | None = None
-                   ) -> tuple[float, float]:
+                   warm: Callable[[Any, AnnotationData], Any] | None = None,
+                   task_losses: np.ndarray | None = None) -> tuple[float, float]:
     """(τ, the held-out judgments' negative log predictive at τ) of ``crossfit_temperature``:
     how well the fits of ``make()`` on the other folds predict each held-out task's judgments
-    (``heldout_fit``); (1, 0) when no fold can be held out."""
+    (``heldout_fit``); (1, 0) when no fold can be held out. ``task_losses`` (n_tasks,): gets
+    each task's share of that loss (its held-out judgments' sum; 0 for a task without
+    judgments), what ``within_one_standard_error`` compares."""
     fold = np.random.default_rng(0 if random_state is None else random_state).permutation(
         data.n_tasks) % n_folds
     pieces = []
+    held_rows = []
     fold_of = fold[data.task]  # each judgment's fold, gathered once
     for f in range(n_folds):
         held = fold_of == f
@@ -181,7 +189,41 @@ def crossfit_score(make: Callable[[], Any], data: AnnotationData, n_folds: int,
                        label=data.label[train])
         fitted = make().fit(half) if warm is None else warm(make(), half)
         pieces.append(judgment_table(fitted.prior_, fitted.confusion_, data, held))
-    return heldout_fit(pieces) if pieces else (1.0, 0.0)
+        held_rows.append(held)
+    if task_losses is not None:
+        task_losses[:] = 0.0
+    if not pieces:
+        return 1.0, 0.0
+    if task_losses is None:
+        return heldout_fit(pieces)
+    per_judgment: list[np.ndarray] = []
+    found = heldout_fit(pieces, per_judgment)
+    for held, losses in zip(held_rows, per_judgment, strict=True):
+        task_losses += np.bincount(data.task[held], weights=losses, minlength=data.n_tasks)
+    return found
+
+
+def within_one_standard_error(losses: list[np.ndarray], judged: np.ndarray) -> int:
+    """The index of the simplest candidate whose held-out loss is within one standard error of
+    the best one's (the one-standard-error rule of cross-validation: Breiman, Friedman, Olshen
+    & Stone 1984, §3.4.3; Hastie, Tibshirani & Friedman, *The Elements of Statistical
+    Learning*, §7.10). ``losses``: each candidate's per-task held-out losses
+    (``crossfit_score``'s ``task_losses``), ordered from the most flexible to the simplest;
+    ``judged``: the tasks with judgments, the units the folds hold out. The standard error is
+    that of the paired difference to the best candidate, √n · sd over tasks of
+    ℓ_i(c) − ℓ_i(best): the judgments of one task are predicted from each other, so the task,
+    not the judgment, is the independent unit. A difference the folds cannot tell from noise
+    does not buy the extra freedom."""
+    totals = [float(loss.sum()) for loss in losses]
+    best = int(np.argmin(totals))  # the first of equals
+    n = int(np.count_nonzero(judged))
+    chosen = best
+    for c in range(best + 1, len(losses)):
+        diff = (losses[c] - losses[best])[judged]
+        se = float(np.sqrt(n) * np.std(diff)) if n > 1 else 0.0
+        if totals[c] - totals[best] <= se:
+            chosen = c
+    return chosen
 
 
 def power_posterior(proba: np.ndarray, tau: float | np.ndarray) -> np.ndarray:

@@ -207,3 +207,49 @@ def test_mace_half_fits_run_one_start(monkeypatch: pytest.MonkeyPatch) -> None:
         mace.MACE(random_state=0, class_prior="uniform", competence_strength=0.0).fit(data)
         counts[warm] = len(runs)
     assert counts == {False: 10 + 2 * 10, True: 10 + 2 * 1}
+
+
+def test_one_standard_error_rule_by_hand() -> None:
+    """``within_one_standard_error``: the simplest candidate (the last) whose held-out loss is
+    within √n · sd of its paired per-task difference to the best; a more flexible candidate
+    than the best is never taken, nor a simpler one clearly worse; unjudged tasks are left
+    out of the standard error."""
+    from models.tempering import within_one_standard_error
+
+    rng = np.random.default_rng(0)
+    base = rng.uniform(1.0, 2.0, size=400)
+    judged = np.ones(400, dtype=bool)
+    noise = rng.normal(0.0, 0.05, size=400)
+    flexible = base + 0.01  # worse than the best, and before it
+    best = base.copy()
+    close = base + noise + 0.001  # total +0.4 against an SE of √400 · .05 = 1
+    far = base + 0.02  # +8 against an SE of 0 (a constant difference)
+    d = (close - best)
+    se = np.sqrt(400) * np.std(d)
+    assert close.sum() - best.sum() <= se  # the hand computation the rule must follow
+    assert within_one_standard_error([flexible, best, close], judged) == 2
+    assert within_one_standard_error([flexible, best, close, far], judged) == 2
+    assert within_one_standard_error([flexible, best, far], judged) == 1
+    # an unjudged task's loss is 0 in every candidate: it adds nothing to the totals, and
+    # counting it would shrink the sd and grow n; the mask leaves it out
+    padded = [np.concatenate([x, np.zeros(100)]) for x in (best, close)]
+    mask = np.concatenate([judged, np.zeros(100, dtype=bool)])
+    assert within_one_standard_error(padded, mask) == within_one_standard_error(
+        [best, close], judged) == 1
+
+
+def test_crossfit_task_losses_add_up_to_the_score() -> None:
+    """``crossfit_score(task_losses=...)``: each task's held-out judgments' losses at the τ
+    found, summing to the returned loss; the τ and loss are those without it."""
+    from models.tempering import crossfit_score
+
+    data = generate(300, 15, noise_level=(1.0, 3.0), redundancy=3,
+                    random_state=2).to_annotation_data(with_features=False)
+    plain = crossfit_score(lambda: DawidSkene(temper_folds=0), data, 2, 0)
+    per_task = np.full(data.n_tasks, np.nan)
+    scored = crossfit_score(lambda: DawidSkene(temper_folds=0), data, 2, 0,
+                            task_losses=per_task)
+    assert scored == plain
+    assert np.all(np.isfinite(per_task)) and np.all(per_task >= 0)
+    np.testing.assert_allclose(per_task.sum(), plain[1], rtol=1e-12)
+    assert np.all(per_task[data.judgments_per_task() == 0] == 0)
