@@ -66,7 +66,7 @@ from models.params import (
 from models.tempering import (
     check_folds,
     clone,
-    crossfit_score,
+    crossfit,
     temper_readout,
     within_one_standard_error,
 )
@@ -305,7 +305,7 @@ class MACE(Aggregator):
         """The crowd's prior on θ_j, Beta(α + s (1 − θ̄), β + s θ̄) on (spamming, knowing)
         (θ̄ the crowd's pooled share of judgments that knew, re-estimated at every M step), with
         its strength s chosen by how well it predicts held-out judgments: for each s of
-        ``STRENGTHS`` the read-out's cross-fit (``models.tempering.crossfit_score``: fits on
+        ``STRENGTHS`` the read-out's cross-fit (``models.tempering.crossfit``: fits on
         the other folds of tasks, from the random start the s = 0 fit kept, predict every
         judgment of a held-out task from the task's other judgments, at the best τ), the
         largest s whose held-out loss is within one standard error of the lowest kept
@@ -324,11 +324,12 @@ class MACE(Aggregator):
         scores: dict[float, tuple[float, float]] = {}
         per_task = []
         for s in STRENGTHS:
-            per_task.append(np.zeros(data.n_tasks))
-            scores[s] = crossfit_score(
+            folds = crossfit(
                 lambda s=s: clone(self, temper_folds=0, competence_strength=s,
                                   tol=self.tol if s == 0 else pooled_tol), data,
-                self.temper_folds, self.random_state, warm, task_losses=per_task[-1])
+                self.temper_folds, self.random_state, warm)
+            scores[s] = folds.score
+            per_task.append(folds.task_losses())
         # the strongest pooling (the simplest model) the held-out judgments cannot tell from
         # the best strength: one standard error of the per-task paired difference
         chosen = STRENGTHS[within_one_standard_error(per_task, data.judgments_per_task() > 0)]

@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -109,40 +109,51 @@ def heldout_temperature(pieces: list[tuple[np.ndarray, np.ndarray]]) -> float:
     return heldout_fit(pieces)[0]
 
 
-def heldout_fit(pieces: list[tuple[np.ndarray, np.ndarray]],
-                per_judgment_out: list[np.ndarray] | None = None) -> tuple[float, float]:
+def heldout_fit(pieces: list[tuple[np.ndarray, np.ndarray]]) -> tuple[float, float]:
     """(τ, −Σ_a log Σ_t q_τ(t) π[t, y_a] at that τ) over ``pieces`` of (table, others),
     class-major as ``judgment_table`` gives them: the held-out judgments' negative log
-    predictive, minimised over τ. The search evaluates the loss a dozen times, and a reduction
-    over K rows of n numbers is a few elementwise passes where one over n rows of K is a call
-    per row. ``per_judgment_out``: a list that gets each piece's per-judgment losses at the τ
-    found (what the returned sum adds up)."""
-    # the passes run over blocks of judgments small enough to stay in cache (the elementwise
-    # operations of the whole arrays, in the same order: the same bits), into one (n,) array
-    # per piece whose sum is taken whole, as before
-    width = max(min(_BLOCK, max(others.shape[1] for _, others in pieces)), 1)
-    k = pieces[0][0].shape[0]
-    log_q, work = np.empty((k, width)), np.empty((k, width))
-    per_judgment = [np.empty(table.shape[1]) for table, _ in pieces]
+    predictive, minimised over τ (``heldout_terms`` gives its terms at one τ)."""
+    terms = _HeldOutTerms(pieces)
+    found = scipy.optimize.minimize_scalar(terms.loss, bounds=TAU_BOUNDS, method="bounded")
+    return float(found.x), float(found.fun)
 
-    def loss(tau: float) -> float:
+
+def heldout_terms(pieces: list[tuple[np.ndarray, np.ndarray]], tau: float
+                  ) -> list[np.ndarray]:
+    """Each piece's per-judgment terms −log Σ_t q_τ(t) π[t, y_a] at ``tau``: what
+    ``heldout_fit``'s loss adds up (the same passes, the same bits)."""
+    terms = _HeldOutTerms(pieces)
+    terms.loss(tau)
+    return [-lse for lse in terms.per_judgment]
+
+
+class _HeldOutTerms:
+    """The held-out loss of ``heldout_fit`` as a function of τ, its scratch arrays allocated
+    once for the search, which evaluates it a dozen times. A reduction over K rows of n numbers
+    is a few elementwise passes where one over n rows of K is a call per row; the passes run
+    over blocks of judgments small enough to stay in cache, into one (n,) array per piece
+    (``per_judgment``, log Σ_t q_τ(t) π[t, y_a]) whose sum is taken whole."""
+
+    def __init__(self, pieces: list[tuple[np.ndarray, np.ndarray]]) -> None:
+        self.pieces = pieces
+        self.width = max(min(_BLOCK, max(others.shape[1] for _, others in pieces)), 1)
+        k = pieces[0][0].shape[0]
+        self.log_q, self.work = np.empty((k, self.width)), np.empty((k, self.width))
+        self.per_judgment = [np.empty(table.shape[1]) for table, _ in pieces]
+
+    def loss(self, tau: float) -> float:
         total = 0.0
-        for (table, others), lse in zip(pieces, per_judgment, strict=True):
+        width = self.width
+        for (table, others), lse in zip(self.pieces, self.per_judgment, strict=True):
             for start in range(0, table.shape[1], width):
                 end = min(start + width, table.shape[1])
-                q, w = log_q[:, :end - start], work[:, :end - start]
+                q, w = self.log_q[:, :end - start], self.work[:, :end - start]
                 np.multiply(others[:, start:end], tau, out=q)  # log q_τ up to its normaliser
                 q -= _logsumexp_rows(q, w)
                 q += table[:, start:end]
                 lse[start:end] = _logsumexp_rows(q, w)
             total -= float(lse.sum())
         return total
-
-    found = scipy.optimize.minimize_scalar(loss, bounds=TAU_BOUNDS, method="bounded")
-    if per_judgment_out is not None:
-        loss(float(found.x))  # the per-judgment terms at τ (the sum is found.fun's)
-        per_judgment_out.extend(-lse for lse in per_judgment)
-    return float(found.x), float(found.fun)
 
 
 def _logsumexp_rows(x: np.ndarray, work: np.ndarray | None = None) -> np.ndarray:
@@ -168,17 +179,45 @@ def crossfit_temperature(make: Callable[[], Any], data: AnnotationData, n_folds:
 
 def crossfit_score(make: Callable[[], Any], data: AnnotationData, n_folds: int,
                    random_state: int | None = None,
-                   warm: Callable[[Any, AnnotationData], Any] | None = None,
-                   task_losses: np.ndarray | None = None) -> tuple[float, float]:
+                   warm: Callable[[Any, AnnotationData], Any] | None = None
+                   ) -> tuple[float, float]:
     """(τ, the held-out judgments' negative log predictive at τ) of ``crossfit_temperature``:
     how well the fits of ``make()`` on the other folds predict each held-out task's judgments
-    (``heldout_fit``); (1, 0) when no fold can be held out. ``task_losses`` (n_tasks,): gets
-    each task's share of that loss (its held-out judgments' sum; 0 for a task without
-    judgments), what ``within_one_standard_error`` compares."""
+    (``heldout_fit`` over ``crossfit``'s folds); (1, 0) when no fold can be held out."""
+    return crossfit(make, data, n_folds, random_state, warm).score
+
+
+@dataclass(frozen=True)
+class CrossFit:
+    """The folds of a cross-fit over tasks: for each fold held out, the judgments it holds
+    (``held``, a mask over the data's judgments) and what the fit on the other folds predicts
+    of them (``pieces``: ``judgment_table``'s (table, others)); ``score`` their τ and loss."""
+
+    data: AnnotationData
+    held: list[np.ndarray]
+    pieces: list[tuple[np.ndarray, np.ndarray]]
+    score: tuple[float, float]
+
+    def task_losses(self) -> np.ndarray:
+        """(n_tasks,): each task's share of the loss at the τ found, the sum of its held-out
+        judgments' terms (0 for a task without judgments): what
+        ``within_one_standard_error`` compares."""
+        out = np.zeros(self.data.n_tasks)
+        if not self.pieces:
+            return out
+        for held, losses in zip(self.held, heldout_terms(self.pieces, self.score[0]),
+                                strict=True):
+            out += np.bincount(self.data.task[held], weights=losses, minlength=out.shape[0])
+        return out
+
+
+def crossfit(make: Callable[[], Any], data: AnnotationData, n_folds: int,
+             random_state: int | None = None,
+             warm: Callable[[Any, AnnotationData], Any] | None = None) -> CrossFit:
+    """The cross-fit of ``crossfit_score``, its folds kept (``CrossFit``)."""
     fold = np.random.default_rng(0 if random_state is None else random_state).permutation(
         data.n_tasks) % n_folds
-    pieces = []
-    held_rows = []
+    pieces, held_rows = [], []
     fold_of = fold[data.task]  # each judgment's fold, gathered once
     for f in range(n_folds):
         held = fold_of == f
@@ -190,17 +229,7 @@ def crossfit_score(make: Callable[[], Any], data: AnnotationData, n_folds: int,
         fitted = make().fit(half) if warm is None else warm(make(), half)
         pieces.append(judgment_table(fitted.prior_, fitted.confusion_, data, held))
         held_rows.append(held)
-    if task_losses is not None:
-        task_losses[:] = 0.0
-    if not pieces:
-        return 1.0, 0.0
-    if task_losses is None:
-        return heldout_fit(pieces)
-    per_judgment: list[np.ndarray] = []
-    found = heldout_fit(pieces, per_judgment)
-    for held, losses in zip(held_rows, per_judgment, strict=True):
-        task_losses += np.bincount(data.task[held], weights=losses, minlength=data.n_tasks)
-    return found
+    return CrossFit(data, held_rows, pieces, heldout_fit(pieces) if pieces else (1.0, 0.0))
 
 
 def within_one_standard_error(losses: list[np.ndarray], judged: np.ndarray) -> int:
@@ -208,7 +237,7 @@ def within_one_standard_error(losses: list[np.ndarray], judged: np.ndarray) -> i
     the best one's (the one-standard-error rule of cross-validation: Breiman, Friedman, Olshen
     & Stone 1984, §3.4.3; Hastie, Tibshirani & Friedman, *The Elements of Statistical
     Learning*, §7.10). ``losses``: each candidate's per-task held-out losses
-    (``crossfit_score``'s ``task_losses``), ordered from the most flexible to the simplest;
+    (``CrossFit.task_losses``), ordered from the most flexible to the simplest;
     ``judged``: the tasks with judgments, the units the folds hold out. The standard error is
     that of the paired difference to the best candidate, √n · sd over tasks of
     ℓ_i(c) − ℓ_i(best): the judgments of one task are predicted from each other, so the task,

@@ -239,17 +239,26 @@ def test_one_standard_error_rule_by_hand() -> None:
 
 
 def test_crossfit_task_losses_add_up_to_the_score() -> None:
-    """``crossfit_score(task_losses=...)``: each task's held-out judgments' losses at the τ
-    found, summing to the returned loss; the τ and loss are those without it."""
-    from models.tempering import crossfit_score
+    """``crossfit(...).task_losses()``: each task's held-out judgments' losses at the τ found,
+    summing to the cross-fit's loss; the τ and loss are ``crossfit_score``'s; and
+    ``heldout_terms`` are the terms ``heldout_fit``'s loss adds up, at any τ."""
+    from models.tempering import crossfit, crossfit_score, heldout_fit, heldout_terms
 
     data = generate(300, 15, noise_level=(1.0, 3.0), redundancy=3,
                     random_state=2).to_annotation_data(with_features=False)
     plain = crossfit_score(lambda: DawidSkene(temper_folds=0), data, 2, 0)
-    per_task = np.full(data.n_tasks, np.nan)
-    scored = crossfit_score(lambda: DawidSkene(temper_folds=0), data, 2, 0,
-                            task_losses=per_task)
-    assert scored == plain
+    folds = crossfit(lambda: DawidSkene(temper_folds=0), data, 2, 0)
+    assert folds.score == plain == heldout_fit(folds.pieces)
+    per_task = folds.task_losses()
     assert np.all(np.isfinite(per_task)) and np.all(per_task >= 0)
     np.testing.assert_allclose(per_task.sum(), plain[1], rtol=1e-12)
     assert np.all(per_task[data.judgments_per_task() == 0] == 0)
+    # at another τ the terms add up to a larger loss (τ* minimises it), judgment by judgment
+    # the held-out predictive −log Σ_t q_τ(t) π[t, y_a] computed here by hand
+    tau = 0.5 * plain[0]
+    terms = heldout_terms(folds.pieces, tau)
+    assert sum(float(x.sum()) for x in terms) > plain[1]
+    table, others = folds.pieces[0]
+    q = tau * others
+    q -= np.logaddexp.reduce(q, axis=0)
+    np.testing.assert_allclose(terms[0], -np.logaddexp.reduce(q + table, axis=0), rtol=1e-12)
