@@ -52,6 +52,10 @@ each annotator has one confusion row per (class, subtype):
 
 Tasks of one subtype (e.g. "relevant but looks off-topic") fool the same annotators, so the model
 captures correlations between workers that DS and IBCC, which assume independence given T_i, miss.
+An error every judge of a dense panel shares (a look of relevance, a common leniency) is not
+such a kind of task: there EBCC, as IBCC, raises each task's likelihood and counts to its design
+effect's power τ_i (``dependence="auto"``, ``models.dependence``; 2026-12-03, docs/models.md
+"EBCC on dense panels: the design effect").
 Defaults are the authors' (M = 10, a_π = 0.1, α = 1, a_v = 4, b_v = 1, random initialisation of
 the subtypes). Random restarts keep the run with the highest ELBO. ``prior="crowd-absolute"``
 (2026-11-27) replaces β_t by IBCC's default population prior s · m_t (centre by |l − t|,
@@ -76,7 +80,7 @@ scattering into it. With
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated, Literal, Self
 
 import numpy as np
@@ -200,6 +204,9 @@ class _Design:
     judged: np.ndarray  # (n_tasks,) bool
     all_judged: bool
     impossible: np.ndarray | None  # (n_tasks, K) True where a gold label rules a class out
+    # (n_tasks,) the power τ_i of each task's likelihood and of its judgments' counts (dense
+    # judges who share errors: ``_temper``); None: every task's 1
+    tau: np.ndarray | None = None
 
     @classmethod
     def from_data(cls, data: AnnotationData, use_gold: bool) -> _Design:
@@ -216,15 +223,24 @@ class _Design:
         return cls(rows, data.n_tasks, data.n_annotators, k, judged, bool(judged.all()),
                    impossible)
 
+    def tempered(self, tau: np.ndarray | None) -> _Design:
+        """The same judgments, each task's likelihood and counts to the power ``tau``."""
+        return replace(self, tau=tau)
+
     def counts(self, weights: np.ndarray) -> np.ndarray:
-        """Σ over judgments of weights[task, c] per (annotator, label, c): (J, K, C)."""
+        """Σ over judgments of τ_i weights[task, c] per (annotator, label, c): (J, K, C)."""
+        if self.tau is not None:
+            weights = weights * self.tau[:, None]
         # each task's judgments scatter into the small (J·K, C) table in task order, as scipy's
         # product by the transpose did (the same bits)
         return self.rows.column_sums(weights).reshape(self.n_annotators, self.n_classes, -1)
 
     def scores(self, table: np.ndarray) -> np.ndarray:
-        """Σ_{a ∈ i} table[j(a), y_a, c] per task: (n_tasks, C); table is (J, K, C)."""
-        return self.rows.row_sums(table.reshape(self.n_annotators * self.n_classes, -1))
+        """τ_i Σ_{a ∈ i} table[j(a), y_a, c] per task: (n_tasks, C); table is (J, K, C)."""
+        out = self.rows.row_sums(table.reshape(self.n_annotators * self.n_classes, -1))
+        if self.tau is not None:
+            out *= self.tau[:, None]
+        return out
 
 
 def _normalise_log(log_joint: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -336,24 +352,22 @@ class IBCC(Aggregator):
                          dependence_rho)
         self.dependence_rho_ = temper[1]
         self.tempered_ = temper[0] is not None
+        design = design.tempered(temper[0])
         if start is not None:  # after τ_i, which stays the majority-vote start's
             proba = start
-        weight = (lambda p: p) if temper[0] is None else (lambda p: p * temper[0][:, None])
         history: list[float] = []
         n = max(data.n_judgments, 1)
         self.n_iter_ = 0
         strength: float | None = None
         for it in range(self.n_iter):
             # q(π), q(κ) given q(T)
-            counts = design.counts(weight(proba)).transpose(0, 2, 1)  # (J, t, l)
+            counts = design.counts(proba).transpose(0, 2, 1)  # (J, t, l)
             alpha0, strength = confusion_prior(prior, counts, alpha0, strength)
             alpha = counts + alpha0[None]
             nu, e_log_kappa = kappa.update(proba)
             # q(T) given q(π), q(κ)
             e_log_pi = e_log_dirichlet(alpha)  # (J, t, l)
             log_joint = design.scores(e_log_pi.transpose(0, 2, 1))
-            if temper[0] is not None:
-                log_joint *= temper[0][:, None]
             log_joint += e_log_kappa
             if design.impossible is not None:
                 log_joint[design.impossible] = -np.inf
@@ -365,7 +379,7 @@ class IBCC(Aggregator):
             progress((it + 1) / self.n_iter, f"iteration {it + 1}, ELBO {elbo:.2f}")
             if len(history) > 1 and abs(history[-1] - history[-2]) / n < self.tol:
                 break
-        counts = design.counts(weight(proba)).transpose(0, 2, 1)
+        counts = design.counts(proba).transpose(0, 2, 1)
         alpha = counts + alpha0[None]
         self.alpha_ = alpha
         self.alpha_prior_ = alpha0
@@ -419,7 +433,10 @@ class EBCC(Aggregator):
     ``proba_`` = q(T_i) (summed over subtypes); ``subtype_proba_`` (n_tasks, K, M) with M
     ``n_subtypes_used_`` (``subtypes_used``: 1 where ``"auto"`` chose the crowd's prior);
     ``confusion_[j, t, l]`` = the annotator's confusion averaged over subtypes with the fitted
-    subtype weights; ``elbo_`` of the kept restart.
+    subtype weights; ``elbo_`` of the kept restart. On dense judges (``dependence``, as IBCC's)
+    each task's likelihood and counts are tempered by its design effect τ_i
+    (``dependence_rho_``, ``tempered_``): the subtypes model tasks that mislead some judges
+    alike, not an error every judge shares.
     """
 
     method = "ebcc"
@@ -440,9 +457,11 @@ class EBCC(Aggregator):
         random_state: Seed = None,
         temper_folds: TemperFolds = 2,
         prior: SubtypePrior = "auto",
+        dependence: Dependence = "auto",
     ) -> None:
         self.temper_folds = check_folds(temper_folds)
         self.prior = prior
+        self.dependence = dependence
         self.n_subtypes = n_subtypes
         self.a_pi = a_pi
         self.class_prior = class_prior
@@ -456,13 +475,28 @@ class EBCC(Aggregator):
         self.random_state = random_state
 
     def fit(self, data: AnnotationData, progress: ProgressCallback = no_progress, *,
-            start: np.ndarray | None = None) -> Self:
+            start: np.ndarray | None = None, dependence_rho: float | None = None) -> Self:
         """VB from the authors' random start, best of ``n_restarts``; with ``start``
         (n_tasks, K, M), a q(T, G) to begin with (the read-out's half fits:
-        ``warm_half_fit``), one run from it."""
+        ``warm_half_fit``), one run from it. ``dependence`` ("auto": dense judgments only,
+        ``models.dependence.wanted``): each task's likelihood, and its judgments' counts in
+        q(v), to the power τ_i = 1 / (1 + (n_i − 1) ρ̄), ρ̄ the design correlation of the
+        majority-vote start (as IBCC's and DS's); ``dependence_rho``: that ρ̄ instead of
+        estimating it (the half fits take the full fit's)."""
         design = _Design.from_data(data, self.use_gold)
         self.prior_used_ = subtype_prior_used(self.prior, data.task, data.n_classes)
         self.n_subtypes_used_ = subtypes_used(self.prior, self.prior_used_, self.n_subtypes)
+        # judges who share errors: the subtypes model the part of a panel's shared errors that
+        # is a kind of task within a class; a leniency or a look of relevance shared by every
+        # judge is not one, and without τ_i it is counted once per judge (docs/models.md,
+        # "EBCC on dense panels: the design effect")
+        tau, self.dependence_rho_ = (
+            _temper(data, _initial_posterior(data, design), self.dependence,
+                    design.impossible is not None, dependence_rho)
+            if wanted(self.dependence, data.task) else (None, 0.0))
+        self.tempered_ = tau is not None
+        if tau is not None:
+            design = design.tempered(tau)
         rng = np.random.default_rng(self.random_state)
         best = None
         elbos = []
@@ -566,7 +600,9 @@ class EBCC(Aggregator):
         the half)."""
         judged = data.judgments_per_task() > 0
         half = clone(half, prior=self.prior_used_, n_subtypes=self.n_subtypes_used_)
-        return half.fit(data.judged_only(), start=self.subtype_proba_[judged])
+        # a tempered fit's halves take its ρ̄ (the panel's dependence, not re-estimated per half)
+        given = {"dependence_rho": self.dependence_rho_} if self.tempered_ else {}
+        return half.fit(data.judged_only(), start=self.subtype_proba_[judged], **given)
 
     @property
     def competence_(self) -> np.ndarray:
@@ -591,5 +627,6 @@ class EBCC(Aggregator):
                 "subtype_weights": self.subtype_weights_.tolist(),
                 "confusion_prior": self.prior_used_,
                 "n_subtypes": self.n_subtypes_used_,
+                **({"dependence_rho": self.dependence_rho_} if self.tempered_ else {}),
             },
         )

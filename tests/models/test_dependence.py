@@ -1,12 +1,12 @@
 """Judges who share errors (models.dependence): the residual correlation, the tempering, and
-ordinal-ds / IBCC / DS on dense correlated judges (models.synthetic.judges_dataset)."""
+ordinal-ds / IBCC / DS / EBCC on dense correlated judges (models.synthetic.judges_dataset)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from models.bcc import IBCC
+from models.bcc import EBCC, IBCC
 from models.dawid_skene import DawidSkene
 from models.dependence import residual_correlation, tempering, wanted
 from models.majority_vote import MajorityVote
@@ -68,12 +68,33 @@ def test_ibcc_and_ds_hold_majority_vote_on_correlated_judges(judges) -> None:  #
     assert _accuracy(DawidSkene(dependence="ignore"), s, data) < tempered - 0.05
 
 
-def test_sparse_crowd_is_unchanged() -> None:
+def test_ebcc_holds_majority_vote_on_lenient_correlated_judges() -> None:
+    """EBCC's subtypes do not model a look of relevance and a leniency every judge shares:
+    untempered, 12 such judges count as 12 independent ones and EBCC falls below majority
+    vote (measured on this set: .459 against .490); the design effect's τ_i lifts it above
+    (docs/models.md, "EBCC on dense panels: the design effect")."""
+    s = judges_dataset(1500, 12, judge_correlation=0.8, leniency=0.7, noise=0.8,
+                       random_state=1)
+    data = s.to_annotation_data(with_features=False)
+    mv = float(np.mean(MajorityVote().fit(data).labels_ == s.truth))
+    ignored = EBCC(random_state=0, temper_folds=0, dependence="ignore")
+    tempered = EBCC(random_state=0, temper_folds=0)
+    assert _accuracy(ignored, s, data) < mv - 0.02
+    assert _accuracy(tempered, s, data) > mv + 0.02
+    assert tempered.tempered_ and tempered.dependence_rho_ > 0.05
+    assert not ignored.tempered_
+    assert tempered.result(data).info["dependence_rho"] == tempered.dependence_rho_
+    assert "dependence_rho" not in ignored.result(data).info
+
+
+@pytest.mark.parametrize(("make", "params"), [(DawidSkene, {}), (EBCC, {"random_state": 0})])
+def test_sparse_crowd_is_unchanged(make, params: dict) -> None:  # type: ignore[no-untyped-def]
     s = crowd_dataset(600, 40, grades=4, random_state=2)
     data = s.to_annotation_data(with_features=False)
-    a = DawidSkene().fit(data)
-    b = DawidSkene(dependence="ignore").fit(data)
+    a = make(**params).fit(data)
+    b = make(dependence="ignore", **params).fit(data)
     np.testing.assert_array_equal(a.proba_, b.proba_)
+    assert not a.tempered_
 
 
 def test_tempering_reaches_the_difficulty_levels(judges) -> None:  # type: ignore[no-untyped-def]
@@ -183,7 +204,7 @@ def test_models_hold_majority_vote_on_a_noisy_correlated_panel(
     assert mean_accuracy(IBCC) < mv - 0.015
 
 
-@pytest.mark.parametrize("make", [DawidSkene, IBCC])
+@pytest.mark.parametrize("make", [DawidSkene, IBCC, EBCC])
 def test_readout_half_fits_take_the_full_fits_rho(make, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
     """The read-out's half fits are tempered by the full fit's ρ̄ (the panel's dependence):
     the task-effect model is fitted once per fit, not once per half as well."""
