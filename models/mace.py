@@ -321,15 +321,21 @@ class MACE(Aggregator):
         # a pooled prior's runs stop once an iteration gains little, as a warm start's: they
         # settle in a few iterations (s = 0 keeps the read-out's own half fits, bit for bit)
         pooled_tol = max(self.tol, WARM_TOL)
+
+        def score(s: float) -> tuple[tuple[float, float], np.ndarray]:
+            # (τ, loss) and the per-task losses; the folds' judgment tables (K × n a fold) go
+            # with the call, before the next strength's are built
+            folds = crossfit(
+                lambda: clone(self, temper_folds=0, competence_strength=s,
+                              tol=self.tol if s == 0 else pooled_tol), data,
+                self.temper_folds, self.random_state, warm)
+            return folds.score, folds.task_losses()
+
         scores: dict[float, tuple[float, float]] = {}
         per_task = []
         for s in STRENGTHS:
-            folds = crossfit(
-                lambda s=s: clone(self, temper_folds=0, competence_strength=s,
-                                  tol=self.tol if s == 0 else pooled_tol), data,
-                self.temper_folds, self.random_state, warm)
-            scores[s] = folds.score
-            per_task.append(folds.task_losses())
+            scores[s], losses = score(s)
+            per_task.append(losses)
         # the strongest pooling (the simplest model) the held-out judgments cannot tell from
         # the best strength: one standard error of the per-task paired difference
         chosen = STRENGTHS[within_one_standard_error(per_task, data.judgments_per_task() > 0)]
