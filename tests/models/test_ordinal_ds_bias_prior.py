@@ -15,7 +15,9 @@ from models.data import AnnotationData
 from models.evaluation.reliability import calibration_event, reliability
 from models.majority_vote import MajorityVote
 from models.ordinal_ds import OrdinalDawidSkene
-from models.synthetic import crowd_dataset
+from models.synthetic import SyntheticData, crowd_dataset
+
+SparseCrowd = tuple[SyntheticData, AnnotationData, OrdinalDawidSkene]
 
 
 def _drawn(bias: np.ndarray, *, seed: int, n_tasks: int = 3000, per_task: int = 4,
@@ -67,20 +69,30 @@ def test_a_few_extreme_judges_do_not_widen_the_prior() -> None:
     assert np.mean(model.labels_ == data.gold) > np.mean(fixed.labels_ == data.gold)
 
 
-@pytest.mark.parametrize("grades", [4, 5])
-def test_a_sparse_crowd_of_many_workers_stays_above_majority_vote(grades: int) -> None:
-    # 1,000 workers of about six judgments each (3 a task, neighbouring-grade errors, 15 %
-    # spammers): with the fixed N(0, 1) a worker's handful of judgments could give it a bias of
-    # a grade, and ordinal-ds fell .02-.03 below majority vote (bench_robust.py crowds)
-    s = crowd_dataset(2000, 1000, grades=grades, redundancy=3, alpha=0.0, random_state=0)
-    data = s.to_annotation_data(with_features=False)
+@pytest.fixture(scope="module", params=[4, 5])
+def sparse_crowd(request: pytest.FixtureRequest) -> SparseCrowd:
+    """1,000 workers of about six judgments each (3 a task, neighbouring-grade errors, 15 %
+    spammers) on ``request.param`` grades, without its gold, and ordinal-ds with its defaults
+    fitted on it once: the accuracy test and the read-out test read the same default fit (it
+    was fitted once in each; ordinal-ds leaves gold out unless ``use_gold``, and no test
+    mutates it)."""
+    s = crowd_dataset(2000, 1000, grades=request.param, redundancy=3, alpha=0.0,
+                      random_state=0)
+    data = replace(s.to_annotation_data(with_features=False), gold=None)
+    return s, data, OrdinalDawidSkene().fit(data)
+
+
+def test_a_sparse_crowd_of_many_workers_stays_above_majority_vote(
+        sparse_crowd: SparseCrowd) -> None:
+    # with the fixed N(0, 1) a worker's handful of judgments could give it a bias of a grade,
+    # and ordinal-ds fell .02-.03 below majority vote (bench_robust.py crowds)
+    s, data, learned_model = sparse_crowd
 
     def accuracy(model) -> float:  # noqa: ANN001 - a fitted aggregator
         return float(np.mean(model.labels_ == s.truth))
 
     mv = accuracy(MajorityVote().fit(data))
     fixed = accuracy(OrdinalDawidSkene(bias_prior_sd=1.0).fit(data))
-    learned_model = OrdinalDawidSkene().fit(data)
     learned = accuracy(learned_model)
     assert fixed < mv  # the failure this prior mends, still there with the fixed prior
     assert learned > mv + 0.01
@@ -96,14 +108,13 @@ def test_a_fixed_prior_is_reported_as_fixed() -> None:
     assert model.result(data).info["bias_prior"] == {"centre": 0.0, "sd": 0.7, "learned": False}
 
 
-@pytest.mark.parametrize("grades", [4, 5])
-def test_the_read_out_calibrates_a_sparse_crowd_of_many_workers(grades: int) -> None:
+def test_the_read_out_calibrates_a_sparse_crowd_of_many_workers(
+        sparse_crowd: SparseCrowd) -> None:
     # The plug-in posterior of six judgments a worker is over-confident (top-class ECE .07-.08
-    # here); the cross-fitted τ (about .6) brings it under .03 and keeps every label
-    s = crowd_dataset(2000, 1000, grades=grades, redundancy=3, alpha=0.0, random_state=0)
-    data = replace(s.to_annotation_data(with_features=False), gold=None)
+    # here); the cross-fitted τ (about .6, the default read-out) brings it under .03 and keeps
+    # every label
+    s, data, read = sparse_crowd
     plain = OrdinalDawidSkene(temper_folds=0).fit(data)
-    read = OrdinalDawidSkene().fit(data)
     np.testing.assert_array_equal(read.labels_, plain.labels_)
     assert read.temperature_ < 0.8
 

@@ -40,6 +40,15 @@ def easy_lk(easy):
     return LK(random_state=0, learn_annotator_bias=False, **FAST).fit(data)
 
 
+@pytest.fixture(scope="module")
+def easy_lk_learned(easy):
+    """LK with its defaults (annotator biases learned) on ``easy`` without features, fitted
+    once: the difficulty test reads it and both fallbacks (MAGP's, GPMV's) must equal it (it
+    was fitted three times; no test mutates it)."""
+    data = easy.to_annotation_data(with_features=False)
+    return LK(random_state=0, **FAST).fit(data)
+
+
 def test_elbo_matches_brute_force_for_the_full_gp():
     """With Z = X the closed-form q and ELBO equal the explicit Gaussian KL computation."""
     rng = np.random.default_rng(1)
@@ -128,14 +137,14 @@ def test_lk_recovers_labels_and_competence(easy, easy_lk):
     assert len(res.objective_history) == res.info["n_iter"]
 
 
-def test_task_difficulty_follows_disagreement(easy):
+def test_task_difficulty_follows_disagreement(easy, easy_lk_learned):
     """σ_i² (posterior mean after EM) is higher where a task's judges disagree more.
 
     Five judgments per task: unanimous tasks ≈ 0.82, two dissenters of five ≈ 1.13 (the prior
     mean is 1). A MAP estimate put every task at 0.001 here.
     """
     data = easy.to_annotation_data(with_features=False)
-    model = LK(random_state=0, **FAST).fit(data)
+    model = easy_lk_learned
     counts = data.counts()
     disagreement = counts.min(axis=1) / counts.sum(axis=1)
     difficulty = model.result(data).task_columns["difficulty"]
@@ -264,14 +273,14 @@ def test_m_step_on_a_subset_of_tasks(monkeypatch):
 
 
 @pytest.mark.parametrize("cls", [MAGP, GPMV])
-def test_fallback_to_lk_without_features(easy, easy_lk, cls):
+def test_fallback_to_lk_without_features(easy, easy_lk, easy_lk_learned, cls):
     data = easy.to_annotation_data(with_features=False)
     model = cls(random_state=0, **FAST).fit(data)
     res = model.result(data)
     assert res.info["fallback"] == "lk"
     # The fallback is LK, with LK's default where the method's is left unset: annotator
     # biases learned (MAGP's thesis default, fixed, holds next to a GP over features only).
-    lk = LK(random_state=0, **FAST).fit(data)
+    lk = easy_lk_learned
     np.testing.assert_allclose(model.proba_, lk.proba_, atol=1e-8)
     np.testing.assert_allclose(model.annotator_bias_, lk.annotator_bias_, atol=1e-8)
     assert np.abs(lk.annotator_bias_).max() > 0.01  # learned, not the fixed zeros
