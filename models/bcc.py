@@ -495,8 +495,7 @@ class EBCC(Aggregator):
                     design.impossible is not None, dependence_rho)
             if wanted(self.dependence, data.task) else (None, 0.0))
         self.tempered_ = tau is not None
-        if tau is not None:
-            design = design.tempered(tau)
+        design = design.tempered(tau)
         rng = np.random.default_rng(self.random_state)
         best = None
         elbos = []
