@@ -9,6 +9,16 @@ PYTHON312 ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3) \
 	$(shell command -v python3.12 2>/dev/null))
 VENV312 ?= .venv-3.12
 
+# Python keeps its bytecode caches (git-ignored __pycache__) even where the environment says not
+# to (PYTHONDONTWRITEBYTECODE): the test workers, and the servers, job processes and CLI runs they
+# start, then compile app/, models/ and the test files once rather than once per process.
+export PYTHONDONTWRITEBYTECODE :=
+# pytest-xdist: one file's tests on one worker (a module fixture is built once), the files in
+# the order tests/conftest.py gives (the costliest first), not xdist's (the most tests first).
+# Three workers on two cores: two left the cores idle 7 % of the run (a worker waiting on
+# PostgreSQL, a server, a browser); three leave them idle 1 % (docs/benchmarks.md).
+XDIST ?= -n 3 --dist loadfile --no-loadscope-reorder
+
 .PHONY: serve test test-fast test-py312 test-compat services browser lint bench clean
 
 $(VENV)/.installed: pyproject.toml
@@ -38,11 +48,11 @@ browser:
 
 ## install the dev extras and run the whole suite (slow tests included) on SQLite, PostgreSQL, Redis
 test: $(VENV)/.installed-dev services browser
-	$(PY) -m pytest -q -n 2 --dist loadfile --durations=30
+	$(PY) -m pytest -q $(XDIST) --durations=30
 
 ## the suite without the tests marked slow
 test-fast: $(VENV)/.installed-dev services browser
-	$(PY) -m pytest -q -n 2 --dist loadfile -m "not slow"
+	$(PY) -m pytest -q $(XDIST) -m "not slow"
 
 ## the fast model and CLI tests on Python 3.12 too, in their own venv (CI runs it after `test`)
 test-py312: services
@@ -51,7 +61,7 @@ test-py312: services
 
 # What test-py312 runs (a few minutes): the models and the offline CLI, not the slow tests.
 test-compat: $(VENV)/.installed-dev services
-	$(PY) -m pytest -q -n 2 --dist loadfile -m "not slow" tests/models tests/cli tests/formats
+	$(PY) -m pytest -q $(XDIST) -m "not slow" tests/models tests/cli tests/formats
 
 lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check app models tests bench

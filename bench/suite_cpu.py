@@ -9,6 +9,10 @@ it has waited for (a job process that outlives its test is then missed).
 
     PYTHONPATH=bench python -m pytest -q -n 2 --dist loadfile -p suite_cpu   # writes /tmp/suite-cpu
     python bench/suite_cpu.py /tmp/suite-cpu --top 30
+    python bench/suite_cpu.py /tmp/suite-cpu --write-costs tests/file_costs.tsv
+
+``--write-costs`` writes each test file's seconds (its tests' wall time summed) for the suite's
+scheduler: ``tests/conftest.py`` hands the costliest files to the workers first.
 
 ``SUITE_CPU_DIR`` moves the output. Each worker writes ``<worker>.tsv``: test id, wall s, CPU s.
 ``SUITE_CPU_GROUP`` names the cgroups (``<group>-gw0``; default ``crowdqrels-suite``): two runs at
@@ -73,6 +77,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="CPU seconds per test, file and directory")
     parser.add_argument("folder", type=Path, nargs="?", default=OUT)
     parser.add_argument("--top", type=int, default=20)
+    parser.add_argument("--write-costs", type=Path, metavar="TSV",
+                        help="write each file's wall seconds (files over 1 s), costliest first")
     args = parser.parse_args()
     rows = []
     for path in sorted(args.folder.glob("*.tsv")):
@@ -91,6 +97,23 @@ def main() -> None:
     print(f"\n| CPU s | share | file (the {args.top} costliest) |\n|---:|---:|---|")
     for name, c in sorted(files.items(), key=lambda kv: -kv[1])[:args.top]:
         print(f"| {c:.1f} | {100 * c / cpu:.1f} % | `{name}` |")
+    if args.write_costs:
+        write_costs(rows, args.write_costs)
+
+
+def write_costs(rows: list[tuple[str, float, float]], path: Path) -> None:
+    """Each file's wall seconds, costliest first: what a worker spends on it, waits included
+    (a server starting, PostgreSQL's share of a COPY), which is what the schedule must spread."""
+    files: dict[str, float] = defaultdict(float)
+    for test, w, _ in rows:
+        files[test.split("::")[0]] += w
+    lines = [f"{name}\t{w:.1f}" for name, w in sorted(files.items(), key=lambda kv: -kv[1])
+             if w >= 1.0]
+    header = ("# test file, seconds: written by `python bench/suite_cpu.py DIR --write-costs "
+              "tests/file_costs.tsv`;\n# read by tests/conftest.py to start the costliest files "
+              "first (a stale or missing line only changes the order)\n")
+    path.write_text(header + "\n".join(lines) + "\n")
+    print(f"\n{len(lines)} files' costs written to {path}")
 
 
 if __name__ == "__main__":

@@ -27,6 +27,41 @@ RF10 = Path(os.environ.get(
 ))
 
 
+# Each test file's seconds in a profiled run (bench/suite_cpu.py --write-costs): the schedule below.
+FILE_COSTS = ROOT / "tests" / "file_costs.tsv"
+
+
+def _file_costs() -> dict[str, float]:
+    if not FILE_COSTS.is_file():
+        return {}
+    rows = (line.split("\t") for line in FILE_COSTS.read_text().splitlines()
+            if line and not line.startswith("#"))
+    return {name: float(seconds) for name, seconds in rows}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The costliest files first, the longest-processing-time-first rule (Graham 1969).
+
+    ``--dist loadfile`` hands each file to the next free worker in collection order (``make
+    test`` passes ``--no-loadscope-reorder``; xdist's own order is by number of tests, which put
+    the two-test files of a minute each, the precompile and Schemathesis tests, last and left
+    the other workers idle behind them). A file missing from ``tests/file_costs.tsv`` (a new
+    one) costs 0 and keeps its place after the listed ones; a test's order within its file is
+    kept. Every worker sorts the same collection the same way, as xdist requires."""
+    costs = _file_costs()
+    if not costs:
+        return
+    first: dict[str, int] = {}
+    for index, item in enumerate(items):
+        first.setdefault(item.nodeid.split("::")[0], index)
+
+    def key(item: pytest.Item) -> tuple[float, int]:
+        name = item.nodeid.split("::")[0]
+        return -costs.get(name, 0.0), first[name]
+
+    items.sort(key=key)
+
+
 def _per_worker(url: str) -> str:
     """The test database of this pytest-xdist worker (``crowdqrels_test_gw1``): workers run
     side by side and each truncates its tables before every test, so none may share one."""

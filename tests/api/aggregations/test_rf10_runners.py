@@ -1,6 +1,6 @@
 """RF10 through HTTP with the job runners: each method's qrels equal the offline CLI's, and the
 fit scores the NIST gold. Apart from tests/api/aggregations/test_aggregations.py so that the two
-files, minutes each, run on the two workers side by side (pytest -n 2 --dist loadfile)."""
+files, minutes each, run on two workers side by side (pytest --dist loadfile)."""
 
 from __future__ import annotations
 
