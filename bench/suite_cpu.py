@@ -7,7 +7,8 @@ worker's whole process tree: the job processes it forks, the servers, Celery wor
 it starts. Without the controller it falls back to ``getrusage`` of the worker and the children
 it has waited for (a job process that outlives its test is then missed).
 
-    PYTHONPATH=bench python -m pytest -q -n 2 --dist loadfile -p suite_cpu   # writes /tmp/suite-cpu
+    PYTHONPATH=bench python -m pytest -q -n 3 --dist loadfile --no-loadscope-reorder -p suite_cpu
+    # (writes /tmp/suite-cpu; make test's options, so the costs are those of its schedule)
     python bench/suite_cpu.py /tmp/suite-cpu --top 30
     python bench/suite_cpu.py /tmp/suite-cpu --write-costs tests/file_costs.tsv
 
@@ -91,9 +92,7 @@ def main() -> None:
     print(f"| CPU s | wall s | test (the {args.top} costliest) |\n|---:|---:|---|")
     for test, w, c in sorted(rows, key=lambda r: -r[2])[:args.top]:
         print(f"| {c:.1f} | {w:.1f} | `{test}` |")
-    files: dict[str, float] = defaultdict(float)
-    for test, _, c in rows:
-        files[test.split("::")[0]] += c
+    files = per_file(rows, column=2)
     print(f"\n| CPU s | share | file (the {args.top} costliest) |\n|---:|---:|---|")
     for name, c in sorted(files.items(), key=lambda kv: -kv[1])[:args.top]:
         print(f"| {c:.1f} | {100 * c / cpu:.1f} % | `{name}` |")
@@ -101,12 +100,18 @@ def main() -> None:
         write_costs(rows, args.write_costs)
 
 
+def per_file(rows: list[tuple[str, float, float]], column: int) -> dict[str, float]:
+    """Each test file's sum of one column of the rows (1: wall s, 2: CPU s)."""
+    files: dict[str, float] = defaultdict(float)
+    for row in rows:
+        files[row[0].split("::")[0]] += row[column]
+    return files
+
+
 def write_costs(rows: list[tuple[str, float, float]], path: Path) -> None:
     """Each file's wall seconds, costliest first: what a worker spends on it, waits included
     (a server starting, PostgreSQL's share of a COPY), which is what the schedule must spread."""
-    files: dict[str, float] = defaultdict(float)
-    for test, w, _ in rows:
-        files[test.split("::")[0]] += w
+    files = per_file(rows, column=1)
     lines = [f"{name}\t{w:.1f}" for name, w in sorted(files.items(), key=lambda kv: -kv[1])
              if w >= 1.0]
     header = ("# test file, seconds: written by `python bench/suite_cpu.py DIR --write-costs "
