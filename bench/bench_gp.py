@@ -260,7 +260,7 @@ def _time_stages() -> dict[str, list[tuple[float, float]]]:
 
 
 def cmd_speed(args: argparse.Namespace) -> None:
-    from models.gp.model import MAGP
+    from models.gp.model import LK, MAGP
 
     # TensorFlow and GPflow load once per process (the service's GP jobs fork from a starter
     # that has loaded them): timed apart, so that "fit" is the fit with or without --stages
@@ -275,13 +275,16 @@ def cmd_speed(args: argparse.Namespace) -> None:
     gen = time.perf_counter() - t0
     load = os.getloadavg()[0]
     t0, c0 = time.perf_counter(), time.process_time()
-    model = MAGP(random_state=0, kernel=args.magp_kernel, n_inducing=args.inducing).fit(data)
+    if args.model == "lk":  # no features: --magp-kernel and --inducing play no part
+        model = LK(random_state=0).fit(data)
+    else:
+        model = MAGP(random_state=0, kernel=args.magp_kernel, n_inducing=args.inducing).fit(data)
     fit, cpu = time.perf_counter() - t0, time.process_time() - c0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2  # KiB -> GiB
     info = model.info_
-    print(f"tasks {data.n_tasks}\tjudgments {data.n_judgments}\tannotators {data.n_annotators}\t"
+    print(f"{args.model}\ttasks {data.n_tasks}\tjudgments {data.n_judgments}\tannotators {data.n_annotators}\t"
           f"import {imports:.1f} s\tgenerate {gen:.1f} s\tfit {fit:.1f} s\tCPU {cpu:.1f} s\t"
-          f"EM iterations {info['n_iter']}\tE sweeps {info['e_step_sweeps']}\t{info['gp']}\t"
+          f"EM iterations {info['n_iter']}\tE sweeps {info['e_step_sweeps']}\t{info.get('gp', '-')}\t"
           f"accuracy {_accuracy(model.labels_, s.truth):.4f}\tpeak RSS {peak:.2f} GiB\t"
           f"load average {load:.1f} -> {os.getloadavg()[0]:.1f}", flush=True)
     for label, values in (stages or {}).items():
@@ -376,6 +379,9 @@ def main() -> None:
     speed.add_argument("--redundancy", type=int, default=5)
     speed.add_argument("--inducing", type=int, default=200)
     speed.add_argument("--magp-kernel", default="rbf")
+    speed.add_argument("--model", choices=("magp", "lk"), default="magp",
+                       help="lk: the likelihood part alone, no features (the kernel and inducing "
+                            "points play no part)")
     speed.add_argument("--stages", action="store_true",
                        help="also print the seconds of each EM stage and L-BFGS evaluations")
     ref = sub.add_parser("reference")
