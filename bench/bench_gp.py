@@ -282,9 +282,11 @@ def cmd_speed(args: argparse.Namespace) -> None:
     fit, cpu = time.perf_counter() - t0, time.process_time() - c0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2  # KiB -> GiB
     info = model.info_
-    print(f"{args.model}\ttasks {data.n_tasks}\tjudgments {data.n_judgments}\tannotators {data.n_annotators}\t"
+    print(f"{args.model}\ttasks {data.n_tasks}\tjudgments {data.n_judgments}\t"
+          f"annotators {data.n_annotators}\t"
           f"import {imports:.1f} s\tgenerate {gen:.1f} s\tfit {fit:.1f} s\tCPU {cpu:.1f} s\t"
-          f"EM iterations {info['n_iter']}\tE sweeps {info['e_step_sweeps']}\t{info.get('gp', '-')}\t"
+          f"EM iterations {info['n_iter']}\tE sweeps {info['e_step_sweeps']}\t"
+          f"{info.get('gp', '-')}\t"
           f"accuracy {_accuracy(model.labels_, s.truth):.4f}\tpeak RSS {peak:.2f} GiB\t"
           f"load average {load:.1f} -> {os.getloadavg()[0]:.1f}", flush=True)
     for label, values in (stages or {}).items():

@@ -23,31 +23,25 @@ down_revision = "0013"
 branch_labels = None
 depends_on = None
 
-# (table, column, referenced table)
-DROPPED = (
-    ("tasks", "collection_id", "collections"),
-    ("tasks", "topic_id", "topics"),
-    ("tasks", "document_id", "documents"),
-    ("documents", "collection_id", "collections"),
-)
-
-
-def _name(table: str, column: str, referred: str) -> str:
-    return f"fk_{table}_{column}_{referred}"  # the naming convention of app.core.db
+# table -> (column, referenced table): the constraints dropped
+DROPPED = {
+    "tasks": (("collection_id", "collections"), ("topic_id", "topics"),
+              ("document_id", "documents")),
+    "documents": (("collection_id", "collections"),),
+}
 
 
 def upgrade() -> None:
-    for table in ("tasks", "documents"):
+    for table, keys in DROPPED.items():
         with op.batch_alter_table(table, schema=None) as batch_op:
-            for t, column, referred in DROPPED:
-                if t == table:
-                    batch_op.drop_constraint(_name(t, column, referred), type_="foreignkey")
+            for column, referred in keys:
+                batch_op.drop_constraint(op.f(f"fk_{table}_{column}_{referred}"),
+                                         type_="foreignkey")
 
 
 def downgrade() -> None:
-    for table in ("documents", "tasks"):
+    for table, keys in reversed(DROPPED.items()):
         with op.batch_alter_table(table, schema=None) as batch_op:
-            for t, column, referred in DROPPED:
-                if t == table:
-                    batch_op.create_foreign_key(_name(t, column, referred), referred,
-                                                [column], ["id"], ondelete="CASCADE")
+            for column, referred in keys:
+                batch_op.create_foreign_key(op.f(f"fk_{table}_{column}_{referred}"), referred,
+                                            [column], ["id"], ondelete="CASCADE")
